@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The one command that runs the tests: installs what is missing, fetches the models, runs the
+# Rust suites (real PostgreSQL, real models) and the OpenAI SDK compatibility test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+source scripts/env.sh
+export VOICED_TEST_PGDATA="${VOICED_TEST_PGDATA:-$VOICED_CACHE/test-pg}"
+
+cargo build --locked --bins --tests
+bin="$CARGO_TARGET_DIR/debug/voiced"
+if [ -x scripts/fetch-test-models.sh ]; then ./scripts/fetch-test-models.sh "$bin"; fi
+
+stop_test_cluster() {
+  cargo test --locked --test db -- --ignored stop_shared_test_cluster >/dev/null 2>&1 || true
+}
+trap stop_test_cluster EXIT
+
+cargo test --locked --no-fail-fast -- --test-threads="${VOICED_TEST_THREADS:-2}"
+if [ -x scripts/sdk-test.sh ]; then ./scripts/sdk-test.sh "$bin"; fi

@@ -1,0 +1,247 @@
+//! Start-up: the database (embedded or given), the signing secret, the application state, and
+//! `voiced serve`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use rand::RngCore;
+use sqlx::PgPool;
+use tokio::net::TcpListener;
+
+use crate::config::Config;
+use crate::engines::registry::EngineRegistry;
+use crate::http::error::ErrorLinks;
+use crate::http::rate_limit::RateLimits;
+use crate::http::{self, AppState};
+use crate::signing::AudioSigner;
+use crate::store;
+use crate::store::blobs::PgBlobStore;
+use crate::store::embedded::{EmbeddedConfig, EmbeddedPostgres};
+use crate::worker::completions::Completions;
+use crate::worker::{self, WorkerDeps, WorkerOptions};
+
+/// The database the process uses, and the private cluster behind it when it is the embedded one.
+pub struct Database {
+    pub pool: PgPool,
+    embedded: Option<EmbeddedPostgres>,
+}
+
+impl Database {
+    /// Connects to `database_url`, or starts (first time: creates) the private cluster under the
+    /// data dir; migrates either way.
+    pub async fn open(config: &Config, max_connections: u32) -> anyhow::Result<Self> {
+        let (url, embedded) = match &config.database_url {
+            Some(url) => (url.clone(), None),
+            None => {
+                let cluster = EmbeddedPostgres::start(&EmbeddedConfig {
+                    data_dir: config.data_dir.clone(),
+                    pg_bin: std::env::var_os("VOICED_PG_BIN").map(Into::into),
+                })
+                .await?;
+                (cluster.database_url("voiced"), Some(cluster))
+            }
+        };
+        let pool = store::connect_and_migrate(&url, max_connections).await?;
+        Ok(Self { pool, embedded })
+    }
+
+    /// Closes the pool. `voiced serve` stops the private cluster always (it owns it); short
+    /// commands (`admin`, `migrate`) stop it only when they started it, so that they never stop
+    /// a cluster a running `voiced serve` uses.
+    pub async fn close(self, owner: bool) -> anyhow::Result<()> {
+        self.pool.close().await;
+        if let Some(cluster) = self.embedded
+            && (owner || !cluster.reused())
+        {
+            cluster.stop().await?;
+        }
+        Ok(())
+    }
+}
+
+/// The audio-link secret: configured, or created once in `data_dir/signing.key` (mode 0600).
+pub fn signing_secret(config: &Config) -> anyhow::Result<Vec<u8>> {
+    if let Some(secret) = &config.signing_secret {
+        return Ok(secret.as_bytes().to_vec());
+    }
+    let path = config.data_dir.join("signing.key");
+    if let Ok(existing) = std::fs::read(&path) {
+        anyhow::ensure!(
+            existing.len() >= 32,
+            "{} is shorter than 32 bytes; delete it to make a new one",
+            path.display()
+        );
+        return Ok(existing);
+    }
+    let mut secret = vec![0u8; 32];
+    rand::rng().fill_bytes(&mut secret);
+    write_private(&path, &secret)?;
+    Ok(secret)
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    file.write_all(bytes)?;
+    Ok(())
+}
+
+/// The engines this deployment has (from `models_dir`).
+pub fn engines(config: &Config) -> Arc<EngineRegistry> {
+    Arc::new(EngineRegistry::new(
+        config.models_dir.clone(),
+        config.engine_threads as usize,
+    ))
+}
+
+/// Builds the application state from configuration and an open pool.
+pub async fn state(
+    config: &Config,
+    pool: PgPool,
+    signer: AudioSigner,
+    limits: RateLimits,
+) -> anyhow::Result<AppState> {
+    let completions = Completions::start(pool.clone())
+        .await
+        .context("listening for generation completions")?;
+    Ok(AppState {
+        blobs: Arc::new(PgBlobStore::new(pool.clone())),
+        engines: engines(config),
+        completions,
+        pool,
+        signer,
+        public_base_url: config.public_base_url.clone(),
+        links: Arc::new(ErrorLinks {
+            errors_url: config.errors_url.clone(),
+            billing_url: config.billing_url.clone(),
+            console_url: config.console_url.clone(),
+        }),
+        limits: Arc::new(limits),
+        request_timeout: Duration::from_secs(config.request_timeout_secs),
+    })
+}
+
+/// Starts `count` generation workers; they stop when `shutdown` turns true.
+pub fn spawn_workers(
+    config: &Config,
+    deps: &WorkerDeps,
+    count: u32,
+    shutdown: &tokio::sync::watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "local".into());
+    (0..count)
+        .map(|n| {
+            let options = WorkerOptions {
+                name: format!("{host}:{}:{n}", std::process::id()),
+                lease: Duration::from_secs(config.lease_secs),
+                timeout: Duration::from_secs(config.generation_timeout_secs),
+            };
+            let (deps, shutdown) = (deps.clone(), shutdown.clone());
+            tokio::spawn(async move {
+                if let Err(err) = worker::run(deps, options, shutdown).await {
+                    tracing::error!(error = %err, "worker stopped with an error");
+                }
+            })
+        })
+        .collect()
+}
+
+fn worker_deps(config: &Config, pool: &PgPool) -> WorkerDeps {
+    WorkerDeps {
+        pool: pool.clone(),
+        blobs: Arc::new(PgBlobStore::new(pool.clone())),
+        registry: engines(config),
+    }
+}
+
+/// `voiced worker`: generation workers only, until SIGINT/SIGTERM (the job in hand finishes).
+pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
+    let database = Database::open(&config, 2 * count + 2).await?;
+    let (stop, shutdown) = tokio::sync::watch::channel(false);
+    let workers = spawn_workers(
+        &config,
+        &worker_deps(&config, &database.pool),
+        count,
+        &shutdown,
+    );
+    shutdown_signal().await;
+    let _ = stop.send(true);
+    for handle in workers {
+        let _ = handle.await;
+    }
+    database.close(false).await
+}
+
+/// `voiced serve`: until SIGINT/SIGTERM, then drain and stop the private cluster.
+pub async fn serve(config: Config) -> anyhow::Result<()> {
+    let database = Database::open(&config, 16 + 2 * config.workers).await?;
+    let signer = AudioSigner::new(signing_secret(&config)?);
+    let limits = RateLimits::real(
+        config.rate_limit_writes_per_hour,
+        config.rate_limit_reads_per_minute,
+    );
+    let state = state(&config, database.pool.clone(), signer, limits).await?;
+    let (stop_workers, shutdown) = tokio::sync::watch::channel(false);
+    let workers = spawn_workers(
+        &config,
+        &worker_deps(&config, &database.pool),
+        config.workers,
+        &shutdown,
+    );
+    let purge_pool = database.pool.clone();
+    let limits = state.limits.clone();
+    let shrink = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(60));
+        loop {
+            tick.tick().await;
+            limits.shrink();
+            if let Err(err) = store::idempotency::purge(&purge_pool).await {
+                tracing::warn!(error = %err, "purging idempotency records failed");
+            }
+        }
+    });
+    let (app, _) = http::router(state);
+    let listener = TcpListener::bind(config.bind)
+        .await
+        .with_context(|| format!("cannot listen on {} (setting bind)", config.bind))?;
+    tracing::info!(address = %listener.local_addr()?, "voiced listening");
+    let served = http::serve(listener, app, shutdown_signal()).await;
+    shrink.abort();
+    tracing::info!("shutting down");
+    let _ = stop_workers.send(true);
+    for handle in workers {
+        let _ = handle.await;
+    }
+    database.close(true).await?;
+    served.context("server error")
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

@@ -1,0 +1,345 @@
+//! Uploaded clip → 16 kHz mono `f32` for the recogniser.
+//!
+//! symphonia demuxes wav, mp3, flac, ogg and webm/mkv and decodes pcm, mp3, flac and vorbis;
+//! Opus packets (from Ogg or WebM) go through libopus. Decoding streams into the resampler and
+//! stops as soon as the clip passes the duration limit.
+//!
+//! What counts as undecodable (→ [`DecodeError::Undecodable`]):
+//! - no recognised container, no audio track, or a codec we do not decode;
+//! - nothing decodable, or less than [`DecodeLimits::min_duration`] of audio (a file cut down to
+//!   a few hundred bytes lands here);
+//! - more than a few corrupt packets, or more than 10 % of them;
+//! - a **truncated** file: the container declares its length (mp3 Xing/Info or size estimate,
+//!   wav data chunk, flac STREAMINFO, ogg last granule, mkv Info duration) and less than 90 % of
+//!   it decodes, with more than half a second missing. A file cut mid-way through its last frame
+//!   loses well under that and is accepted. Declared lengths beyond the duration limit are not
+//!   trusted for this check (streaming recorders write placeholder sizes such as `0xFFFFFFFF`).
+
+use std::io::Cursor;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Duration;
+
+use symphonia::core::audio::SampleBuffer;
+use symphonia::core::codecs::{CODEC_TYPE_NULL, CODEC_TYPE_OPUS, CodecParameters, DecoderOptions};
+use symphonia::core::errors::Error as SymphoniaError;
+use symphonia::core::formats::{FormatOptions, FormatReader, Packet};
+use symphonia::core::io::MediaSourceStream;
+use symphonia::core::meta::MetadataOptions;
+use symphonia::core::probe::Hint;
+
+use super::ASR_SAMPLE_RATE;
+use super::ogg_opus::opus_head_pre_skip;
+use super::resample::Resampler;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeLimits {
+    /// Longer clips are refused with [`DecodeError::TooLong`] (decoding stops at the limit).
+    pub max_duration: Duration,
+    /// Shorter clips are refused as undecodable: nothing to transcribe, and the usual result of
+    /// a truncated upload.
+    pub min_duration: Duration,
+}
+
+impl Default for DecodeLimits {
+    fn default() -> Self {
+        DecodeLimits {
+            max_duration: Duration::from_secs(15 * 60),
+            min_duration: Duration::from_millis(100),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodedAudio {
+    /// Mono, 16 kHz, nominally in [-1, 1].
+    pub samples_16k: Vec<f32>,
+    /// Duration of the source audio (after encoder delay and padding are removed).
+    pub duration_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// Not audio we can decode; the reason is for logs, not for API clients.
+    #[error("audio could not be decoded: {0}")]
+    Undecodable(String),
+    #[error("audio is longer than {max_seconds} seconds")]
+    TooLong { max_seconds: u64 },
+}
+
+fn undecodable(reason: impl Into<String>) -> DecodeError {
+    DecodeError::Undecodable(reason.into())
+}
+
+/// Corrupt packets tolerated before the error ratio is looked at.
+const MAX_CORRUPT_PACKETS: u64 = 3;
+
+/// Decode a clip (wav, mp3, flac, ogg vorbis/opus, webm/opus), downmix to mono and resample to
+/// 16 kHz. CPU-bound: run it on a blocking thread.
+pub fn decode_for_asr(bytes: &[u8], limits: &DecodeLimits) -> Result<DecodedAudio, DecodeError> {
+    // Third-party demuxers meet hostile input here; a panic in one is a bad file, not a crash.
+    catch_unwind(AssertUnwindSafe(|| decode_inner(bytes, limits)))
+        .unwrap_or_else(|_| Err(undecodable("decoder panicked")))
+}
+
+fn decode_inner(bytes: &[u8], limits: &DecodeLimits) -> Result<DecodedAudio, DecodeError> {
+    let source = MediaSourceStream::new(Box::new(Cursor::new(bytes.to_vec())), Default::default());
+    let format_options = FormatOptions {
+        enable_gapless: true,
+        ..Default::default()
+    };
+    let mut reader = symphonia::default::get_probe()
+        .format(
+            &Hint::new(),
+            source,
+            &format_options,
+            &MetadataOptions::default(),
+        )
+        .map_err(|e| undecodable(format!("unrecognised container: {e}")))?
+        .format;
+
+    let track = reader
+        .tracks()
+        .iter()
+        .find(|t| t.codec_params.codec != CODEC_TYPE_NULL)
+        .ok_or_else(|| undecodable("no audio track"))?;
+    let track_id = track.id;
+    let params = track.codec_params.clone();
+
+    let mut decoder = if params.codec == CODEC_TYPE_OPUS {
+        TrackDecoder::opus(&params)?
+    } else {
+        let codec = symphonia::default::get_codecs()
+            .make(&params, &DecoderOptions::default())
+            .map_err(|e| undecodable(format!("unsupported codec: {e}")))?;
+        TrackDecoder::Symphonia { codec, buf: None }
+    };
+
+    let mut sink = Sink::new(limits);
+    let (mut packets, mut corrupt) = (0u64, 0u64);
+    while let Some(packet) = next_packet(reader.as_mut(), sink.frames > 0)? {
+        if packet.track_id() != track_id {
+            continue;
+        }
+        packets += 1;
+        if !decoder.decode(&packet, &mut sink)? {
+            corrupt += 1;
+            if corrupt > MAX_CORRUPT_PACKETS && corrupt * 10 > packets {
+                return Err(undecodable(format!(
+                    "{corrupt} of {packets} packets are corrupt"
+                )));
+            }
+        }
+    }
+    let (samples_16k, frames, rate) = sink.finish()?;
+    let duration = frames as f64 / f64::from(rate);
+
+    if duration < limits.min_duration.as_secs_f64() {
+        return Err(undecodable(format!(
+            "only {duration:.3} s of audio decoded"
+        )));
+    }
+    if let Some(declared) = declared_duration(&params) {
+        let max = limits.max_duration.as_secs_f64();
+        if declared <= max && duration < 0.9 * declared && declared - duration > 0.5 {
+            return Err(undecodable(format!(
+                "truncated: {duration:.2} s decoded of {declared:.2} s declared"
+            )));
+        }
+    }
+    Ok(DecodedAudio {
+        samples_16k,
+        duration_ms: frames * 1000 / u64::from(rate),
+    })
+}
+
+/// The next packet, or `None` at the end of the stream. A damaged or cut-off container after
+/// some audio ends the stream (the truncation check judges what was decoded).
+fn next_packet(
+    reader: &mut dyn FormatReader,
+    have_audio: bool,
+) -> Result<Option<Packet>, DecodeError> {
+    match reader.next_packet() {
+        Ok(packet) => Ok(Some(packet)),
+        Err(SymphoniaError::IoError(_)) | Err(SymphoniaError::ResetRequired) => Ok(None),
+        Err(SymphoniaError::DecodeError(_)) if have_audio => Ok(None),
+        Err(e) => Err(undecodable(format!("demuxer: {e}"))),
+    }
+}
+
+/// Length the container declares, in seconds.
+fn declared_duration(params: &CodecParameters) -> Option<f64> {
+    let n = params.n_frames?;
+    if let Some(tb) = params.time_base {
+        let t = tb.calc_time(n);
+        return Some(t.seconds as f64 + t.frac);
+    }
+    params.sample_rate.map(|rate| n as f64 / f64::from(rate))
+}
+
+enum TrackDecoder {
+    Symphonia {
+        codec: Box<dyn symphonia::core::codecs::Decoder>,
+        buf: Option<SampleBuffer<f32>>,
+    },
+    Opus {
+        decoder: opus::Decoder,
+        channels: usize,
+        /// 48 kHz samples still to drop from the start (OpusHead pre-skip).
+        skip: usize,
+        pcm: Vec<f32>,
+    },
+}
+
+/// Longest Opus packet: 120 ms at 48 kHz.
+const OPUS_MAX_FRAMES: usize = 5760;
+
+impl TrackDecoder {
+    fn opus(params: &CodecParameters) -> Result<Self, DecodeError> {
+        let head = params.extra_data.as_deref().unwrap_or_default();
+        let channels = match head.get(9) {
+            Some(&c) if head.starts_with(b"OpusHead") => usize::from(c),
+            _ => params.channels.map_or(1, |c| c.count()),
+        };
+        let mode = match channels {
+            1 => opus::Channels::Mono,
+            2 => opus::Channels::Stereo,
+            n => {
+                return Err(undecodable(format!(
+                    "opus with {n} channels is not supported"
+                )));
+            }
+        };
+        // Ogg's reader reports pre-skip as the codec delay; WebM keeps it in the OpusHead only.
+        let skip = params
+            .delay
+            .map(|d| d as usize)
+            .or_else(|| opus_head_pre_skip(head).map(usize::from))
+            .unwrap_or(0);
+        let decoder =
+            opus::Decoder::new(48_000, mode).map_err(|e| undecodable(format!("opus: {e}")))?;
+        Ok(TrackDecoder::Opus {
+            decoder,
+            channels,
+            skip,
+            pcm: vec![0.0; OPUS_MAX_FRAMES * channels],
+        })
+    }
+
+    /// Decode one packet into `sink`. `Ok(false)`: the packet was corrupt and skipped.
+    fn decode(&mut self, packet: &Packet, sink: &mut Sink) -> Result<bool, DecodeError> {
+        match self {
+            TrackDecoder::Symphonia { codec, buf } => {
+                let decoded = match codec.decode(packet) {
+                    Ok(decoded) => decoded,
+                    Err(SymphoniaError::DecodeError(_)) | Err(SymphoniaError::IoError(_)) => {
+                        return Ok(false);
+                    }
+                    Err(e) => return Err(undecodable(format!("decoder: {e}"))),
+                };
+                let spec = *decoded.spec();
+                let frames = decoded.frames();
+                if frames == 0 {
+                    return Ok(true);
+                }
+                let needed = frames * spec.channels.count();
+                let buf = match buf {
+                    Some(b) if b.capacity() >= needed => b,
+                    _ => buf.insert(SampleBuffer::new(frames as u64, spec)),
+                };
+                buf.copy_interleaved_ref(decoded);
+                sink.push(buf.samples(), spec.channels.count(), spec.rate)
+            }
+            TrackDecoder::Opus {
+                decoder,
+                channels,
+                skip,
+                pcm,
+            } => {
+                let frames = match decoder.decode_float(&packet.data, pcm, false) {
+                    Ok(n) => n,
+                    Err(_) => return Ok(false),
+                };
+                // Container trimming (end padding), then the stream's pre-skip.
+                let start = (packet.trim_start() as usize).min(frames);
+                let end = frames.saturating_sub(packet.trim_end() as usize).max(start);
+                let dropped = (*skip).min(end - start);
+                *skip -= dropped;
+                let ch = *channels;
+                sink.push(&pcm[(start + dropped) * ch..end * ch], ch, 48_000)
+            }
+        }
+    }
+}
+
+/// Downmixes, counts source frames against the limit and streams into the resampler.
+struct Sink {
+    max_duration: Duration,
+    rate: u32,
+    max_frames: u64,
+    frames: u64,
+    mono: Vec<f32>,
+    resampler: Option<Resampler>,
+    out: Vec<f32>,
+}
+
+impl Sink {
+    fn new(limits: &DecodeLimits) -> Self {
+        Sink {
+            max_duration: limits.max_duration,
+            rate: 0,
+            max_frames: 0,
+            frames: 0,
+            mono: Vec::new(),
+            resampler: None,
+            out: Vec::new(),
+        }
+    }
+
+    /// `Ok(false)` when the packet does not fit the stream (a sample-rate change mid-stream is
+    /// treated as a corrupt packet: real files do not do it, misdetected garbage does).
+    fn push(
+        &mut self,
+        interleaved: &[f32],
+        channels: usize,
+        rate: u32,
+    ) -> Result<bool, DecodeError> {
+        if channels == 0 || rate == 0 {
+            return Ok(false);
+        }
+        if self.resampler.is_none() {
+            self.rate = rate;
+            self.max_frames = (self.max_duration.as_secs_f64() * f64::from(rate)) as u64;
+            self.resampler = Some(Resampler::new(rate, ASR_SAMPLE_RATE));
+        } else if rate != self.rate {
+            return Ok(false);
+        }
+        self.mono.clear();
+        self.mono
+            .extend(interleaved.chunks_exact(channels).map(|frame| {
+                let sum: f32 = frame.iter().sum();
+                // Non-finite samples only come from broken streams; keep them out of the model.
+                let v = sum / channels as f32;
+                if v.is_finite() { v } else { 0.0 }
+            }));
+        self.frames += self.mono.len() as u64;
+        if self.frames > self.max_frames {
+            return Err(DecodeError::TooLong {
+                max_seconds: self.max_duration.as_secs(),
+            });
+        }
+        if let Some(r) = self.resampler.as_mut() {
+            r.push(&self.mono, &mut self.out);
+        }
+        Ok(true)
+    }
+
+    /// Samples at 16 kHz, source frames, source rate.
+    fn finish(mut self) -> Result<(Vec<f32>, u64, u32), DecodeError> {
+        let mut resampler = self
+            .resampler
+            .take()
+            .ok_or_else(|| undecodable("no audio decoded"))?;
+        resampler.finish(&mut self.out);
+        Ok((self.out, self.frames, self.rate))
+    }
+}

@@ -1,0 +1,132 @@
+//! Engine output (mono `f32`) to file bytes. Every encoder here is deterministic: the same
+//! samples give the same bytes in any process (the API promises same seed, same bytes).
+
+use std::num::NonZeroU32;
+
+use mp3lame_encoder::{Bitrate, Builder, FlushGap, Mode, MonoPcm, Quality};
+
+use super::AudioFormat;
+use super::ogg_opus;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EncodeError {
+    #[error("sample rate {0} Hz is not supported")]
+    UnsupportedSampleRate(u32),
+    #[error("audio too long to encode as {format}")]
+    TooLong { format: AudioFormat },
+    #[error("mp3 encoder: {0}")]
+    Mp3(String),
+    #[error("opus encoder: {0}")]
+    Opus(#[from] opus::Error),
+}
+
+/// Encode mono samples in [-1, 1] at `sample_rate` (values outside are clipped, NaN is silence).
+pub fn encode(
+    samples: &[f32],
+    sample_rate: u32,
+    format: AudioFormat,
+) -> Result<Vec<u8>, EncodeError> {
+    if sample_rate == 0 {
+        return Err(EncodeError::UnsupportedSampleRate(sample_rate));
+    }
+    let clean: Vec<f32> = samples.iter().map(|&s| sanitize(s)).collect();
+    match format {
+        AudioFormat::Wav => encode_wav(&clean, sample_rate),
+        AudioFormat::Mp3 => encode_mp3(&clean, sample_rate),
+        AudioFormat::Opus => ogg_opus::encode(&clean, sample_rate),
+    }
+}
+
+fn sanitize(s: f32) -> f32 {
+    if s.is_nan() { 0.0 } else { s.clamp(-1.0, 1.0) }
+}
+
+fn to_i16(s: f32) -> i16 {
+    // `s` is in [-1, 1]; rounding keeps small signals symmetric.
+    (s * f32::from(i16::MAX)).round() as i16
+}
+
+/// 16-bit PCM mono RIFF WAVE with the canonical 44-byte header.
+fn encode_wav(samples: &[f32], sample_rate: u32) -> Result<Vec<u8>, EncodeError> {
+    const HEADER: usize = 44;
+    let data_len = samples
+        .len()
+        .checked_mul(2)
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|&n| n <= u32::MAX - HEADER as u32)
+        .ok_or(EncodeError::TooLong {
+            format: AudioFormat::Wav,
+        })?;
+    let mut out = Vec::with_capacity(HEADER + data_len as usize);
+    out.extend_from_slice(b"RIFF");
+    out.extend_from_slice(&(data_len + HEADER as u32 - 8).to_le_bytes());
+    out.extend_from_slice(b"WAVEfmt ");
+    out.extend_from_slice(&16u32.to_le_bytes()); // fmt chunk size
+    out.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    out.extend_from_slice(&1u16.to_le_bytes()); // channels
+    out.extend_from_slice(&sample_rate.to_le_bytes());
+    out.extend_from_slice(&(sample_rate * 2).to_le_bytes()); // byte rate
+    out.extend_from_slice(&2u16.to_le_bytes()); // block align
+    out.extend_from_slice(&16u16.to_le_bytes()); // bits per sample
+    out.extend_from_slice(b"data");
+    out.extend_from_slice(&data_len.to_le_bytes());
+    for &s in samples {
+        out.extend_from_slice(&to_i16(s).to_le_bytes());
+    }
+    Ok(out)
+}
+
+/// Constant bit rate: 64 kbit/s is transparent enough for 24 kHz speech and keeps sizes
+/// predictable (8 kB per second).
+const MP3_BITRATE: Bitrate = Bitrate::Kbps64;
+/// Sample rates an mp3 frame header can express (MPEG-1, 2 and 2.5).
+const MP3_RATES: [u32; 9] = [
+    8_000, 11_025, 12_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000,
+];
+/// Samples handed to LAME per call.
+const MP3_CHUNK: usize = 8192;
+
+/// Mono CBR mp3 at the input rate (LAME resamples rates mp3 has no frame header for), with a
+/// LAME/Info tag carrying encoder delay and padding so decoders can play it gaplessly.
+fn encode_mp3(samples: &[f32], sample_rate: u32) -> Result<Vec<u8>, EncodeError> {
+    let err = |e: &dyn std::fmt::Display| EncodeError::Mp3(e.to_string());
+    let mut builder = Builder::new().ok_or_else(|| EncodeError::Mp3("out of memory".into()))?;
+    builder.set_num_channels(1).map_err(|e| err(&e))?;
+    builder
+        .set_sample_rate(sample_rate)
+        .map_err(|_| EncodeError::UnsupportedSampleRate(sample_rate))?;
+    // Keep the engine's rate when mp3 has it; otherwise LAME picks the nearest one it has.
+    if MP3_RATES.contains(&sample_rate) {
+        builder
+            .set_output_sample_rate(NonZeroU32::new(sample_rate))
+            .map_err(|e| err(&e))?;
+    }
+    builder.set_mode(Mode::Mono).map_err(|e| err(&e))?;
+    builder.set_brate(MP3_BITRATE).map_err(|e| err(&e))?;
+    builder
+        .set_quality(Quality::NearBest)
+        .map_err(|e| err(&e))?;
+    builder.set_to_write_vbr_tag(true).map_err(|e| err(&e))?;
+    let mut encoder = builder.build().map_err(|e| err(&e))?;
+
+    // LAME's documented worst case per call: 1.25 * samples + 7200 bytes.
+    let mut out = Vec::with_capacity(samples.len() / 2 + 8192);
+    for chunk in samples.chunks(MP3_CHUNK) {
+        out.reserve(chunk.len() * 5 / 4 + 7200);
+        encoder
+            .encode_to_vec(MonoPcm(chunk), &mut out)
+            .map_err(|e| err(&e))?;
+    }
+    out.reserve(7200);
+    encoder
+        .flush_to_vec::<FlushGap>(&mut out)
+        .map_err(|e| err(&e))?;
+
+    // The first frame LAME wrote is a placeholder for the Info tag, whose content (frame count,
+    // delay, padding, CRC) is only known now: overwrite it in place.
+    let mut tag = Vec::with_capacity(encoder.lame_tag_size());
+    if encoder.lame_tag_encode_to_vec(&mut tag).is_some() && tag.len() <= out.len() {
+        out[..tag.len()].copy_from_slice(&tag);
+    }
+    Ok(out)
+}

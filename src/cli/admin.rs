@@ -1,0 +1,413 @@
+//! `voiced admin …` (DECISIONS, "Accounts, plans, keys"). Human text by default, JSON with
+//! `--json`.
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::app::Database;
+use crate::config::Config;
+use crate::domain::{ApiKeySecret, EngineId, Feature, Plan, Scope, Seed, Temperature, new_id};
+use crate::engines::registry::EngineRegistry;
+use crate::store;
+
+#[derive(Args)]
+pub struct AdminArgs {
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: AdminCommand,
+}
+
+#[derive(Subcommand)]
+enum AdminCommand {
+    /// Accounts and their plans.
+    #[command(subcommand)]
+    Account(AccountCommand),
+    /// API keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Voice profiles.
+    #[command(subcommand)]
+    Voice(VoiceCommand),
+}
+
+#[derive(Subcommand)]
+enum AccountCommand {
+    /// Create an account; prints its id.
+    Create {
+        #[arg(long)]
+        email: String,
+        #[arg(long, default_value = "pro", value_parser = parse_plan)]
+        plan: Plan,
+    },
+    /// Change an account's plan (resets its feature set to the plan's).
+    SetPlan {
+        account: String,
+        #[arg(long, value_parser = parse_plan)]
+        plan: Plan,
+    },
+    /// Set the capabilities an account's plan includes (comma-separated: speech,transcription).
+    SetFeatures {
+        account: String,
+        #[arg(long, value_parser = parse_features)]
+        features: FeatureList,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeyCommand {
+    /// Create a key; prints the secret this once.
+    Create {
+        #[arg(long)]
+        account: String,
+        /// Comma-separated: voice:read,voice:generate
+        #[arg(long, value_parser = parse_scopes)]
+        scopes: ScopeList,
+        #[arg(long, default_value = "")]
+        name: String,
+        /// Monthly ceiling of generated audio, in whole minutes.
+        #[arg(long)]
+        ceiling_minutes: Option<u32>,
+    },
+    /// Revoke a key; it is refused from its next request on.
+    Revoke { key_id: String },
+    /// Set a key's monthly ceiling in minutes, or remove it with `none`.
+    SetCeiling {
+        key_id: String,
+        #[arg(long, value_parser = parse_ceiling)]
+        minutes: Ceiling,
+    },
+}
+
+#[derive(Subcommand)]
+enum VoiceCommand {
+    /// Create a preset voice profile; prints its id.
+    Create {
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        name: String,
+        #[arg(long, value_parser = parse_engine)]
+        engine: EngineId,
+        #[arg(long)]
+        preset: String,
+        /// ISO 639-1 code.
+        #[arg(long, default_value = "en")]
+        language: String,
+        #[arg(long, default_value = "")]
+        description: String,
+        /// Pinned seed used when a request gives none.
+        #[arg(long, value_parser = parse_seed)]
+        seed: Option<Seed>,
+        /// Pinned temperature (chatterbox engines only).
+        #[arg(long, value_parser = parse_temperature)]
+        temperature: Option<Temperature>,
+        /// Personality prompt that directs the voice.
+        #[arg(long)]
+        personality: Option<String>,
+    },
+    /// List the presets each installed engine offers.
+    Presets,
+}
+
+#[derive(Clone)]
+struct ScopeList(Vec<Scope>);
+#[derive(Clone)]
+struct FeatureList(Vec<Feature>);
+#[derive(Clone, Copy)]
+struct Ceiling(Option<i32>);
+
+fn parse_plan(s: &str) -> Result<Plan, String> {
+    s.parse()
+}
+fn parse_engine(s: &str) -> Result<EngineId, String> {
+    s.parse()
+}
+fn parse_scopes(s: &str) -> Result<ScopeList, String> {
+    Scope::parse_list(s).map(ScopeList)
+}
+fn parse_features(s: &str) -> Result<FeatureList, String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::parse)
+        .collect::<Result<Vec<_>, _>>()
+        .map(FeatureList)
+}
+fn parse_ceiling(s: &str) -> Result<Ceiling, String> {
+    if s == "none" {
+        return Ok(Ceiling(None));
+    }
+    s.parse::<u32>()
+        .ok()
+        .and_then(|m| i32::try_from(m).ok())
+        .map(|m| Ceiling(Some(m)))
+        .ok_or_else(|| "expected whole minutes (0 or more) or none".to_string())
+}
+fn parse_seed(s: &str) -> Result<Seed, String> {
+    s.parse::<u64>()
+        .map_err(|_| "expected a non-negative integer".to_string())
+        .and_then(Seed::new)
+}
+fn parse_temperature(s: &str) -> Result<Temperature, String> {
+    s.parse::<f64>()
+        .map_err(|_| "expected a number from 0.05 to 2".to_string())
+        .and_then(Temperature::new)
+}
+
+/// Prints `human` or, with `--json`, the JSON value.
+fn emit(json_output: bool, value: serde_json::Value, human: String) {
+    if json_output {
+        println!("{value}");
+    } else {
+        println!("{human}");
+    }
+}
+
+pub async fn run(config: &Config, args: AdminArgs) -> anyhow::Result<()> {
+    if let AdminCommand::Voice(VoiceCommand::Presets) = &args.command {
+        return presets(config, args.json);
+    }
+    let database = Database::open(config, 2).await?;
+    let registry = crate::app::engines(config);
+    let result = execute(&database.pool, &registry, args).await;
+    database.close(false).await?;
+    result
+}
+
+/// A voice must name an installed engine and one of its presets.
+fn check_preset(registry: &EngineRegistry, engine: EngineId, preset: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        registry.is_installed(engine),
+        "engine {engine} is not installed on this deployment (installed: {})",
+        installed_names(registry)
+    );
+    let presets = registry
+        .presets()
+        .into_iter()
+        .find(|(id, _)| *id == engine)
+        .map(|(_, presets)| presets)
+        .unwrap_or_default();
+    anyhow::ensure!(
+        presets.iter().any(|p| p.name == preset),
+        "engine {engine} has no preset {preset:?} (see `voiced admin voice presets`)"
+    );
+    Ok(())
+}
+
+fn installed_names(registry: &EngineRegistry) -> String {
+    let names: Vec<&str> = EngineId::ALL
+        .iter()
+        .filter(|e| registry.is_installed(**e))
+        .map(|e| e.as_str())
+        .collect();
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> anyhow::Result<()> {
+    let as_json = args.json;
+    match args.command {
+        AdminCommand::Account(AccountCommand::Create { email, plan }) => {
+            let email = email.trim();
+            anyhow::ensure!(email.contains('@'), "--email must be an email address");
+            let id = new_id("acct");
+            store::accounts::insert(pool, &id, email, plan)
+                .await
+                .map_err(|e| unique_violation(e, "an account with that email already exists"))?;
+            emit(
+                as_json,
+                json!({ "id": id }),
+                format!("account {id} ({plan})"),
+            );
+        }
+        AdminCommand::Account(AccountCommand::SetPlan { account, plan }) => {
+            anyhow::ensure!(
+                store::accounts::set_plan(pool, &account, plan).await?,
+                "no account {account}"
+            );
+            emit(
+                as_json,
+                json!({ "id": account, "plan": plan.as_str() }),
+                format!("account {account} is now on plan {plan}"),
+            );
+        }
+        AdminCommand::Account(AccountCommand::SetFeatures { account, features }) => {
+            anyhow::ensure!(
+                store::accounts::set_features(pool, &account, &features.0).await?,
+                "no account {account}"
+            );
+            let names: Vec<&str> = features.0.iter().map(|f| f.as_str()).collect();
+            emit(
+                as_json,
+                json!({ "id": account, "features": names }),
+                format!("account {account} features: {}", names.join(",")),
+            );
+        }
+        AdminCommand::Key(KeyCommand::Create {
+            account,
+            scopes,
+            name,
+            ceiling_minutes,
+        }) => {
+            anyhow::ensure!(
+                store::accounts::exists(pool, &account).await?,
+                "no account {account}"
+            );
+            let ceiling = ceiling_minutes
+                .map(i32::try_from)
+                .transpose()
+                .map_err(|_| anyhow::anyhow!("--ceiling-minutes is too large"))?;
+            let secret = ApiKeySecret::generate();
+            let id = new_id("key");
+            let prefix = secret.prefix();
+            let scope_names: Vec<String> = scopes.0.iter().map(|s| s.as_str().to_owned()).collect();
+            store::keys::insert(
+                pool,
+                store::keys::NewKey {
+                    id: &id,
+                    account_id: &account,
+                    name: &name,
+                    prefix: &prefix,
+                    hash: &secret.hash(),
+                    scopes: &scope_names,
+                    ceiling_minutes: ceiling,
+                },
+            )
+            .await?;
+            emit(
+                as_json,
+                json!({ "id": id, "key": secret.expose(), "prefix": prefix }),
+                format!(
+                    "key {id} ({}) for account {account}\nsecret (shown only now): {}",
+                    scope_names.join(","),
+                    secret.expose()
+                ),
+            );
+        }
+        AdminCommand::Key(KeyCommand::Revoke { key_id }) => {
+            anyhow::ensure!(store::keys::revoke(pool, &key_id).await?, "no key {key_id}");
+            emit(
+                as_json,
+                json!({ "id": key_id, "revoked": true }),
+                format!("key {key_id} revoked"),
+            );
+        }
+        AdminCommand::Key(KeyCommand::SetCeiling { key_id, minutes }) => {
+            anyhow::ensure!(
+                store::keys::set_ceiling(pool, &key_id, minutes.0).await?,
+                "no key {key_id}"
+            );
+            let human = match minutes.0 {
+                Some(m) => format!("key {key_id} ceiling: {m} minutes per month"),
+                None => format!("key {key_id} has no ceiling"),
+            };
+            emit(
+                as_json,
+                json!({ "id": key_id, "ceiling_minutes": minutes.0 }),
+                human,
+            );
+        }
+        AdminCommand::Voice(VoiceCommand::Create {
+            account,
+            name,
+            engine,
+            preset,
+            language,
+            description,
+            seed,
+            temperature,
+            personality,
+        }) => {
+            let name = name.trim();
+            anyhow::ensure!(
+                !name.is_empty() && name.chars().count() <= 100,
+                "--name must be 1 to 100 characters"
+            );
+            anyhow::ensure!(
+                language.len() == 2 && language.chars().all(|c| c.is_ascii_lowercase()),
+                "--language must be an ISO 639-1 code such as en"
+            );
+            anyhow::ensure!(!preset.trim().is_empty(), "--preset must not be empty");
+            anyhow::ensure!(
+                temperature.is_none() || engine.accepts_temperature(),
+                "engine {engine} takes no temperature (only chatterbox and chatterbox_turbo do)"
+            );
+            anyhow::ensure!(
+                store::accounts::exists(pool, &account).await?,
+                "no account {account}"
+            );
+            check_preset(registry, engine, &preset)?;
+            let id = new_id("voice");
+            store::voices::insert_preset(
+                pool,
+                store::voices::NewVoice {
+                    id: &id,
+                    account_id: &account,
+                    name,
+                    description: &description,
+                    language: &language,
+                    engine: engine.as_str(),
+                    preset: &preset,
+                    pinned_seed: seed.map(Seed::as_i64),
+                    pinned_temperature: temperature.map(Temperature::get),
+                    personality_prompt: personality.as_deref(),
+                },
+            )
+            .await
+            .map_err(|e| unique_violation(e, "this account already has a voice with that name"))?;
+            emit(
+                as_json,
+                json!({ "id": id }),
+                format!("voice {id} ({name}: {engine}/{preset})"),
+            );
+        }
+        AdminCommand::Voice(VoiceCommand::Presets) => unreachable!("handled without a database"),
+    }
+    Ok(())
+}
+
+/// Lists the presets of each installed engine (no model is loaded).
+fn presets(config: &Config, as_json: bool) -> anyhow::Result<()> {
+    let all = crate::app::engines(config).presets();
+    if as_json {
+        let engines: Vec<serde_json::Value> = all
+            .iter()
+            .map(|(engine, presets)| {
+                let presets: Vec<serde_json::Value> = presets
+                    .iter()
+                    .map(|p| json!({ "name": p.name, "language": p.language, "description": p.description }))
+                    .collect();
+                json!({ "engine": engine.as_str(), "presets": presets })
+            })
+            .collect();
+        println!("{}", json!({ "engines": engines }));
+        return Ok(());
+    }
+    if all.is_empty() {
+        println!("no engine is installed (run `voiced models fetch kokoro`)");
+    }
+    for (engine, presets) in all {
+        println!("{engine}:");
+        for preset in presets {
+            println!(
+                "  {:<16} {:<6} {}",
+                preset.name, preset.language, preset.description
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A unique-constraint violation becomes the operator's message; anything else stays an error.
+fn unique_violation(err: sqlx::Error, message: &str) -> anyhow::Error {
+    match &err {
+        sqlx::Error::Database(db) if db.is_unique_violation() => anyhow::anyhow!("{message}"),
+        _ => err.into(),
+    }
+}

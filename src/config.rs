@@ -1,0 +1,299 @@
+//! Configuration: `config/default.toml` (compiled in), then the file named by `VOICED_CONFIG`,
+//! then `VOICED_*` environment variables. Keys are flat so that each maps to one variable.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+const DEFAULTS: &str = include_str!("../config/default.toml");
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("setting {setting}: {message}")]
+    Invalid { setting: String, message: String },
+    #[error("config file {path}: {message}")]
+    File { path: String, message: String },
+}
+
+impl ConfigError {
+    fn invalid(setting: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            setting: setting.into(),
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    bind: String,
+    database_url: String,
+    data_dir: String,
+    models_dir: String,
+    public_base_url: String,
+    errors_url: String,
+    billing_url: String,
+    console_url: String,
+    signing_secret: String,
+    workers: u32,
+    engine_threads: u32,
+    generation_timeout_secs: u64,
+    lease_secs: u64,
+    whisper_model: String,
+    asr_threads: u32,
+    asr_queue: u32,
+    rate_limit_writes_per_hour: u32,
+    rate_limit_reads_per_minute: u32,
+    request_timeout_secs: u64,
+    log_format: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Validated configuration. Built only through [`Config::load`] or [`Config::from_table`].
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bind: SocketAddr,
+    pub database_url: Option<String>,
+    pub data_dir: PathBuf,
+    pub models_dir: PathBuf,
+    pub public_base_url: String,
+    pub errors_url: String,
+    pub billing_url: String,
+    pub console_url: String,
+    /// Empty when the secret is to be read from (or created in) the data dir.
+    pub signing_secret: Option<String>,
+    pub workers: u32,
+    pub engine_threads: u32,
+    pub generation_timeout_secs: u64,
+    pub lease_secs: u64,
+    pub whisper_model: String,
+    pub asr_threads: u32,
+    pub asr_queue: u32,
+    pub rate_limit_writes_per_hour: u32,
+    pub rate_limit_reads_per_minute: u32,
+    pub request_timeout_secs: u64,
+    pub log_format: LogFormat,
+}
+
+impl Config {
+    /// Defaults, then `VOICED_CONFIG`, then the process environment.
+    pub fn load() -> Result<Self, ConfigError> {
+        let env: Vec<(String, String)> = std::env::vars().collect();
+        Self::from_sources(&env)
+    }
+
+    /// Same as [`Config::load`] with an explicit environment (tests).
+    pub fn from_sources(env: &[(String, String)]) -> Result<Self, ConfigError> {
+        let mut table: toml::Table = DEFAULTS.parse().map_err(|e| ConfigError::File {
+            path: "config/default.toml".into(),
+            message: format!("{e}"),
+        })?;
+        if let Some((_, path)) = env.iter().find(|(k, _)| k == "VOICED_CONFIG") {
+            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+            let file: toml::Table = text.parse().map_err(|e| ConfigError::File {
+                path: path.clone(),
+                message: format!("{e}"),
+            })?;
+            for (key, value) in file {
+                if !table.contains_key(&key) {
+                    return Err(ConfigError::File {
+                        path: path.clone(),
+                        message: format!("unknown setting {key}"),
+                    });
+                }
+                table.insert(key, value);
+            }
+        }
+        let database_url_set = env.iter().any(|(k, _)| k == "VOICED_DATABASE_URL");
+        for (name, value) in env {
+            let key = match name.strip_prefix("VOICED_") {
+                Some(key) => key.to_ascii_lowercase(),
+                None if name == "DATABASE_URL" && !database_url_set => "database_url".into(),
+                None => continue,
+            };
+            // VOICED_* variables that are not settings (VOICED_CONFIG, test knobs) are not ours here.
+            let Some(default) = table.get(&key) else {
+                continue;
+            };
+            let parsed = match default {
+                toml::Value::Integer(_) => value
+                    .trim()
+                    .parse::<i64>()
+                    .map(toml::Value::Integer)
+                    .map_err(|_| ConfigError::invalid(name, "expected a whole number"))?,
+                _ => toml::Value::String(value.clone()),
+            };
+            table.insert(key, parsed);
+        }
+        Self::from_table(table)
+    }
+
+    fn from_table(table: toml::Table) -> Result<Self, ConfigError> {
+        let raw: Raw = toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                ConfigError::invalid("config", e.message().to_string())
+            })?;
+        let bind = raw
+            .bind
+            .parse()
+            .map_err(|_| ConfigError::invalid("bind", "expected host:port, e.g. 127.0.0.1:8080"))?;
+        let public_base_url = url_setting("public_base_url", &raw.public_base_url)?;
+        let errors_url = url_setting("errors_url", &raw.errors_url)?;
+        let billing_url = url_setting("billing_url", &raw.billing_url)?;
+        let console_url = url_setting("console_url", &raw.console_url)?;
+        let signing_secret = match raw.signing_secret.as_str() {
+            "" => None,
+            s if s.len() < 32 => {
+                return Err(ConfigError::invalid(
+                    "signing_secret",
+                    "must be at least 32 characters",
+                ));
+            }
+            s => Some(s.to_owned()),
+        };
+        let log_format = match raw.log_format.as_str() {
+            "text" => LogFormat::Text,
+            "json" => LogFormat::Json,
+            _ => return Err(ConfigError::invalid("log_format", "expected text or json")),
+        };
+        if !matches!(
+            raw.whisper_model.as_str(),
+            "whisper-base" | "whisper-tiny.en"
+        ) {
+            return Err(ConfigError::invalid(
+                "whisper_model",
+                "expected whisper-base or whisper-tiny.en",
+            ));
+        }
+        positive("engine_threads", raw.engine_threads.into())?;
+        positive("asr_threads", raw.asr_threads.into())?;
+        positive("generation_timeout_secs", raw.generation_timeout_secs)?;
+        positive("lease_secs", raw.lease_secs)?;
+        positive("request_timeout_secs", raw.request_timeout_secs)?;
+        positive(
+            "rate_limit_writes_per_hour",
+            raw.rate_limit_writes_per_hour.into(),
+        )?;
+        positive(
+            "rate_limit_reads_per_minute",
+            raw.rate_limit_reads_per_minute.into(),
+        )?;
+        Ok(Self {
+            bind,
+            database_url: Some(raw.database_url).filter(|u| !u.trim().is_empty()),
+            data_dir: expand_home(&raw.data_dir),
+            models_dir: expand_home(&raw.models_dir),
+            public_base_url,
+            errors_url,
+            billing_url,
+            console_url,
+            signing_secret,
+            workers: raw.workers,
+            engine_threads: raw.engine_threads,
+            generation_timeout_secs: raw.generation_timeout_secs,
+            lease_secs: raw.lease_secs,
+            whisper_model: raw.whisper_model,
+            asr_threads: raw.asr_threads,
+            asr_queue: raw.asr_queue,
+            rate_limit_writes_per_hour: raw.rate_limit_writes_per_hour,
+            rate_limit_reads_per_minute: raw.rate_limit_reads_per_minute,
+            request_timeout_secs: raw.request_timeout_secs,
+            log_format,
+        })
+    }
+}
+
+fn positive(setting: &str, value: u64) -> Result<(), ConfigError> {
+    if value == 0 {
+        return Err(ConfigError::invalid(setting, "must be greater than 0"));
+    }
+    Ok(())
+}
+
+/// An http(s) URL without a trailing slash, so that `{url}/<path>` joins cleanly.
+fn url_setting(setting: &str, value: &str) -> Result<String, ConfigError> {
+    let trimmed = value.trim().trim_end_matches('/');
+    let rest = trimmed
+        .strip_prefix("https://")
+        .or_else(|| trimmed.strip_prefix("http://"));
+    match rest {
+        Some(host) if !host.is_empty() && !host.contains(char::is_whitespace) => {
+            Ok(trimmed.to_owned())
+        }
+        _ => Err(ConfigError::invalid(
+            setting,
+            "expected an http:// or https:// URL",
+        )),
+    }
+}
+
+fn expand_home(path: &str) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => Path::new(&home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_load() {
+        let config = Config::from_sources(&[]).expect("defaults are valid");
+        assert_eq!(config.bind.port(), 8080);
+        assert!(config.database_url.is_none());
+        assert_eq!(config.workers, 1);
+    }
+
+    #[test]
+    fn environment_overrides_and_database_url_fallback() {
+        let config = Config::from_sources(&env(&[
+            ("VOICED_BIND", "0.0.0.0:9000"),
+            ("DATABASE_URL", "postgres://x/y"),
+            ("VOICED_WORKERS", "3"),
+        ]))
+        .expect("valid");
+        assert_eq!(config.bind.port(), 9000);
+        assert_eq!(config.database_url.as_deref(), Some("postgres://x/y"));
+        assert_eq!(config.workers, 3);
+        let config = Config::from_sources(&env(&[
+            ("DATABASE_URL", "postgres://x/y"),
+            ("VOICED_DATABASE_URL", "postgres://a/b"),
+        ]))
+        .expect("valid");
+        assert_eq!(config.database_url.as_deref(), Some("postgres://a/b"));
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        let err = Config::from_sources(&env(&[("VOICED_WORKERS", "many")])).unwrap_err();
+        assert!(err.to_string().contains("VOICED_WORKERS"), "{err}");
+        let err = Config::from_sources(&env(&[("VOICED_BIND", "nope")])).unwrap_err();
+        assert!(err.to_string().contains("bind"), "{err}");
+        let err = Config::from_sources(&env(&[("VOICED_SIGNING_SECRET", "short")])).unwrap_err();
+        assert!(err.to_string().contains("signing_secret"), "{err}");
+        let err = Config::from_sources(&env(&[("VOICED_ERRORS_URL", "ftp://x")])).unwrap_err();
+        assert!(err.to_string().contains("errors_url"), "{err}");
+        let err = Config::from_sources(&env(&[("VOICED_WORKERS", "-1")])).unwrap_err();
+        assert!(err.to_string().contains("config"), "{err}");
+    }
+}

@@ -1,0 +1,63 @@
+use std::fmt;
+use std::str::FromStr;
+
+/// Engine ids of spec §2. Every id is known; whether one is installed is the engine registry's
+/// business (a voice on an engine that is not installed fails its generations, DECISIONS).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EngineId {
+    Qwen,
+    QwenCustomVoice,
+    Luxtts,
+    Chatterbox,
+    ChatterboxTurbo,
+    Tada,
+    Kokoro,
+}
+
+impl EngineId {
+    pub const ALL: [EngineId; 7] = [
+        EngineId::Qwen,
+        EngineId::QwenCustomVoice,
+        EngineId::Luxtts,
+        EngineId::Chatterbox,
+        EngineId::ChatterboxTurbo,
+        EngineId::Tada,
+        EngineId::Kokoro,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineId::Qwen => "qwen",
+            EngineId::QwenCustomVoice => "qwen_custom_voice",
+            EngineId::Luxtts => "luxtts",
+            EngineId::Chatterbox => "chatterbox",
+            EngineId::ChatterboxTurbo => "chatterbox_turbo",
+            EngineId::Tada => "tada",
+            EngineId::Kokoro => "kokoro",
+        }
+    }
+
+    /// Only the chatterbox engines take a temperature (spec §2).
+    pub fn accepts_temperature(self) -> bool {
+        matches!(self, EngineId::Chatterbox | EngineId::ChatterboxTurbo)
+    }
+}
+
+impl FromStr for EngineId {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EngineId::ALL
+            .into_iter()
+            .find(|e| e.as_str() == s)
+            .ok_or_else(|| {
+                let known: Vec<&str> = EngineId::ALL.iter().map(|e| e.as_str()).collect();
+                format!("unknown engine {s:?} (known: {})", known.join(", "))
+            })
+    }
+}
+
+impl fmt::Display for EngineId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

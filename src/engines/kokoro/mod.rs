@@ -1,0 +1,182 @@
+//! Kokoro-82M (int8 ONNX) on ONNX Runtime: 24 kHz speech from espeak-ng phonemes.
+//!
+//! Data path: text → [`split`] into pieces under 510 tokens → [`phonemize`] (espeak-ng) →
+//! [`session`] (one ONNX Runtime session) with the voice's style row and [`noise`] drawn from
+//! the request's seed → pieces joined with short pauses.
+
+mod noise;
+mod phonemize;
+pub mod session;
+mod split;
+mod voices;
+
+use std::path::{Path, PathBuf};
+
+use self::noise::SourceNoise;
+use self::phonemize::Vocab;
+use self::session::KokoroSession;
+use self::voices::{Style, VoiceIndex};
+use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
+
+pub use self::split::{Boundary, Piece};
+
+pub const SAMPLE_RATE: u32 = 24_000;
+/// Pieces must stay below this many phoneme tokens (the voices have 510 style rows).
+pub const MAX_TOKENS: usize = 510;
+
+/// File names inside the Kokoro model directory (`<models_dir>/kokoro/`).
+pub mod files {
+    /// The graph with seeded noise inputs; the one the engine runs.
+    pub const SEEDED_MODEL: &str = "kokoro-v1.0.int8.seeded.onnx";
+    /// The graph as shipped (kept for verification, not used for synthesis).
+    pub const MODEL: &str = "kokoro-v1.0.int8.onnx";
+    pub const VOCAB: &str = "vocab.json";
+    pub const VOICES_JA: &str = "voices_ja.npz";
+    /// Upstream voice pack, optional: an operator may drop it in to add Kokoro's other voices.
+    pub const VOICES_UPSTREAM: &str = "voices-v1.0.bin";
+    /// `<models_dir>/onnxruntime/` holds this library.
+    pub const ORT_LIBRARY: &str = "libonnxruntime.so.1.31.1";
+}
+
+#[derive(Debug, Clone)]
+pub struct KokoroConfig {
+    /// `<models_dir>/kokoro`.
+    pub model_dir: PathBuf,
+    /// `<models_dir>/onnxruntime/libonnxruntime.so.1.31.1`.
+    pub ort_library: PathBuf,
+    /// Intra-op threads of the session (1 is best for throughput: run more engines instead).
+    pub intra_threads: usize,
+}
+
+impl KokoroConfig {
+    /// The layout `voiced models fetch kokoro` creates under `models_dir`, one thread.
+    pub fn from_models_dir(models_dir: &Path) -> Self {
+        Self {
+            model_dir: models_dir.join("kokoro"),
+            ort_library: models_dir.join("onnxruntime").join(files::ORT_LIBRARY),
+            intra_threads: 1,
+        }
+    }
+}
+
+fn voice_archives(model_dir: &Path) -> Vec<PathBuf> {
+    vec![
+        model_dir.join(files::VOICES_JA),
+        model_dir.join(files::VOICES_UPSTREAM),
+    ]
+}
+
+/// Lists the installed voices without creating a session (for `voiced admin voice presets`).
+pub fn presets(model_dir: &Path) -> Result<Vec<Preset>, EngineError> {
+    if !model_dir.join(files::VOICES_JA).is_file() {
+        return Err(not_fetched(&model_dir.join(files::VOICES_JA)));
+    }
+    Ok(VoiceIndex::open(&voice_archives(model_dir))?.presets())
+}
+
+fn not_fetched(path: &Path) -> EngineError {
+    EngineError::NotInstalled(format!(
+        "{} is missing: run `voiced models fetch kokoro`",
+        path.display()
+    ))
+}
+
+pub struct KokoroEngine {
+    session: KokoroSession,
+    vocab: Vocab,
+    voices: VoiceIndex,
+    /// The last voice used, kept to skip re-reading its archive.
+    style: Option<(String, Style)>,
+}
+
+impl KokoroEngine {
+    pub fn load(config: &KokoroConfig) -> Result<Self, EngineError> {
+        let dir = &config.model_dir;
+        for name in [files::SEEDED_MODEL, files::VOCAB, files::VOICES_JA] {
+            if !dir.join(name).is_file() {
+                return Err(not_fetched(&dir.join(name)));
+            }
+        }
+        let vocab = Vocab::load(&dir.join(files::VOCAB))?;
+        let voices = VoiceIndex::open(&voice_archives(dir))?;
+        let session = KokoroSession::load(
+            &dir.join(files::SEEDED_MODEL),
+            &config.ort_library,
+            config.intra_threads,
+        )?;
+        if !session.is_seeded() {
+            return Err(EngineError::NotInstalled(format!(
+                "{} lacks the seed inputs: run `voiced models fetch kokoro` again",
+                files::SEEDED_MODEL
+            )));
+        }
+        Ok(Self {
+            session,
+            vocab,
+            voices,
+            style: None,
+        })
+    }
+
+    /// Splits text into the pieces `synthesize` would run (exposed for tests and diagnostics).
+    pub fn pieces(
+        &self,
+        text: &str,
+        preset: &str,
+        language: &str,
+    ) -> Result<Vec<Piece>, EngineError> {
+        let voice = phonemize::espeak_voice(language, preset)?;
+        let mut tokenize = |texts: &[&str]| -> Result<Vec<Vec<i64>>, EngineError> {
+            let phonemes = phonemize::phonemize_many(texts, &voice)?;
+            Ok(phonemes.iter().map(|p| self.vocab.tokens(p)).collect())
+        };
+        split::split(text, MAX_TOKENS, &mut tokenize)
+    }
+
+    fn style(&mut self, preset: &str) -> Result<&Style, EngineError> {
+        if self.style.as_ref().is_none_or(|(name, _)| name != preset) {
+            self.style = Some((preset.to_owned(), self.voices.load(preset)?));
+        }
+        Ok(&self.style.as_ref().expect("just set").1)
+    }
+}
+
+impl Engine for KokoroEngine {
+    fn presets(&self) -> Vec<Preset> {
+        self.voices.presets()
+    }
+
+    fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
+        if !self.voices.contains(input.preset) {
+            return Err(EngineError::UnknownPreset(input.preset.to_owned()));
+        }
+        let text = input.text.trim();
+        if text.is_empty() {
+            return Err(EngineError::InvalidInput("the text is empty".into()));
+        }
+        let pieces = self.pieces(text, input.preset, input.language)?;
+        if pieces.is_empty() {
+            return Err(EngineError::InvalidInput(
+                "the text has nothing to pronounce".into(),
+            ));
+        }
+        let mut rng = noise::rng(input.seed);
+        let mut samples = Vec::new();
+        let last = pieces.len() - 1;
+        for (i, piece) in pieces.iter().enumerate() {
+            // Drawn for every piece in order, so the audio is a function of (text, voice, seed).
+            let source = SourceNoise::draw(&mut rng);
+            let row = self.style(input.preset)?.row(piece.tokens.len()).to_vec();
+            let audio = self.session.infer(&piece.tokens, &row, &source)?;
+            samples.extend(audio.iter().map(|s| s.clamp(-1.0, 1.0)));
+            if i < last {
+                let pause = (piece.boundary.pause_secs() * SAMPLE_RATE as f32) as usize;
+                samples.resize(samples.len() + pause, 0.0);
+            }
+        }
+        Ok(Pcm {
+            samples,
+            sample_rate: SAMPLE_RATE,
+        })
+    }
+}

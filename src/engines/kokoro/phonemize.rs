@@ -1,0 +1,433 @@
+//! Text → Kokoro phoneme tokens, through espeak-ng.
+//!
+//! Licence: espeak-ng is GPL-3.0-or-later. voiced runs it as a separate program (the Debian
+//! package `espeak-ng`), writing text to its stdin and reading IPA from its stdout; nothing of it
+//! is linked into or shipped with our binary, so its licence does not extend to voiced. Keep it
+//! that way: do not link libespeak-ng or vendor its data.
+//!
+//! espeak-ng drops punctuation, which Kokoro uses for pauses and intonation, so the text is cut at
+//! punctuation first, each run of words is phonemized on its own line (one process per call), and
+//! the punctuation is put back between them, as the `phonemizer` package does for kokoro-onnx.
+//! Its output is then brought to the symbols Kokoro v1.0 was trained on (misaki's): tied
+//! diphthongs and affricates become single letters (`a͡ɪ` → `I`, `t͡ʃ` → `ʧ`), American English
+//! loses length marks, and anything outside `vocab.json` is dropped.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use unicode_normalization::UnicodeNormalization;
+
+use crate::engines::EngineError;
+
+/// The phoneme-character → token-id map of `vocab.json`.
+pub struct Vocab(HashMap<char, i64>);
+
+impl Vocab {
+    pub fn load(path: &Path) -> Result<Self, EngineError> {
+        let broken = |e: &dyn std::fmt::Display| {
+            EngineError::NotInstalled(format!("cannot read {}: {e}", path.display()))
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| broken(&e))?;
+        let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| broken(&e))?;
+        let map = json["vocab"]
+            .as_object()
+            .ok_or_else(|| broken(&"no \"vocab\" map"))?;
+        let mut vocab = HashMap::new();
+        for (key, id) in map {
+            let mut chars = key.chars();
+            match (chars.next(), chars.next(), id.as_i64()) {
+                (Some(c), None, Some(id)) => vocab.insert(c, id),
+                _ => return Err(broken(&format!("bad entry {key:?}: {id}"))),
+            };
+        }
+        Ok(Self(vocab))
+    }
+
+    /// Token ids of a phoneme string; characters outside the vocabulary are dropped.
+    pub fn tokens(&self, phonemes: &str) -> Vec<i64> {
+        phonemes
+            .chars()
+            .filter_map(|c| self.0.get(&c).copied())
+            .collect()
+    }
+}
+
+/// The espeak-ng voice for a profile language (ISO 639-1) and a Kokoro preset.
+/// English follows the preset's dialect (`b…` presets are British).
+pub fn espeak_voice(language: &str, preset: &str) -> Result<String, EngineError> {
+    let primary = language
+        .split(['-', '_'])
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let voice = match primary.as_str() {
+        "en" if preset.starts_with('b') => "en-gb",
+        "en" => "en-us",
+        "zh" => "cmn",
+        "fr" => "fr-fr",
+        "pt" => "pt-br",
+        other
+            if (2..=3).contains(&other.len()) && other.bytes().all(|b| b.is_ascii_lowercase()) =>
+        {
+            other
+        }
+        _ => {
+            return Err(EngineError::InvalidInput(format!(
+                "unsupported language {language:?}"
+            )));
+        }
+    };
+    Ok(voice.to_owned())
+}
+
+/// Tied pairs (espeak `--tie=^`) that Kokoro spells as one symbol, in every language.
+const TIES: &[(&str, &str)] = &[
+    ("a^ɪ", "I"),
+    ("a^ʊ", "W"),
+    ("d^z", "ʣ"),
+    ("d^ʒ", "ʤ"),
+    ("d^ʑ", "ʥ"),
+    ("e^ɪ", "A"),
+    ("o^ʊ", "O"),
+    ("ə^ʊ", "Q"),
+    ("s^s", "S"),
+    ("t^s", "ʦ"),
+    ("t^ʃ", "ʧ"),
+    ("t^ɕ", "ʨ"),
+    ("ɔ^ɪ", "Y"),
+];
+
+/// English espeak → misaki spellings (after `TIES`), longest first.
+const ENGLISH: &[(&str, &str)] = &[
+    ("ə^l", "ᵊl"),
+    ("e^ə", "ɛː"),
+    ("ɪ^ə", "ɪə"),
+    ("ʊ^ə", "ʊə"),
+    ("r", "ɹ"),
+    ("x", "k"),
+    ("ç", "k"),
+    ("ɬ", "l"),
+    ("ʲ", ""),
+];
+
+/// American English only: misaki writes r-coloured vowels out and has no length marks.
+const AMERICAN: &[(&str, &str)] = &[
+    ("ɜːɹ", "ɜɹ"),
+    ("ɜː", "ɜɹ"),
+    ("ɚ", "əɹ"),
+    ("ɐ", "ə"),
+    ("ː", ""),
+];
+
+/// A piece of input text: words for espeak, or a punctuation mark Kokoro knows.
+#[derive(Debug, PartialEq)]
+enum Item<'a> {
+    Words(&'a str),
+    Mark { mark: char, opening: bool },
+}
+
+#[cfg(test)]
+/// Phonemizes `text` with espeak-ng `voice`, punctuation preserved.
+pub fn phonemize(text: &str, voice: &str) -> Result<String, EngineError> {
+    Ok(phonemize_many(&[text], voice)?.pop().unwrap_or_default())
+}
+
+/// Phonemizes several texts with one espeak-ng process.
+pub fn phonemize_many(texts: &[&str], voice: &str) -> Result<Vec<String>, EngineError> {
+    if matches!(voice, "ja" | "cmn") && texts.iter().any(|t| t.chars().any(is_ideograph)) {
+        return Err(EngineError::InvalidInput(
+            "espeak-ng cannot read kanji/hanzi; write the text in kana (Japanese) or pinyin".into(),
+        ));
+    }
+    let items: Vec<Vec<Item<'_>>> = texts.iter().map(|t| items(t)).collect();
+    let words: Vec<&str> = items
+        .iter()
+        .flatten()
+        .filter_map(|i| match i {
+            Item::Words(w) => Some(*w),
+            Item::Mark { .. } => None,
+        })
+        .collect();
+    let mut ipa = espeak(&words, voice)?.into_iter();
+    Ok(items
+        .iter()
+        .map(|items| assemble(items, &mut ipa, voice))
+        .collect())
+}
+
+/// Joins phonemized word runs and punctuation the way misaki writes them: "həlˈO, wˈɜɹld."
+fn assemble(items: &[Item<'_>], ipa: &mut impl Iterator<Item = String>, voice: &str) -> String {
+    let mut out = String::new();
+    let mut after_opening = false;
+    for item in items {
+        match item {
+            Item::Words(_) => {
+                let ph = clean(&ipa.next().unwrap_or_default(), voice);
+                if ph.is_empty() {
+                    continue;
+                }
+                if !out.is_empty() && !out.ends_with(' ') && !after_opening {
+                    out.push(' ');
+                }
+                out.push_str(&ph);
+                after_opening = false;
+            }
+            Item::Mark {
+                mark,
+                opening: true,
+            } => {
+                if !out.is_empty() && !out.ends_with(' ') {
+                    out.push(' ');
+                }
+                out.push(*mark);
+                after_opening = true;
+            }
+            Item::Mark {
+                mark,
+                opening: false,
+            } => {
+                out.truncate(out.trim_end().len());
+                out.push(*mark);
+                after_opening = false;
+            }
+        }
+    }
+    out.trim().to_owned()
+}
+
+fn is_ideograph(c: char) -> bool {
+    matches!(c, '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}' | '\u{F900}'..='\u{FAFF}')
+}
+
+/// Cuts text into word runs and the punctuation marks of Kokoro's vocabulary.
+fn items(text: &str) -> Vec<Item<'_>> {
+    let mut items = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, n)| n);
+        let prev = text[..i].chars().next_back();
+        let mark = match c {
+            ',' | '、' | '，' => Some(','),
+            ';' | '；' => Some(';'),
+            ':' | '：' => Some(':'),
+            '!' | '！' => Some('!'),
+            '?' | '？' => Some('?'),
+            '。' | '．' => Some('.'),
+            '…' => Some('…'),
+            '—' | '–' => Some('—'),
+            '(' | ')' | '“' | '”' | '"' => Some(c),
+            '«' | '「' | '『' => Some('“'),
+            '»' | '」' | '』' => Some('”'),
+            // A full stop only where it ends something: "3.5" and "e.g" stay words.
+            '.' if next.is_none_or(|n| !n.is_alphanumeric()) => {
+                if next == Some('.') {
+                    // "..." → "…": swallow the run of dots.
+                    while chars.peek().is_some_and(|&(_, n)| n == '.') {
+                        chars.next();
+                    }
+                    Some('…')
+                } else {
+                    Some('.')
+                }
+            }
+            _ => None,
+        };
+        if let Some(mark) = mark {
+            push_words(&mut items, &text[start..i]);
+            let opening =
+                matches!(mark, '(' | '“') || (mark == '"' && prev.is_none_or(char::is_whitespace));
+            items.push(Item::Mark { mark, opening });
+            start = chars.peek().map_or(text.len(), |&(j, _)| j);
+        }
+    }
+    push_words(&mut items, &text[start..]);
+    items
+}
+
+fn push_words<'a>(items: &mut Vec<Item<'a>>, words: &'a str) {
+    let words = words.trim();
+    if words.chars().any(char::is_alphanumeric) {
+        items.push(Item::Words(words));
+    }
+}
+
+/// One espeak-ng process for all runs: each on its own input line gives one output line.
+/// Should espeak break a line into several clauses anyway, fall back to one process per run.
+fn espeak(runs: &[&str], voice: &str) -> Result<Vec<String>, EngineError> {
+    if runs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let lines: Vec<String> = runs.iter().map(|r| r.replace(['\n', '\r'], " ")).collect();
+    let out = run_espeak(&lines.join("\n"), voice)?;
+    let out: Vec<String> = out.lines().map(str::to_owned).collect();
+    if out.len() == runs.len() {
+        return Ok(out);
+    }
+    lines
+        .iter()
+        .map(|line| {
+            Ok(run_espeak(line, voice)?
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "))
+        })
+        .collect()
+}
+
+fn run_espeak(input: &str, voice: &str) -> Result<String, EngineError> {
+    let mut child = Command::new("espeak-ng")
+        .args(["-q", "--ipa", "--tie=^", "-b", "1", "-v", voice])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            EngineError::NotInstalled(format!(
+                "cannot run espeak-ng (apt-get install espeak-ng): {e}"
+            ))
+        })?;
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    // Write from a thread so a large input cannot deadlock against a full stdout pipe.
+    let input = format!("{input}\n");
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child
+        .wait_with_output()
+        .map_err(|e| EngineError::Inference(format!("espeak-ng: {e}")))?;
+    let written = writer
+        .join()
+        .map_err(|_| EngineError::Inference("espeak-ng writer".into()))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() || stderr.contains("Failed to read voice") {
+        return Err(EngineError::InvalidInput(format!(
+            "espeak-ng has no voice {voice:?}: {}",
+            stderr.trim()
+        )));
+    }
+    written.map_err(|e| EngineError::Inference(format!("espeak-ng stdin: {e}")))?;
+    String::from_utf8(output.stdout)
+        .map_err(|_| EngineError::Inference("espeak-ng wrote invalid UTF-8".into()))
+}
+
+/// Brings one line of espeak IPA to Kokoro's symbols.
+fn clean(ipa: &str, voice: &str) -> String {
+    // Language-switch marks such as "(en)" (tied: "(^e^n)").
+    let mut s = String::with_capacity(ipa.len());
+    let mut in_tag = false;
+    for c in ipa.nfd() {
+        match c {
+            '(' => in_tag = true,
+            ')' => in_tag = false,
+            // Diacritics Kokoro does not know (lowering, centralisation…); the nasal tilde stays.
+            '\u{0300}'..='\u{036F}' if c != '\u{0303}' => {}
+            _ if !in_tag => s.push(c),
+            _ => {}
+        }
+    }
+    let mut s = replace_all(s, TIES);
+    if voice.starts_with("en") {
+        s = replace_all(s, ENGLISH);
+        if voice == "en-us" {
+            s = replace_all(s, AMERICAN);
+        }
+    }
+    s.replace('^', "")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn replace_all(mut s: String, table: &[(&str, &str)]) -> String {
+    for (from, to) in table {
+        if s.contains(from) {
+            s = s.replace(from, to);
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_keep_punctuation_and_numbers() {
+        let items = items("Well, it costs 3.5 dollars... \"Really?\" (yes)");
+        assert_eq!(
+            items,
+            vec![
+                Item::Words("Well"),
+                Item::Mark {
+                    mark: ',',
+                    opening: false
+                },
+                Item::Words("it costs 3.5 dollars"),
+                Item::Mark {
+                    mark: '…',
+                    opening: false
+                },
+                Item::Mark {
+                    mark: '"',
+                    opening: true
+                },
+                Item::Words("Really"),
+                Item::Mark {
+                    mark: '?',
+                    opening: false
+                },
+                Item::Mark {
+                    mark: '"',
+                    opening: false
+                },
+                Item::Mark {
+                    mark: '(',
+                    opening: true
+                },
+                Item::Words("yes"),
+                Item::Mark {
+                    mark: ')',
+                    opening: false
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn cleans_ties_and_american_length() {
+        assert_eq!(clean("həlˈo^ʊ wˈɜːld", "en-us"), "həlˈO wˈɜɹld");
+        assert_eq!(clean("t^ʃˈa^ɪniːz", "en-gb"), "ʧˈIniːz");
+        assert_eq!(
+            clean("(^e^n)hˈa^ɪ(^j^a) kˌo̞nnit^ɕˈihä", "ja"),
+            "hˈI kˌonniʨˈiha"
+        );
+    }
+
+    #[test]
+    fn voices_follow_language_and_dialect() {
+        assert_eq!(espeak_voice("en", "bf_emma").unwrap(), "en-gb");
+        assert_eq!(espeak_voice("en", "jf_alpha").unwrap(), "en-us");
+        assert_eq!(espeak_voice("pt", "pf_dora").unwrap(), "pt-br");
+        assert!(espeak_voice("-x", "jf_alpha").is_err());
+    }
+
+    #[test]
+    fn espeak_english_sentence() {
+        let ph = phonemize("Hello, world. This is a test!", "en-us").unwrap();
+        assert_eq!(ph, "həlˈO, wˈɜɹld. ðɪs ɪz ə tˈɛst!");
+    }
+
+    #[test]
+    fn espeak_rejects_kanji_and_unknown_voice() {
+        assert!(matches!(
+            phonemize("日本", "ja"),
+            Err(EngineError::InvalidInput(_))
+        ));
+        assert!(matches!(
+            phonemize("hello", "xx"),
+            Err(EngineError::InvalidInput(_))
+        ));
+        assert!(!phonemize("こんにちは", "ja").unwrap().is_empty());
+    }
+}

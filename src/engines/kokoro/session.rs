@@ -1,0 +1,163 @@
+//! One ONNX Runtime session of the Kokoro graph and one inference call.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use ort::environment::Environment;
+use ort::session::Session;
+use ort::session::builder::GraphOptimizationLevel;
+use ort::value::Tensor;
+
+use super::noise::{BANK_FRAMES, HARMONICS, SourceNoise};
+use crate::engines::EngineError;
+
+pub struct KokoroSession {
+    session: Session,
+    /// The rewritten graph takes `sine_noise`/`sine_phase`; the original one does not.
+    seeded: bool,
+}
+
+/// The process's ONNX Runtime environment (ort allows one per process), loading the library
+/// from `library` on first use. With ort's `load-dynamic` a missing library makes the first ort
+/// call panic, so its presence is checked first. Any other ort-based engine must share this.
+pub fn environment(library: &Path) -> Result<Environment, EngineError> {
+    if !library.is_file() {
+        return Err(EngineError::NotInstalled(format!(
+            "ONNX Runtime library {} is missing: run `voiced models fetch kokoro`",
+            library.display()
+        )));
+    }
+    static ENVIRONMENT: Mutex<Option<Environment>> = Mutex::new(None);
+    let mut env = ENVIRONMENT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(env) = env.as_ref() {
+        return Ok(env.clone());
+    }
+    let cannot = |e: &dyn std::fmt::Display| {
+        EngineError::NotInstalled(format!(
+            "cannot load ONNX Runtime {}: {e}",
+            library.display()
+        ))
+    };
+    let built = ort::init_from(library)
+        .map_err(|e| cannot(&e))?
+        .with_name("voiced")
+        .build()
+        .map_err(|e| cannot(&e))?;
+    *env = Some(built.clone());
+    Ok(built)
+}
+
+fn inference(e: impl std::fmt::Display) -> EngineError {
+    EngineError::Inference(e.to_string())
+}
+
+impl KokoroSession {
+    pub fn load(
+        model: &Path,
+        ort_library: &Path,
+        intra_threads: usize,
+    ) -> Result<Self, EngineError> {
+        let env = environment(ort_library)?;
+        if !model.is_file() {
+            return Err(EngineError::NotInstalled(format!(
+                "Kokoro model {} is missing: run `voiced models fetch kokoro`",
+                model.display()
+            )));
+        }
+        let session = Session::builder(&env)
+            .map_err(inference)?
+            // `All` is ONNX Runtime's default (and Python's); ort's `Level3` is not the same.
+            .with_optimization_level(GraphOptimizationLevel::All)
+            .map_err(inference)?
+            .with_intra_threads(intra_threads.max(1))
+            .map_err(inference)?
+            .commit_from_file(model)
+            .map_err(|e| {
+                EngineError::NotInstalled(format!("cannot load {}: {e}", model.display()))
+            })?;
+        let seeded = session.inputs().iter().any(|i| i.name() == "sine_noise");
+        Ok(Self { session, seeded })
+    }
+
+    pub fn is_seeded(&self) -> bool {
+        self.seeded
+    }
+
+    /// Audio (24 kHz) for one piece: `tokens` without the padding zeros, one style row.
+    pub fn infer(
+        &mut self,
+        tokens: &[i64],
+        style: &[f32],
+        source: &SourceNoise,
+    ) -> Result<Vec<f32>, EngineError> {
+        let mut padded = Vec::with_capacity(tokens.len() + 2);
+        padded.push(0);
+        padded.extend_from_slice(tokens);
+        padded.push(0);
+        let tokens = Tensor::from_array(([1, padded.len()], padded)).map_err(inference)?;
+        let style = Tensor::from_array(([1, style.len()], style.to_vec())).map_err(inference)?;
+        let speed = Tensor::from_array(([1], vec![1.0f32])).map_err(inference)?;
+        let outputs = if self.seeded {
+            let noise = Tensor::from_array(([1, BANK_FRAMES, HARMONICS], source.noise.clone()))
+                .map_err(inference)?;
+            let phase =
+                Tensor::from_array(([1, 1, HARMONICS], source.phase.clone())).map_err(inference)?;
+            self.session.run(ort::inputs! {
+                "tokens" => tokens, "style" => style, "speed" => speed,
+                "sine_noise" => noise, "sine_phase" => phase,
+            })
+        } else {
+            self.session
+                .run(ort::inputs! { "tokens" => tokens, "style" => style, "speed" => speed })
+        }
+        .map_err(inference)?;
+        let (_, audio) = outputs["audio"]
+            .try_extract_tensor::<f32>()
+            .map_err(inference)?;
+        Ok(audio.to_vec())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::kokoro::{KokoroConfig, files, noise};
+
+    /// The rewritten graph fed zeros is the original graph, sample for sample.
+    #[test]
+    fn silent_seed_inputs_reproduce_the_original_model() {
+        let dir = std::env::var_os("VOICED_MODELS_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                std::path::PathBuf::from(std::env::var_os("HOME").unwrap())
+                    .join(".cache/voiced/models")
+            });
+        let config = KokoroConfig::from_models_dir(&dir);
+        let mut original =
+            KokoroSession::load(&config.model_dir.join(files::MODEL), &config.ort_library, 1)
+                .unwrap();
+        let mut seeded = KokoroSession::load(
+            &config.model_dir.join(files::SEEDED_MODEL),
+            &config.ort_library,
+            1,
+        )
+        .unwrap();
+        assert!(seeded.is_seeded() && !original.is_seeded());
+        // "ðɪs ɪz ə tˈɛst." through vocab.json.
+        let tokens = [81, 102, 61, 16, 102, 68, 16, 83, 16, 62, 156, 86, 61, 62, 4];
+        let style = vec![0.05f32; 256];
+        let silent = noise::SourceNoise::silent();
+        let a = original.infer(&tokens, &style, &silent).unwrap();
+        let b = seeded.infer(&tokens, &style, &silent).unwrap();
+        assert!(a.len() > 12_000);
+        assert_eq!(a, b);
+        let c = seeded
+            .infer(
+                &tokens,
+                &style,
+                &noise::SourceNoise::draw(&mut noise::rng(1)),
+            )
+            .unwrap();
+        assert_ne!(a, c);
+    }
+}

@@ -1,0 +1,54 @@
+//! Speech engines: a synchronous trait with no async runtime inside. Each engine instance lives
+//! on one dedicated OS thread (ONNX Runtime's `Session::run` takes `&mut self`).
+
+/// One synthesis call. `seed` is already resolved (request → voice pin → random) by the caller.
+pub struct SynthesisInput<'a> {
+    pub text: &'a str,
+    /// The voice profile's preset, e.g. "jf_alpha".
+    pub preset: &'a str,
+    /// ISO 639-1 language of the voice profile, e.g. "en", "ja"; picks the phonemizer voice.
+    pub language: &'a str,
+    pub seed: u64,
+    /// Only engines that take a temperature look at it (kokoro does not).
+    pub temperature: Option<f32>,
+}
+
+/// Mono PCM, samples in [-1, 1].
+pub struct Pcm {
+    pub samples: Vec<f32>,
+    pub sample_rate: u32,
+}
+
+impl Pcm {
+    pub fn duration_ms(&self) -> i64 {
+        (self.samples.len() as i64 * 1000) / i64::from(self.sample_rate.max(1))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Preset {
+    pub name: String,
+    pub language: String,
+    pub description: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("unknown preset {0:?}")]
+    UnknownPreset(String),
+    #[error("text cannot be spoken: {0}")]
+    InvalidInput(String),
+    #[error("engine is not installed: {0}")]
+    NotInstalled(String),
+    #[error("inference failed: {0}")]
+    Inference(String),
+}
+
+/// Synchronous; one instance per dedicated OS thread.
+pub trait Engine: Send {
+    fn presets(&self) -> Vec<Preset>;
+    fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError>;
+}
+
+pub mod kokoro;
+pub mod registry;

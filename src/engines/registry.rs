@@ -1,0 +1,70 @@
+//! Which engines this deployment has, built from configuration. Every engine id of the spec is
+//! known; those whose models are not installed are unavailable, and a generation on one fails
+//! with a clear error instead of being refused as unknown.
+
+use std::path::PathBuf;
+
+use super::kokoro::{self, KokoroConfig, KokoroEngine};
+use super::{Engine, EngineError, Preset};
+use crate::domain::EngineId;
+
+#[derive(Debug, Clone)]
+pub struct EngineRegistry {
+    models_dir: PathBuf,
+    intra_threads: usize,
+}
+
+impl EngineRegistry {
+    pub fn new(models_dir: PathBuf, intra_threads: usize) -> Self {
+        Self {
+            models_dir,
+            intra_threads,
+        }
+    }
+
+    fn kokoro_config(&self) -> KokoroConfig {
+        KokoroConfig {
+            intra_threads: self.intra_threads,
+            ..KokoroConfig::from_models_dir(&self.models_dir)
+        }
+    }
+
+    /// Whether generations on `engine` can run here (its models are in place).
+    pub fn is_installed(&self, engine: EngineId) -> bool {
+        match engine {
+            EngineId::Kokoro => {
+                let config = self.kokoro_config();
+                config.ort_library.is_file()
+                    && [
+                        kokoro::files::SEEDED_MODEL,
+                        kokoro::files::VOCAB,
+                        kokoro::files::VOICES_JA,
+                    ]
+                    .iter()
+                    .all(|file| config.model_dir.join(file).is_file())
+            }
+            _ => false,
+        }
+    }
+
+    /// Loads an engine instance (one per engine thread).
+    pub fn load(&self, engine: EngineId) -> Result<Box<dyn Engine>, EngineError> {
+        match engine {
+            EngineId::Kokoro => Ok(Box::new(KokoroEngine::load(&self.kokoro_config())?)),
+            other => Err(EngineError::NotInstalled(format!(
+                "the {other} engine is not installed on this deployment"
+            ))),
+        }
+    }
+
+    /// Presets of each installed engine, without loading a model.
+    pub fn presets(&self) -> Vec<(EngineId, Vec<Preset>)> {
+        let mut all = Vec::new();
+        if self.is_installed(EngineId::Kokoro)
+            && let Ok(presets) = kokoro::presets(&self.kokoro_config().model_dir)
+        {
+            all.push((EngineId::Kokoro, presets));
+        }
+        all
+    }
+}

@@ -1,0 +1,251 @@
+//! The HTTP layer: state, routes, the middleware stack, OpenAPI, and `serve`.
+
+pub mod auth;
+pub mod error;
+pub mod idempotency;
+pub mod json;
+pub mod models;
+pub mod rate_limit;
+pub mod routes;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, FromRef, MatchedPath, Request};
+use axum::http::{HeaderName, Method, StatusCode, header};
+use axum::middleware::from_fn_with_state;
+use axum::routing::get;
+use sqlx::PgPool;
+use tokio::net::TcpListener;
+use tower::ServiceBuilder;
+use tower_http::cors::{Any, CorsLayer};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::domain::Feature;
+use crate::engines::registry::EngineRegistry;
+use crate::signing::AudioSigner;
+use crate::store::blobs::BlobStore;
+use crate::worker::completions::Completions;
+use auth::Requirement;
+use error::ErrorLinks;
+use rate_limit::RateLimits;
+
+/// Largest JSON body on routes that do not say otherwise.
+pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Everything handlers share. Sub-states are reached with `FromRef`.
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: PgPool,
+    pub signer: AudioSigner,
+    pub public_base_url: String,
+    pub links: Arc<ErrorLinks>,
+    pub limits: Arc<RateLimits>,
+    pub request_timeout: Duration,
+    pub blobs: Arc<dyn BlobStore>,
+    pub engines: Arc<EngineRegistry>,
+    pub completions: Completions,
+}
+
+impl FromRef<AppState> for PgPool {
+    fn from_ref(state: &AppState) -> Self {
+        state.pool.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<RateLimits> {
+    fn from_ref(state: &AppState) -> Self {
+        state.limits.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<ErrorLinks> {
+    fn from_ref(state: &AppState) -> Self {
+        state.links.clone()
+    }
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "voiced",
+        description = "Speech generation in your voice profiles, transcription into stored captures, \
+                       and reads of voices, generations and captures. Errors are RFC 9457 problem \
+                       documents (OpenAI's error envelope on POST /v1/audio/speech).",
+        version = "1.0.0",
+        license(name = "MIT")
+    ),
+    modifiers(&SecuritySchemes),
+    tags(
+        (name = "voices", description = "Voice profiles"),
+        (name = "speech", description = "Speech generation"),
+        (name = "captures", description = "Transcriptions stored as captures"),
+        (name = "health", description = "Liveness and readiness"),
+    )
+)]
+struct ApiDoc;
+
+struct SecuritySchemes;
+
+impl utoipa::Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("x-api-key"))),
+        );
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The `/v1` routes, grouped by what they require of the key. Each group carries its
+/// plan/scope/feature check; authentication and rate limiting wrap them all in [`router`].
+fn v1_routes() -> OpenApiRouter<AppState> {
+    let reads = OpenApiRouter::new()
+        .routes(routes!(routes::reads::list_voices))
+        .routes(routes!(routes::reads::list_captures))
+        .routes(routes!(routes::generations::get_generation))
+        .layer(from_fn_with_state(Requirement::read(), auth::authorize));
+    let speech = OpenApiRouter::new()
+        .routes(routes!(routes::speech::create_speech))
+        .routes(routes!(routes::openai_speech::create_openai_speech))
+        .layer(from_fn_with_state(
+            Requirement::generate(Feature::Speech),
+            auth::authorize,
+        ));
+    OpenApiRouter::new().merge(reads).merge(speech)
+}
+
+/// All documented routes around `v1` (health, and the signed audio download, which takes no
+/// key), with the OpenAPI document they make.
+fn documented(v1: OpenApiRouter<AppState>) -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (router, mut openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(v1)
+        .routes(routes!(routes::audio::download_audio))
+        .routes(routes!(routes::health::healthz))
+        .routes(routes!(routes::health::readyz))
+        .split_for_parts();
+    openapi.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    (router, openapi)
+}
+
+/// The whole application: routes plus the middleware stack, and its OpenAPI document.
+///
+/// Stack, outermost first: request id (set, then propagated to the response) → trace span named
+/// by the route template → error rendering (problem documents / OpenAI envelope) → CORS →
+/// timeout → body limit → [per route: authenticate → rate limit → plan, scope, feature] → handler.
+pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
+    // Layers wrap what is above them: authenticate runs first, then the rate limit.
+    let v1 = v1_routes()
+        .layer(from_fn_with_state(
+            state.limits.clone(),
+            rate_limit::rate_limit,
+        ))
+        .layer(from_fn_with_state(state.pool.clone(), auth::authenticate));
+    let (api, document) = documented(v1);
+    let spec_json = Arc::new(document.to_pretty_json().expect("OpenAPI serialises"));
+
+    let cors = CorsLayer::new()
+        .allow_origin(Any)
+        .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            HeaderName::from_static("x-api-key"),
+            HeaderName::from_static("idempotency-key"),
+            REQUEST_ID,
+        ])
+        .expose_headers([
+            HeaderName::from_static("ratelimit"),
+            HeaderName::from_static("ratelimit-policy"),
+            header::RETRY_AFTER,
+            header::LOCATION,
+            REQUEST_ID,
+            HeaderName::from_static("x-service-engine"),
+            HeaderName::from_static("x-service-generation-id"),
+        ]);
+
+    let app = api
+        .route(
+            "/openapi.json",
+            get(move || {
+                let spec = spec_json.clone();
+                async move {
+                    (
+                        [(header::CONTENT_TYPE, "application/json")],
+                        (*spec).clone(),
+                    )
+                }
+            }),
+        )
+        .fallback(|| async { StatusCode::NOT_FOUND })
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+                .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+                .layer(TraceLayer::new_for_http().make_span_with(make_span))
+                .layer(from_fn_with_state(
+                    state.links.clone(),
+                    error::render_errors,
+                ))
+                .layer(cors)
+                .layer(TimeoutLayer::with_status_code(
+                    StatusCode::REQUEST_TIMEOUT,
+                    state.request_timeout,
+                ))
+                .layer(DefaultBodyLimit::max(DEFAULT_BODY_LIMIT)),
+        )
+        .with_state(state);
+    (app, document)
+}
+
+/// The OpenAPI document alone (for `voiced openapi` and the committed copy); layers do not
+/// change it, so it needs no live state.
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    documented(v1_routes()).1
+}
+
+/// Spans are named by route template, never the raw path (ids would explode cardinality).
+/// Headers are not recorded: they carry credentials.
+fn make_span(request: &Request) -> tracing::Span {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", |p| p.as_str());
+    let request_id = request
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    tracing::info_span!(
+        "request",
+        method = %request.method(),
+        route,
+        request_id,
+        account_id = tracing::field::Empty,
+    )
+}
+
+/// Serves until `shutdown` resolves, then finishes in-flight requests (graceful shutdown).
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}

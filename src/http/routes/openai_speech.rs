@@ -1,0 +1,251 @@
+//! `POST /v1/audio/speech`: OpenAI's text-to-speech contract, synchronous. Every parameter we
+//! cannot honour is refused by name; nothing is accepted and ignored. Errors use OpenAI's
+//! envelope (rendered in `error::render_errors` for this path).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Extension;
+use axum::extract::State;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::speech::{self, SpeechOrder};
+use crate::domain::EngineId;
+use crate::http::AppState;
+use crate::http::auth::Principal;
+use crate::http::error::ApiError;
+use crate::http::json::JsonObject;
+use crate::store;
+
+const FIELDS: [&str; 9] = [
+    "model",
+    "input",
+    "voice",
+    "response_format",
+    "speed",
+    "instructions",
+    "stream_format",
+    "seed",
+    "temperature",
+];
+/// OpenAI model names that select nothing: the voice's default engine renders.
+const OPENAI_MODELS: [&str; 3] = ["tts-1", "tts-1-hd", "gpt-4o-mini-tts"];
+/// OpenAI's built-in voices: refused, because every voice here is a profile of the account.
+const OPENAI_VOICES: [&str; 13] = [
+    "alloy", "ash", "ballad", "cedar", "coral", "echo", "fable", "marin", "nova", "onyx", "sage",
+    "shimmer", "verse",
+];
+
+/// Request body (for the document; parsing is field by field).
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct OpenAiSpeechRequest {
+    /// An engine id (e.g. `kokoro`) selects that engine; `tts-1`, `tts-1-hd`, `gpt-4o-mini-tts`
+    /// use the voice's default engine. Echoed in `X-Service-Engine`.
+    #[schema(example = "tts-1")]
+    model: String,
+    /// Text, 1 to 10 000 characters.
+    #[schema(min_length = 1, max_length = 10000)]
+    input: String,
+    /// A voice profile id or name of this account (string, or an object `{"id": …}`). OpenAI's
+    /// built-in voice names are refused.
+    voice: Value,
+    /// `mp3` (default), `opus`, `wav`.
+    response_format: Option<String>,
+    /// Only 1.
+    speed: Option<f64>,
+    /// Only `audio`.
+    stream_format: Option<String>,
+    /// Extension: 0 to 2^53−1.
+    seed: Option<i64>,
+    /// Extension: 0.05 to 2, chatterbox engines only.
+    temperature: Option<f64>,
+}
+
+/// The engine a `model` value selects, if it names one.
+enum ModelChoice {
+    Engine(EngineId),
+    VoiceDefault,
+}
+
+fn parse_model(body: &JsonObject) -> Result<(String, ModelChoice), ApiError> {
+    let model = body.required_str("model")?;
+    if OPENAI_MODELS.contains(&model) {
+        return Ok((model.to_owned(), ModelChoice::VoiceDefault));
+    }
+    match model.parse::<EngineId>() {
+        Ok(engine) => Ok((model.to_owned(), ModelChoice::Engine(engine))),
+        Err(_) => Err(ApiError::invalid(
+            "model",
+            format!(
+                "Unknown model {model:?}: use an engine id (kokoro, chatterbox, …) or tts-1, tts-1-hd, gpt-4o-mini-tts."
+            ),
+        )),
+    }
+}
+
+fn parse_voice(body: &JsonObject) -> Result<String, ApiError> {
+    let invalid = || {
+        ApiError::invalid(
+            "voice",
+            "voice must be a voice profile id or name, or {\"id\": …}",
+        )
+    };
+    let voice = match body.optional("voice") {
+        None => return Err(ApiError::invalid("voice", "voice is required")),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Object(map)) => match (map.len(), map.get("id")) {
+            (1, Some(Value::String(s))) => s.clone(),
+            _ => return Err(invalid()),
+        },
+        Some(_) => return Err(invalid()),
+    };
+    if OPENAI_VOICES.contains(&voice.as_str()) {
+        return Err(ApiError::invalid(
+            "voice",
+            format!(
+                "{voice:?} is one of OpenAI's built-in voices; use the name or id of one of your voice profiles (GET /v1/voices)."
+            ),
+        ));
+    }
+    if voice.trim().is_empty() {
+        return Err(invalid());
+    }
+    Ok(voice)
+}
+
+fn refuse_unsupported(body: &JsonObject) -> Result<(), ApiError> {
+    if body.0.contains_key("instructions") {
+        return Err(ApiError::invalid(
+            "instructions",
+            "instructions are not supported.",
+        ));
+    }
+    if let Some(speed) = body.0.get("speed") {
+        let is_one = speed.as_f64() == Some(1.0) && speed.is_number();
+        if !is_one {
+            return Err(ApiError::invalid("speed", "Only speed 1 is supported."));
+        }
+    }
+    if let Some(stream_format) = body.0.get("stream_format")
+        && stream_format.as_str() != Some("audio")
+    {
+        return Err(ApiError::invalid(
+            "stream_format",
+            "Only stream_format \"audio\" is supported.",
+        ));
+    }
+    Ok(())
+}
+
+/// Speaks `input` and answers with the audio once it is ready (OpenAI-compatible).
+#[utoipa::path(post, path = "/v1/audio/speech", tag = "speech",
+    security(("api_key" = []), ("bearer" = [])),
+    request_body(content = OpenAiSpeechRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The audio", content((Vec<u8> = "audio/mpeg"), (Vec<u8> = "audio/ogg"), (Vec<u8> = "audio/wav")),
+            headers(
+                ("X-Service-Generation-Id" = String, description = "The generation, readable at GET /v1/generations/{id}"),
+                ("X-Service-Engine" = String, description = "The `model` value as sent"),
+            )),
+        (status = 400, description = "`invalid_request` (`error.param` names the field)", body = crate::http::models::OpenAiError),
+        (status = 401, description = "`invalid_api_key`", body = crate::http::models::OpenAiError),
+        (status = 403, description = "`pro_plan_required`, `insufficient_scope` or `feature_not_enabled`", body = crate::http::models::OpenAiError),
+        (status = 413, description = "`payload_too_large`", body = crate::http::models::OpenAiError),
+        (status = 415, description = "`unsupported_media_type`", body = crate::http::models::OpenAiError),
+        (status = 429, description = "`rate_limit_exceeded`, `quota_exhausted` or `key_ceiling_exceeded`", body = crate::http::models::OpenAiError),
+        (status = 500, description = "`internal_error`: the generation failed", body = crate::http::models::OpenAiError),
+        (status = 503, description = "`service_unavailable`", body = crate::http::models::OpenAiError),
+    ))]
+pub async fn create_openai_speech(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Arc<Principal>>,
+    body: JsonObject,
+) -> Result<Response, ApiError> {
+    body.only(&FIELDS)?;
+    let (model, choice) = parse_model(&body)?;
+    let text = speech::parse_text(&body, "input")?;
+    let voice_ref = parse_voice(&body)?;
+    let format = speech::parse_format(&body, "response_format")?;
+    refuse_unsupported(&body)?;
+    let seed = speech::parse_seed(&body)?;
+    let temperature = speech::parse_temperature(&body)?;
+
+    let voice = store::voices::find(&state.pool, &principal.account_id, &voice_ref)
+        .await?
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "voice",
+                format!("No voice profile of this account has the id or name {voice_ref:?}."),
+            )
+        })?;
+    let voice_engine: EngineId = voice.engine.parse().map_err(ApiError::internal)?;
+    let engine = match choice {
+        ModelChoice::VoiceDefault => voice_engine,
+        ModelChoice::Engine(engine) if engine == voice_engine => engine,
+        ModelChoice::Engine(engine) => {
+            return Err(ApiError::invalid(
+                "model",
+                format!(
+                    "Voice {:?} is a preset of the {voice_engine} engine; model {engine} cannot render it. Use model {voice_engine} or tts-1.",
+                    voice.name
+                ),
+            ));
+        }
+    };
+    if !state.engines.is_installed(engine) {
+        return Err(ApiError::invalid(
+            "model",
+            format!("The {engine} engine is not installed on this deployment."),
+        ));
+    }
+    let order = SpeechOrder {
+        text,
+        voice,
+        engine,
+        seed,
+        temperature,
+        format,
+    };
+    let admitted = speech::admit(&state, &principal, order).await?;
+
+    // The wait rides on the durable queue; a client that goes away leaves the generation to finish.
+    let status = state
+        .completions
+        .wait(&admitted.id, Duration::from_secs(5))
+        .await?;
+    let row = store::generations::find(&state.pool, &principal.account_id, &admitted.id)
+        .await?
+        .ok_or_else(|| ApiError::internal("generation vanished"))?;
+    if status != "completed" {
+        let reason = row.error.unwrap_or_else(|| "unknown error".into());
+        return Err(ApiError::new(
+            crate::http::error::ErrorCode::InternalError,
+            format!("The generation {} failed: {reason}", admitted.id),
+        ));
+    }
+    let key = store::generations::for_download(&state.pool, &admitted.id)
+        .await?
+        .and_then(|d| d.audio_key)
+        .ok_or_else(|| ApiError::internal("completed generation without audio"))?;
+    let blob = state
+        .blobs
+        .get(&key)
+        .await
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| ApiError::internal("audio blob missing"))?;
+    let mut response = ([(header::CONTENT_TYPE, blob.content_type)], blob.bytes).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        "x-service-generation-id",
+        HeaderValue::from_str(&admitted.id).map_err(ApiError::internal)?,
+    );
+    headers.insert(
+        "x-service-engine",
+        HeaderValue::from_str(&model).map_err(ApiError::internal)?,
+    );
+    Ok(response)
+}

@@ -1,0 +1,274 @@
+//! `POST /v1/speech`, and the admission both speech endpoints share.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::audio::AudioFormat;
+use crate::domain::{EngineId, Seed, SpeechText, Temperature, new_id};
+use crate::http::AppState;
+use crate::http::auth::Principal;
+use crate::http::error::{ApiError, ErrorCode, SettingsPage};
+use crate::http::idempotency;
+use crate::http::json::JsonObject;
+use crate::http::models::Problem;
+use crate::store;
+use crate::store::voices::VoiceRow;
+
+/// A validated speech request, whichever endpoint it came through.
+pub struct SpeechOrder {
+    pub text: SpeechText,
+    pub voice: VoiceRow,
+    /// The engine that renders it (the voice's default unless the request chose one).
+    pub engine: EngineId,
+    pub seed: Option<Seed>,
+    pub temperature: Option<Temperature>,
+    pub format: AudioFormat,
+}
+
+/// An admitted generation.
+pub struct Admitted {
+    pub id: String,
+    pub voice_name: String,
+    pub engine: EngineId,
+}
+
+pub fn parse_seed(body: &JsonObject) -> Result<Option<Seed>, ApiError> {
+    body.optional("seed")
+        .map(|v| Seed::from_json(v).map_err(|m| ApiError::invalid("seed", m)))
+        .transpose()
+}
+
+pub fn parse_temperature(body: &JsonObject) -> Result<Option<Temperature>, ApiError> {
+    body.optional("temperature")
+        .map(|v| Temperature::from_json(v).map_err(|m| ApiError::invalid("temperature", m)))
+        .transpose()
+}
+
+pub fn parse_format(body: &JsonObject, field: &str) -> Result<AudioFormat, ApiError> {
+    match body.optional(field) {
+        None => Ok(AudioFormat::Mp3),
+        Some(serde_json::Value::String(s)) => s.parse().map_err(|_| {
+            ApiError::invalid(field, format!("{field} must be one of mp3, opus, wav"))
+        }),
+        Some(_) => Err(ApiError::invalid(
+            field,
+            format!("{field} must be one of mp3, opus, wav"),
+        )),
+    }
+}
+
+pub fn parse_text(body: &JsonObject, field: &str) -> Result<SpeechText, ApiError> {
+    SpeechText::new(body.required_str(field)?)
+        .map_err(|m| ApiError::invalid(field, m.replace("text", field)))
+}
+
+/// Checks what depends on the voice: the temperature (request or pin) against the engine.
+pub fn check_temperature(
+    order: &SpeechOrder,
+    param: &str,
+) -> Result<Option<Temperature>, ApiError> {
+    let pinned = order
+        .voice
+        .pinned_temperature
+        .and_then(|t| Temperature::new(f64::from(t)).ok());
+    let temperature = order.temperature.or(pinned);
+    if temperature.is_some() && !order.engine.accepts_temperature() {
+        let source = if order.temperature.is_some() {
+            ""
+        } else {
+            " (pinned on the voice)"
+        };
+        return Err(ApiError::invalid(
+            param,
+            format!(
+                "The {} engine takes no temperature{source}; only chatterbox and chatterbox_turbo do.",
+                order.engine
+            ),
+        ));
+    }
+    Ok(temperature)
+}
+
+/// Admission and enqueue: allowance and key ceiling, then the generation row (and its worker
+/// wake-up) in one transaction.
+pub async fn admit(
+    state: &AppState,
+    principal: &Principal,
+    order: SpeechOrder,
+) -> Result<Admitted, ApiError> {
+    let temperature = check_temperature(&order, "temperature")?;
+    let pinned_seed = order
+        .voice
+        .pinned_seed
+        .and_then(|s| Seed::new(s as u64).ok());
+    let seed = order.seed.or(pinned_seed).unwrap_or_else(Seed::random);
+
+    let month = store::usage::month_of(chrono::Utc::now());
+    let (account_ms, key_ms) =
+        store::usage::month_totals(&state.pool, &principal.account_id, &principal.key_id, month)
+            .await?;
+    if account_ms >= principal.plan.monthly_allowance_secs() * 1000 {
+        return Err(ApiError::new(
+            ErrorCode::QuotaExhausted,
+            "This month's audio allowance is used up; it renews on the 1st (UTC) or with an upgrade.",
+        )
+        .with_settings(SettingsPage::Billing));
+    }
+    if let Some(minutes) = principal.ceiling_minutes
+        && key_ms >= i64::from(minutes) * 60_000
+    {
+        return Err(ApiError::new(
+            ErrorCode::KeyCeilingExceeded,
+            format!("This key reached its ceiling of {minutes} minutes this month; raise or remove it in the console."),
+        )
+        .with_settings(SettingsPage::Console));
+    }
+
+    let id = new_id("gen");
+    let mut tx = state.pool.begin().await?;
+    store::queue::enqueue(
+        &mut tx,
+        store::queue::NewGeneration {
+            id: &id,
+            account_id: &principal.account_id,
+            api_key_id: &principal.key_id,
+            voice_id: &order.voice.id,
+            engine: order.engine.as_str(),
+            text: order.text.as_str(),
+            seed: seed.as_i64(),
+            temperature: temperature.map(Temperature::get),
+            format: order.format.as_str(),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(generation_id = %id, engine = %order.engine, "generation accepted");
+    Ok(Admitted {
+        id,
+        voice_name: order.voice.name,
+        engine: order.engine,
+    })
+}
+
+/// Answer of `POST /v1/speech`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SpeechAccepted {
+    #[schema(example = "gen_0192f0c1a2b37c0d8e9f0a1b2c3d4e5f")]
+    pub id: String,
+    #[schema(example = "generating")]
+    pub status: String,
+    /// Name of the voice profile.
+    pub voice: String,
+}
+
+/// Request body of `POST /v1/speech` (for the document; parsing is field by field).
+#[derive(Debug, ToSchema)]
+#[allow(dead_code)]
+pub struct SpeechRequest {
+    /// 1 to 10 000 characters after trimming.
+    #[schema(min_length = 1, max_length = 10000)]
+    text: String,
+    /// Name of one of the account's voice profiles.
+    voice_name: String,
+    /// 0 to 2^53−1. Omitted: the voice's pinned seed, else random. Same seed, text and voice →
+    /// the same audio.
+    #[schema(minimum = 0, maximum = 9007199254740991_i64)]
+    seed: Option<i64>,
+    /// 0.05 to 2, chatterbox engines only.
+    #[schema(minimum = 0.05, maximum = 2.0)]
+    temperature: Option<f64>,
+    /// `mp3` (default), `opus` (Ogg Opus) or `wav` (16-bit PCM).
+    #[schema(example = "mp3")]
+    response_format: Option<String>,
+}
+
+const FIELDS: [&str; 5] = [
+    "text",
+    "voice_name",
+    "seed",
+    "temperature",
+    "response_format",
+];
+
+/// Starts a speech generation; poll `GET /v1/generations/{id}` for the audio.
+#[utoipa::path(post, path = "/v1/speech", tag = "speech",
+    security(("api_key" = []), ("bearer" = [])),
+    params(("Idempotency-Key" = Option<String>, Header, max_length = 255,
+        description = "Same key and body within 24 h returns the first answer without generating again")),
+    request_body(content = SpeechRequest, content_type = "application/json"),
+    responses(
+        (status = 202, description = "Accepted; `Location` points at the generation", body = SpeechAccepted,
+            headers(("Location" = String, description = "/v1/generations/{id}"))),
+        (status = 400, description = "`invalid_request` (`param` names the field)", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled`", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`idempotency_key_in_use`", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`idempotency_key_reused`", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limit_exceeded`, `quota_exhausted` or `key_ceiling_exceeded`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn create_speech(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Arc<Principal>>,
+    headers: HeaderMap,
+    body: JsonObject,
+) -> Result<Response, ApiError> {
+    let key = idempotency::key_from(&headers)?;
+    body.only(&FIELDS)?;
+    let text = parse_text(&body, "text")?;
+    let voice_name = body.required_str("voice_name")?;
+    let seed = parse_seed(&body)?;
+    let temperature = parse_temperature(&body)?;
+    let format = parse_format(&body, "response_format")?;
+    let fingerprint = idempotency::fingerprint("POST /v1/speech", &body.value());
+
+    idempotency::run_once(
+        &state.pool,
+        &principal.account_id,
+        key,
+        fingerprint,
+        state.request_timeout,
+        || async {
+            let voice = store::voices::find(&state.pool, &principal.account_id, voice_name)
+                .await?
+                .filter(|v| v.name == voice_name)
+                .ok_or_else(|| {
+                    ApiError::invalid(
+                        "voice_name",
+                        "No voice profile of this account has that name.",
+                    )
+                })?;
+            let engine: EngineId = voice.engine.parse().map_err(ApiError::internal)?;
+            let order = SpeechOrder {
+                text,
+                voice,
+                engine,
+                seed,
+                temperature,
+                format,
+            };
+            let admitted = admit(&state, &principal, order).await?;
+            let location = format!("/v1/generations/{}", admitted.id);
+            let body = SpeechAccepted {
+                id: admitted.id,
+                status: "generating".into(),
+                voice: admitted.voice_name,
+            };
+            Ok((
+                StatusCode::ACCEPTED,
+                [(header::LOCATION, location)],
+                Json(body),
+            )
+                .into_response())
+        },
+    )
+    .await
+}

@@ -1,0 +1,14 @@
+//! voiced: a hosted voice API. See README.md for the shape of the whole.
+
+pub mod app;
+pub mod audio;
+pub mod cli;
+pub mod config;
+pub mod domain;
+pub mod engines;
+pub mod http;
+pub mod models;
+pub mod signing;
+pub mod store;
+pub mod telemetry;
+pub mod worker;

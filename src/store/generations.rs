@@ -1,0 +1,53 @@
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+/// A generation as the API shows it.
+pub struct GenerationRow {
+    pub id: String,
+    pub voice_id: String,
+    pub engine: String,
+    pub status: String,
+    pub error: Option<String>,
+    pub seed: i64,
+    pub format: String,
+    pub duration_ms: Option<i64>,
+    pub has_audio: bool,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// The account's generation, or `None` when it does not exist or belongs to another account
+/// (callers answer both the same way).
+pub async fn find(
+    pool: &PgPool,
+    account_id: &str,
+    id: &str,
+) -> sqlx::Result<Option<GenerationRow>> {
+    sqlx::query_as!(
+        GenerationRow,
+        r#"SELECT id, voice_id, engine, status, error, seed, format, duration_ms,
+                  audio_key IS NOT NULL AS "has_audio!", created_at, finished_at
+           FROM generations WHERE id = $1 AND account_id = $2"#,
+        id,
+        account_id
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+/// What the signed download needs: the audio's key and the owner's plan.
+pub struct DownloadRow {
+    pub audio_key: Option<String>,
+    pub plan: String,
+}
+
+pub async fn for_download(pool: &PgPool, id: &str) -> sqlx::Result<Option<DownloadRow>> {
+    sqlx::query_as!(
+        DownloadRow,
+        "SELECT g.audio_key, a.plan FROM generations g JOIN accounts a ON a.id = g.account_id
+         WHERE g.id = $1 AND g.status = 'completed'",
+        id
+    )
+    .fetch_optional(pool)
+    .await
+}

@@ -1,0 +1,143 @@
+//! Idempotency records. The primary key (account, key) makes concurrent duplicates safe: exactly
+//! one INSERT wins; the others read the winner's row.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+
+/// How long a completed record answers replays. Older records are purged and the key is new again.
+pub const RETENTION: Duration = Duration::from_secs(48 * 3600);
+
+pub struct StoredResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+pub enum Begin {
+    /// This request owns the key: run it, then `complete` or `abandon`.
+    Proceed,
+    /// The key's request finished before: answer with its response.
+    Replay(StoredResponse),
+    /// The key's first request is still running.
+    InUse,
+    /// The key was used with a different request.
+    Reused,
+}
+
+/// Claims `key` for a request whose fingerprint is `request_sha256`. An in-progress record older
+/// than `abandoned_after` belongs to a process that died mid-request; it is taken over.
+pub async fn begin(
+    pool: &PgPool,
+    account_id: &str,
+    key: &str,
+    request_sha256: &[u8],
+    abandoned_after: Duration,
+) -> sqlx::Result<Begin> {
+    let retention_secs = RETENTION.as_secs_f64();
+    // Two rounds at most: a stale record is removed, then the insert is tried again.
+    for _ in 0..2 {
+        let inserted = sqlx::query!(
+            "INSERT INTO idempotency_records (account_id, key, request_sha256, state)
+             VALUES ($1, $2, $3, 'in_progress') ON CONFLICT DO NOTHING",
+            account_id,
+            key,
+            request_sha256
+        )
+        .execute(pool)
+        .await?;
+        if inserted.rows_affected() == 1 {
+            return Ok(Begin::Proceed);
+        }
+        let Some(row) = sqlx::query!(
+            r#"SELECT request_sha256, state, response_status, response_headers, response_body,
+                      created_at < now() - make_interval(secs => $3) AS "expired!",
+                      created_at < now() - make_interval(secs => $4) AS "abandoned!"
+               FROM idempotency_records WHERE account_id = $1 AND key = $2"#,
+            account_id,
+            key,
+            retention_secs,
+            abandoned_after.as_secs_f64()
+        )
+        .fetch_optional(pool)
+        .await?
+        else {
+            continue; // deleted between our insert and select: try again
+        };
+        let abandoned = row.state == "in_progress" && row.abandoned;
+        if row.expired || abandoned {
+            sqlx::query!(
+                "DELETE FROM idempotency_records WHERE account_id = $1 AND key = $2 AND state = $3",
+                account_id,
+                key,
+                row.state
+            )
+            .execute(pool)
+            .await?;
+            continue;
+        }
+        if row.request_sha256 != request_sha256 {
+            return Ok(Begin::Reused);
+        }
+        if row.state == "in_progress" {
+            return Ok(Begin::InUse);
+        }
+        let headers: Vec<(String, String)> = row
+            .response_headers
+            .and_then(|h| serde_json::from_value(h).ok())
+            .unwrap_or_default();
+        return Ok(Begin::Replay(StoredResponse {
+            status: row.response_status.unwrap_or(200) as u16,
+            headers,
+            body: row.response_body.unwrap_or_default(),
+        }));
+    }
+    Ok(Begin::InUse)
+}
+
+/// Stores the response that replays will get.
+pub async fn complete(
+    pool: &PgPool,
+    account_id: &str,
+    key: &str,
+    response: &StoredResponse,
+) -> sqlx::Result<()> {
+    let headers = serde_json::to_value(&response.headers).unwrap_or_default();
+    sqlx::query!(
+        "UPDATE idempotency_records
+         SET state = 'completed', response_status = $3, response_headers = $4, response_body = $5
+         WHERE account_id = $1 AND key = $2",
+        account_id,
+        key,
+        i32::from(response.status),
+        headers,
+        &response.body
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Releases the key after a request that changed nothing (refused or failed), so that the
+/// client may retry with the same key.
+pub async fn abandon(pool: &PgPool, account_id: &str, key: &str) -> sqlx::Result<()> {
+    sqlx::query!(
+        "DELETE FROM idempotency_records WHERE account_id = $1 AND key = $2 AND state = 'in_progress'",
+        account_id,
+        key
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Drops records past retention.
+pub async fn purge(pool: &PgPool) -> sqlx::Result<u64> {
+    let result = sqlx::query!(
+        "DELETE FROM idempotency_records WHERE created_at < now() - make_interval(secs => $1)",
+        RETENTION.as_secs_f64()
+    )
+    .execute(pool)
+    .await?;
+    Ok(result.rows_affected())
+}

@@ -1,0 +1,78 @@
+use sqlx::PgPool;
+
+use crate::domain::SecretHash;
+
+/// A key as authentication needs it, joined with its account.
+pub struct KeyRecord {
+    pub key_id: String,
+    pub account_id: String,
+    pub secret_sha256: Vec<u8>,
+    pub scopes: Vec<String>,
+    pub ceiling_minutes: Option<i32>,
+    pub revoked: bool,
+    pub plan: String,
+    pub features: Vec<String>,
+}
+
+pub async fn find_by_hash(pool: &PgPool, hash: &SecretHash) -> sqlx::Result<Option<KeyRecord>> {
+    sqlx::query_as!(
+        KeyRecord,
+        r#"SELECT k.id AS key_id, k.account_id, k.secret_sha256, k.scopes, k.ceiling_minutes,
+                  k.revoked_at IS NOT NULL AS "revoked!", a.plan, a.features
+           FROM api_keys k JOIN accounts a ON a.id = k.account_id
+           WHERE k.secret_sha256 = $1"#,
+        &hash.0[..]
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+pub struct NewKey<'a> {
+    pub id: &'a str,
+    pub account_id: &'a str,
+    pub name: &'a str,
+    pub prefix: &'a str,
+    pub hash: &'a SecretHash,
+    pub scopes: &'a [String],
+    pub ceiling_minutes: Option<i32>,
+}
+
+pub async fn insert(pool: &PgPool, key: NewKey<'_>) -> sqlx::Result<()> {
+    sqlx::query!(
+        "INSERT INTO api_keys (id, account_id, name, prefix, secret_sha256, scopes, ceiling_minutes)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        key.id,
+        key.account_id,
+        key.name,
+        key.prefix,
+        &key.hash.0[..],
+        key.scopes,
+        key.ceiling_minutes
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Revokes a key; `false` when there is no such key. Revoking twice keeps the first time.
+pub async fn revoke(pool: &PgPool, key_id: &str) -> sqlx::Result<bool> {
+    let result = sqlx::query!(
+        "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1",
+        key_id
+    )
+    .execute(pool)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// Sets or removes (`None`) a key's monthly ceiling; `false` when there is no such key.
+pub async fn set_ceiling(pool: &PgPool, key_id: &str, minutes: Option<i32>) -> sqlx::Result<bool> {
+    let result = sqlx::query!(
+        "UPDATE api_keys SET ceiling_minutes = $2 WHERE id = $1",
+        key_id,
+        minutes
+    )
+    .execute(pool)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}

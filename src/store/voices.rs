@@ -1,0 +1,89 @@
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+pub struct VoiceRow {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub language: String,
+    pub voice_type: String,
+    pub engine: String,
+    pub preset: Option<String>,
+    pub pinned_seed: Option<i64>,
+    pub pinned_temperature: Option<f32>,
+    pub has_personality: bool,
+    pub generation_count: i64,
+    pub sample_count: i32,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+pub async fn list(pool: &PgPool, account_id: &str) -> sqlx::Result<Vec<VoiceRow>> {
+    sqlx::query_as!(
+        VoiceRow,
+        r#"SELECT id, name, description, language, voice_type, engine, preset, pinned_seed,
+                  pinned_temperature, personality_prompt IS NOT NULL AS "has_personality!",
+                  generation_count, sample_count, created_at, updated_at
+           FROM voice_profiles WHERE account_id = $1 ORDER BY created_at, id"#,
+        account_id
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// The account's voice whose id or name is `id_or_name` (ids first: they cannot collide with a
+/// name of another voice because ids carry the `voice_` prefix and are unique).
+pub async fn find(
+    pool: &PgPool,
+    account_id: &str,
+    id_or_name: &str,
+) -> sqlx::Result<Option<VoiceRow>> {
+    sqlx::query_as!(
+        VoiceRow,
+        r#"SELECT id, name, description, language, voice_type, engine, preset, pinned_seed,
+                  pinned_temperature, personality_prompt IS NOT NULL AS "has_personality!",
+                  generation_count, sample_count, created_at, updated_at
+           FROM voice_profiles WHERE account_id = $1 AND (id = $2 OR name = $2)
+           ORDER BY (id = $2) DESC LIMIT 1"#,
+        account_id,
+        id_or_name
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+pub struct NewVoice<'a> {
+    pub id: &'a str,
+    pub account_id: &'a str,
+    pub name: &'a str,
+    pub description: &'a str,
+    pub language: &'a str,
+    pub engine: &'a str,
+    pub preset: &'a str,
+    pub pinned_seed: Option<i64>,
+    pub pinned_temperature: Option<f32>,
+    pub personality_prompt: Option<&'a str>,
+}
+
+/// Inserts a preset voice. A duplicate name in the account violates `voice_profiles_account_name`.
+pub async fn insert_preset(pool: &PgPool, voice: NewVoice<'_>) -> sqlx::Result<()> {
+    sqlx::query!(
+        "INSERT INTO voice_profiles (id, account_id, name, description, language, voice_type,
+                                     engine, preset, pinned_seed, pinned_temperature,
+                                     personality_prompt)
+         VALUES ($1, $2, $3, $4, $5, 'preset', $6, $7, $8, $9, $10)",
+        voice.id,
+        voice.account_id,
+        voice.name,
+        voice.description,
+        voice.language,
+        voice.engine,
+        voice.preset,
+        voice.pinned_seed,
+        voice.pinned_temperature,
+        voice.personality_prompt
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
+}

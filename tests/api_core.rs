@@ -1,0 +1,619 @@
+//! The service core against real PostgreSQL: credentials, plan gate, scopes, rate limits,
+//! reads, and error documents.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{TestApp, assert_problem, json};
+use serde_json::Value;
+use voiced::domain::{EngineId, Plan, Scope, new_id};
+
+const V1_ROUTES: [&str; 3] = ["/v1/voices", "/v1/captures", "/v1/generations/gen_x"];
+
+#[tokio::test]
+async fn bad_credentials_get_401_invalid_api_key() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    let (revoked_id, revoked) = app.key(&account, &Scope::ALL).await;
+    assert!(
+        voiced::store::keys::revoke(&app.pool, &revoked_id)
+            .await
+            .unwrap()
+    );
+
+    let cases: Vec<(&str, Vec<(&str, String)>)> = vec![
+        ("no key", vec![]),
+        (
+            "unknown key",
+            vec![(
+                "x-api-key",
+                "vk_notarealkey00000000000000000000000000000000".into(),
+            )],
+        ),
+        ("revoked key", vec![("x-api-key", revoked.clone())]),
+        (
+            "revoked bearer",
+            vec![("authorization", format!("Bearer {revoked}"))],
+        ),
+        (
+            "basic",
+            vec![("authorization", "Basic dXNlcjpwYXNz".into())],
+        ),
+        ("empty bearer", vec![("authorization", "Bearer ".into())]),
+        (
+            "cookie only",
+            vec![("cookie", format!("session={secret}; api_key={secret}"))],
+        ),
+    ];
+    for (what, headers) in cases {
+        let mut request = app.get("/v1/voices");
+        for (name, value) in &headers {
+            request = request.header(*name, value);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/problem+json",
+            "{what}"
+        );
+        assert_eq!(response.headers()["www-authenticate"], "Bearer", "{what}");
+        assert!(response.headers().get("x-request-id").is_some(), "{what}");
+        let (status, body) = json(response).await;
+        assert_eq!(status, 401, "{what}: {body}");
+        assert_problem(&body, 401, "invalid_api_key", "/v1/voices");
+    }
+
+    // Both header forms work for a live key.
+    let ok = app
+        .get("/v1/voices")
+        .header("x-api-key", &secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    let ok = app
+        .get("/v1/voices")
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn revocation_takes_effect_on_the_next_request() {
+    let app = TestApp::start().await;
+    let account = app.account(Plan::Pro).await;
+    let (key_id, secret) = app.key(&account, &Scope::ALL).await;
+    let first = app
+        .get("/v1/voices")
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 200);
+    voiced::store::keys::revoke(&app.pool, &key_id)
+        .await
+        .unwrap();
+    let second = app
+        .get("/v1/voices")
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(second.status(), 401);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn plan_none_is_refused_on_every_v1_route_and_recovers_with_the_plan() {
+    let app = TestApp::start().await;
+    let account = app.account(Plan::None).await;
+    let (_, secret) = app.key(&account, &Scope::ALL).await;
+    for path in V1_ROUTES {
+        let response = app.get(path).bearer_auth(&secret).send().await.unwrap();
+        // A key request: rate-limit headers ride on refusals too.
+        assert!(response.headers().get("ratelimit").is_some(), "{path}");
+        let (status, body) = json(response).await;
+        assert_eq!(status, 403, "{path}: {body}");
+        assert_problem(&body, 403, "pro_plan_required", path);
+        assert_eq!(
+            body["settings_url"],
+            "https://console.voiced.dev/settings/billing"
+        );
+    }
+    // The same key works again on the next request after the account returns to a paid plan.
+    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Trial)
+        .await
+        .unwrap();
+    let response = app
+        .get("/v1/voices")
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn missing_scope_is_403_insufficient_scope() {
+    let app = TestApp::start().await;
+    let account = app.account(Plan::Pro).await;
+    let (_, generate_only) = app.key(&account, &[Scope::VoiceGenerate]).await;
+    for path in V1_ROUTES {
+        let (status, body) = json(
+            app.get(path)
+                .bearer_auth(&generate_only)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 403, "{path}: {body}");
+        assert_problem(&body, 403, "insufficient_scope", path);
+        assert_eq!(body["required_scope"], "voice:read");
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn voices_list_only_the_accounts_profiles() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    let (other, _) = app.pro_user().await;
+    let (status, empty) = json(
+        app.get("/v1/voices")
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(empty, serde_json::json!({ "data": [], "total": 0 }));
+
+    let id = app
+        .voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    app.voice(&other, "Someone else", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let (status, body) = json(
+        app.get("/v1/voices")
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(body["total"], 1);
+    let voice = &body["data"][0];
+    assert_eq!(voice["id"], id);
+    assert_eq!(voice["name"], "Narrator");
+    assert_eq!(voice["voice_type"], "preset");
+    assert_eq!(voice["default_engine"], "kokoro");
+    assert_eq!(voice["language"], "en");
+    assert_eq!(voice["has_personality"], false);
+    assert_eq!(voice["generation_count"], 0);
+    assert_eq!(voice["sample_count"], 0);
+    for field in ["description", "created_at", "updated_at"] {
+        assert!(voice.get(field).is_some(), "{field} missing: {voice}");
+    }
+    app.stop().await;
+}
+
+async fn insert_capture(app: &TestApp, account: &str, text: &str) -> String {
+    let id = new_id("cap");
+    voiced::store::captures::insert(
+        &app.pool,
+        voiced::store::captures::NewCapture {
+            id: &id,
+            account_id: account,
+            api_key_id: None,
+            source: "api",
+            language: "en",
+            duration_ms: 1200,
+            transcript_raw: text,
+            transcript_refined: text,
+        },
+    )
+    .await
+    .unwrap();
+    id
+}
+
+#[tokio::test]
+async fn captures_page_newest_first_with_totals() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    let (other, _) = app.pro_user().await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(insert_capture(&app, &account, &format!("capture {i}")).await);
+    }
+    insert_capture(&app, &other, "not mine").await;
+
+    let (status, body) = json(
+        app.get("/v1/captures")
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(body["total"], 5);
+    assert_eq!(body["limit"], 50);
+    assert_eq!(body["offset"], 0);
+    let listed: Vec<&str> = body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    let newest_first: Vec<&str> = ids.iter().rev().map(String::as_str).collect();
+    assert_eq!(listed, newest_first);
+
+    let (_, page) = json(
+        app.get("/v1/captures?limit=2&offset=1")
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(page["total"], 5);
+    assert_eq!(page["limit"], 2);
+    assert_eq!(page["offset"], 1);
+    assert_eq!(page["data"][0]["id"], ids[3]);
+    assert_eq!(page["data"][1]["id"], ids[2]);
+    assert_eq!(page["data"][0]["transcript_raw"], "capture 3");
+
+    let (status, beyond) = json(
+        app.get("/v1/captures?limit=200&offset=9007199254740991")
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(beyond["data"], serde_json::json!([]));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn bad_paging_parameters_are_400_naming_the_param() {
+    let app = TestApp::start().await;
+    let (_, secret) = app.pro_user().await;
+    let cases = [
+        ("limit=0", "limit"),
+        ("limit=201", "limit"),
+        ("limit=-1", "limit"),
+        ("limit=abc", "limit"),
+        ("limit=1.5", "limit"),
+        ("limit=", "limit"),
+        ("offset=-1", "offset"),
+        ("offset=9007199254740992", "offset"),
+        ("offset=x", "offset"),
+    ];
+    for (query, param) in cases {
+        let (status, body) = json(
+            app.get(&format!("/v1/captures?{query}"))
+                .bearer_auth(&secret)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 400, "{query}: {body}");
+        assert_problem(&body, 400, "invalid_request", "/v1/captures");
+        assert_eq!(body["param"], param, "{query}");
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn generations_are_private_and_ids_are_bounded() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    let (other, other_secret) = app.pro_user().await;
+    let voice = app.voice(&other, "v", EngineId::Kokoro, "jf_alpha").await;
+    let generation = new_id("gen");
+    sqlx::query(
+        "INSERT INTO generations (id, account_id, voice_id, engine, text, seed, format, status)
+         VALUES ($1, $2, $3, 'kokoro', 'hello', 7, 'wav', 'generating')",
+    )
+    .bind(&generation)
+    .bind(&other)
+    .bind(&voice)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let _ = account;
+
+    // The owner sees it.
+    let (status, body) = json(
+        app.get(&format!("/v1/generations/{generation}"))
+            .bearer_auth(&other_secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["id"], generation);
+    assert_eq!(body["status"], "generating");
+    assert_eq!(body["profile"], voice);
+    assert_eq!(body["has_audio"], false);
+    assert_eq!(body["seed"], 7);
+    assert!(body.get("audio_url").is_none());
+
+    // Another account gets exactly what a missing id gets.
+    let strip = |mut v: Value| {
+        v.as_object_mut().unwrap().remove("instance");
+        v
+    };
+    let (s1, theirs) = json(
+        app.get(&format!("/v1/generations/{generation}"))
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let (s2, missing) = json(
+        app.get("/v1/generations/gen_missing")
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((s1, s2), (404, 404));
+    assert_problem(
+        &theirs,
+        404,
+        "not_found",
+        &format!("/v1/generations/{generation}"),
+    );
+    assert_eq!(strip(theirs), strip(missing));
+
+    let long = "g".repeat(201);
+    let (status, body) = json(
+        app.get(&format!("/v1/generations/{long}"))
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["code"], "invalid_request");
+    assert_eq!(body["param"], "generationId");
+    let ok_len = "g".repeat(200);
+    let response = app
+        .get(&format!("/v1/generations/{ok_len}"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn completed_generation_carries_a_fresh_signed_audio_url() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    let voice = app.voice(&account, "v", EngineId::Kokoro, "jf_alpha").await;
+    let generation = new_id("gen");
+    sqlx::query(
+        "INSERT INTO generations (id, account_id, voice_id, engine, text, seed, format, status,
+                                  duration_ms, audio_key, finished_at)
+         VALUES ($1, $2, $3, 'kokoro', 'hello', 7, 'wav', 'completed', 900, 'k', now())",
+    )
+    .bind(&generation)
+    .bind(&account)
+    .bind(&voice)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let (_, body) = json(
+        app.get(&format!("/v1/generations/{generation}"))
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(body["status"], "completed");
+    assert_eq!(body["has_audio"], true);
+    let url = body["audio_url"].as_str().unwrap();
+    let prefix = format!("http://127.0.0.1:8080/v1/audio/{generation}?sig=");
+    assert!(url.starts_with(&prefix), "{url}");
+    let sig = &url[prefix.len()..];
+    let signer = voiced::signing::AudioSigner::new(common::SIGNING_SECRET.to_vec());
+    assert!(
+        signer
+            .verify(&generation, sig, chrono::Utc::now().timestamp())
+            .is_ok()
+    );
+    assert!(
+        signer
+            .verify("gen_other", sig, chrono::Utc::now().timestamp())
+            .is_err()
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_301st_read_in_a_minute_is_429_with_headers() {
+    let app = TestApp::start().await;
+    let (_, secret) = app.pro_user().await;
+    let (_, other_key) = app.pro_user().await;
+    for i in 0..300u32 {
+        let response = app
+            .get("/v1/voices")
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "request {}", i + 1);
+        if i == 0 {
+            assert_eq!(
+                response.headers()["ratelimit-policy"],
+                "\"writes\";q=600;w=3600, \"read-burst\";q=300;w=60"
+            );
+            assert_eq!(response.headers()["ratelimit"], "\"read-burst\";r=299;t=1");
+        }
+    }
+    let response = app
+        .get("/v1/captures")
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    let retry_after: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry_after), "{retry_after}");
+    assert_eq!(response.headers()["ratelimit"], "\"read-burst\";r=0;t=60");
+    assert!(response.headers().get("ratelimit-policy").is_some());
+    let (_, body) = json(response).await;
+    assert_problem(&body, 429, "rate_limit_exceeded", "/v1/captures");
+
+    // Another key is not affected; time refills the first.
+    let response = app
+        .get("/v1/voices")
+        .bearer_auth(&other_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    app.clock.advance(Duration::from_secs(retry_after));
+    let response = app
+        .get("/v1/voices")
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn unknown_routes_and_wrong_methods_are_problem_documents() {
+    let app = TestApp::start().await;
+    let (_, secret) = app.pro_user().await;
+    let response = app
+        .get("/v1/nothing-here")
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/problem+json"
+    );
+    let (status, body) = json(response).await;
+    assert_eq!(status, 404);
+    assert_problem(&body, 404, "not_found", "/v1/nothing-here");
+
+    let response = app
+        .post("/v1/voices")
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 405);
+    assert!(response.headers().get("allow").is_some());
+    let (_, body) = json(response).await;
+    assert_problem(&body, 405, "method_not_allowed", "/v1/voices");
+
+    let (status, body) = json(
+        app.client
+            .delete(format!("{}/healthz", app.base))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 405);
+    assert_problem(&body, 405, "method_not_allowed", "/healthz");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn request_ids_health_cors_and_openapi() {
+    let app = TestApp::start().await;
+    let response = app
+        .get("/healthz")
+        .header("x-request-id", "req-abc-123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["x-request-id"], "req-abc-123");
+    assert_eq!(
+        json(response).await,
+        (200, serde_json::json!({ "status": "ok" }))
+    );
+    let response = app.get("/readyz").send().await.unwrap();
+    assert!(!response.headers()["x-request-id"].is_empty());
+    assert_eq!(json(response).await.0, 200);
+
+    // Preflight from any origin, no credentials, our headers exposed.
+    let response = app
+        .client
+        .request(reqwest::Method::OPTIONS, format!("{}/v1/voices", app.base))
+        .header("origin", "https://example.org")
+        .header("access-control-request-method", "GET")
+        .header("access-control-request-headers", "x-api-key")
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-credentials")
+            .is_none()
+    );
+    let response = app
+        .get("/healthz")
+        .header("origin", "https://example.org")
+        .send()
+        .await
+        .unwrap();
+    let exposed = response.headers()["access-control-expose-headers"]
+        .to_str()
+        .unwrap()
+        .to_ascii_lowercase();
+    for header in [
+        "ratelimit",
+        "ratelimit-policy",
+        "retry-after",
+        "x-request-id",
+        "location",
+    ] {
+        assert!(exposed.contains(header), "{header} not exposed: {exposed}");
+    }
+
+    // The served document is the committed one.
+    let (status, served) = json(app.get("/openapi.json").send().await.unwrap()).await;
+    assert_eq!(status, 200);
+    let committed: Value = serde_json::from_str(include_str!("../openapi/openapi.json")).unwrap();
+    assert_eq!(
+        served, committed,
+        "openapi/openapi.json is stale: run `cargo run -- openapi > openapi/openapi.json`"
+    );
+    assert_eq!(served["openapi"], "3.1.0");
+    app.stop().await;
+}

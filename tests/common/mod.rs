@@ -1,0 +1,263 @@
+//! Shared test fixtures: a fresh migrated database per test, the real router on a port-0
+//! listener, and account/key/voice set-up through the same store functions `voiced admin` uses.
+#![allow(dead_code)]
+
+pub mod db;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use governor::clock::FakeRelativeClock;
+use reqwest::{Client, RequestBuilder, Response};
+use serde_json::Value;
+use sqlx::PgPool;
+use tokio::sync::oneshot;
+
+use voiced::config::Config;
+use voiced::domain::{ApiKeySecret, EngineId, Plan, Scope, new_id};
+use voiced::http::rate_limit::{LimiterClock, RateLimits};
+use voiced::signing::AudioSigner;
+use voiced::store;
+
+pub const SIGNING_SECRET: &[u8] = b"test-signing-secret-0123456789abcdef";
+
+pub struct TestApp {
+    pub base: String,
+    pub pool: PgPool,
+    pub client: Client,
+    pub clock: FakeRelativeClock,
+    pub config: Config,
+    pub db: db::TestDb,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<tokio::task::JoinHandle<()>>,
+    stop_workers: tokio::sync::watch::Sender<bool>,
+    worker_handles: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Default configuration, the models dir from the environment, and `extra` settings.
+pub fn test_config(extra: &[(&str, &str)]) -> Config {
+    let mut env: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k == "VOICED_MODELS_DIR")
+        .collect();
+    env.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    Config::from_sources(&env).expect("test config")
+}
+
+impl TestApp {
+    /// A server on a fresh database, with a still rate-limit clock (tests advance it) and no
+    /// generation workers.
+    pub async fn start() -> TestApp {
+        Self::start_with_workers(0).await
+    }
+
+    /// Same, with `workers` in-process generation workers on the real models
+    /// (`VOICED_MODELS_DIR`, default `~/.cache/voiced/models`).
+    pub async fn start_with_workers(workers: u32) -> TestApp {
+        let (pool, db) = db::fresh_database().await;
+        let config = test_config(&[]);
+        let clock = FakeRelativeClock::default();
+        let state = voiced::app::state(
+            &config,
+            pool.clone(),
+            AudioSigner::new(SIGNING_SECRET.to_vec()),
+            RateLimits::new(LimiterClock::Manual(clock.clone())),
+        )
+        .await
+        .expect("application state");
+        let (stop_workers, shutdown) = tokio::sync::watch::channel(false);
+        let deps = voiced::worker::WorkerDeps {
+            pool: pool.clone(),
+            blobs: state.blobs.clone(),
+            registry: state.engines.clone(),
+        };
+        let worker_handles = voiced::app::spawn_workers(&config, &deps, workers, &shutdown);
+        let (app, _) = voiced::http::router(state);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let (tx, rx) = oneshot::channel();
+        let server = tokio::spawn(async move {
+            voiced::http::serve(listener, app, async {
+                let _ = rx.await;
+            })
+            .await
+            .expect("server runs");
+        });
+        TestApp {
+            base,
+            pool,
+            client: Client::builder()
+                .timeout(Duration::from_secs(120))
+                .build()
+                .expect("client"),
+            clock,
+            config,
+            db,
+            shutdown: Some(tx),
+            server: Some(server),
+            stop_workers,
+            worker_handles,
+        }
+    }
+
+    pub fn get(&self, path: &str) -> RequestBuilder {
+        self.client.get(format!("{}{path}", self.base))
+    }
+
+    pub fn post(&self, path: &str) -> RequestBuilder {
+        self.client.post(format!("{}{path}", self.base))
+    }
+
+    pub async fn stop(mut self) {
+        let _ = self.stop_workers.send(true);
+        for handle in std::mem::take(&mut self.worker_handles) {
+            let _ = handle.await;
+        }
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+        self.pool.close().await;
+        self.db.cleanup().await;
+    }
+
+    pub async fn account(&self, plan: Plan) -> String {
+        let id = new_id("acct");
+        store::accounts::insert(&self.pool, &id, &format!("{id}@example.com"), plan)
+            .await
+            .expect("account");
+        id
+    }
+
+    /// A key for `account` with `scopes`; returns (key id, secret).
+    pub async fn key(&self, account: &str, scopes: &[Scope]) -> (String, String) {
+        self.key_with_ceiling(account, scopes, None).await
+    }
+
+    pub async fn key_with_ceiling(
+        &self,
+        account: &str,
+        scopes: &[Scope],
+        ceiling_minutes: Option<i32>,
+    ) -> (String, String) {
+        let secret = ApiKeySecret::generate();
+        let id = new_id("key");
+        let names: Vec<String> = scopes.iter().map(|s| s.as_str().to_owned()).collect();
+        store::keys::insert(
+            &self.pool,
+            store::keys::NewKey {
+                id: &id,
+                account_id: account,
+                name: "test",
+                prefix: &secret.prefix(),
+                hash: &secret.hash(),
+                scopes: &names,
+                ceiling_minutes,
+            },
+        )
+        .await
+        .expect("key");
+        (id, secret.expose().to_owned())
+    }
+
+    /// A pro account with a key holding both scopes; returns (account, secret).
+    pub async fn pro_user(&self) -> (String, String) {
+        let account = self.account(Plan::Pro).await;
+        let (_, secret) = self.key(&account, &Scope::ALL).await;
+        (account, secret)
+    }
+
+    pub async fn voice(&self, account: &str, name: &str, engine: EngineId, preset: &str) -> String {
+        let id = new_id("voice");
+        store::voices::insert_preset(
+            &self.pool,
+            store::voices::NewVoice {
+                id: &id,
+                account_id: account,
+                name,
+                description: "",
+                language: "en",
+                engine: engine.as_str(),
+                preset,
+                pinned_seed: None,
+                pinned_temperature: None,
+                personality_prompt: None,
+            },
+        )
+        .await
+        .expect("voice");
+        id
+    }
+}
+
+/// Status and JSON body of a response.
+pub async fn json(response: Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let body = response.json::<Value>().await.expect("JSON body");
+    (status, body)
+}
+
+/// Asserts a problem document with `code`, `status`, and the instance `path`.
+pub fn assert_problem(body: &Value, status: u16, code: &str, path: &str) {
+    assert_eq!(body["status"], status, "{body}");
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(
+        body["type"],
+        format!("https://docs.voiced.dev/errors/{code}"),
+        "{body}"
+    );
+    assert_eq!(body["instance"], path, "{body}");
+    assert!(
+        body["title"].as_str().is_some_and(|t| !t.is_empty()),
+        "{body}"
+    );
+    assert!(
+        body["detail"].as_str().is_some_and(|t| !t.is_empty()),
+        "{body}"
+    );
+}
+
+/// A directory under the system temp dir, removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// `mode` matters as root: the cluster's `postgres` account must be able to search it.
+    pub fn new(label: &str, mode: u32) -> Self {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "voiced-{label}-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).expect("creating a temp dir");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode))
+            .expect("setting a temp dir's mode");
+        Self(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|ids| ids.split_whitespace().nth(1).map(|id| id == "0"))
+        })
+        .unwrap_or(false)
+}

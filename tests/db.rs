@@ -1,0 +1,108 @@
+//! The per-test database helper: distinct databases, in-process and across processes.
+
+mod common;
+
+use common::TempDir;
+use common::db::{fresh_database, stop_shared_cluster};
+
+const CHILD_ENV: &str = "PGEMBED_TEST_CHILD";
+
+#[tokio::test]
+async fn two_databases_in_one_process_are_separate() {
+    let ((pool_a, db_a), (pool_b, db_b)) = tokio::join!(fresh_database(), fresh_database());
+    assert_ne!(db_a.name(), db_b.name());
+    sqlx::raw_sql("CREATE TABLE only_in_a (id int)")
+        .execute(&pool_a)
+        .await
+        .unwrap();
+    let in_b: Option<String> = sqlx::query_scalar("SELECT to_regclass('only_in_a')::text")
+        .fetch_one(&pool_b)
+        .await
+        .unwrap();
+    assert_eq!(
+        in_b, None,
+        "a table made in one test database shows in another"
+    );
+    pool_a.close().await;
+    db_a.cleanup().await;
+    drop(pool_b);
+    drop(db_b); // the Drop path
+}
+
+/// Two test processes at once against a cluster neither has started yet: one initdb, one
+/// start, two databases.
+#[test]
+fn two_processes_start_the_shared_cluster_at_once() {
+    if std::env::var_os(CHILD_ENV).is_some()
+        || std::env::var_os("VOICED_TEST_DATABASE_URL").is_some()
+    {
+        return;
+    }
+    let dir = TempDir::new("shared", 0o755);
+    let pgdata = dir.path().join("test-pg");
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            std::process::Command::new(&exe)
+                .args([
+                    "--exact",
+                    "child_uses_a_fresh_database",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD_ENV, "1")
+                .env("VOICED_TEST_PGDATA", &pgdata)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "child failed:\n{text}");
+        assert!(
+            text.contains("1 passed"),
+            "the child test did not run:\n{text}"
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let stopped = runtime.block_on(async {
+        let cfg = voiced::store::embedded::EmbeddedConfig {
+            data_dir: pgdata.clone(),
+            pg_bin: None,
+        };
+        voiced::store::embedded::EmbeddedPostgres::stop_existing(&cfg)
+            .await
+            .unwrap()
+    });
+    assert!(stopped, "the children leave the shared cluster running");
+}
+
+#[tokio::test]
+async fn child_uses_a_fresh_database() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    let (pool, db) = fresh_database().await;
+    let name: String = sqlx::query_scalar("SELECT current_database()")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(name, db.name());
+    pool.close().await;
+    db.cleanup().await;
+}
+
+/// For CI's clean-up step: `cargo test --test db -- --ignored stop_shared_test_cluster`.
+#[tokio::test]
+#[ignore = "stops the shared test cluster; run explicitly at the end of CI"]
+async fn stop_shared_test_cluster() {
+    let was_running = stop_shared_cluster().await;
+    eprintln!("shared test cluster was running: {was_running}");
+}

@@ -1,0 +1,309 @@
+//! `POST /v1/audio/speech` (OpenAI-compatible): refusals by name in OpenAI's error envelope, and
+//! the synchronous answer with real audio.
+
+mod common;
+
+use common::{TestApp, json};
+use serde_json::{Value, json};
+use voiced::audio::{DecodeLimits, decode_for_asr};
+use voiced::domain::{EngineId, Plan, Scope};
+
+/// Asserts OpenAI's envelope: `{"error":{"message","type","param","code"}}`.
+fn assert_envelope(body: &Value, kind: &str, code: &str, param: Option<&str>) {
+    let error = &body["error"];
+    assert_eq!(error["type"], kind, "{body}");
+    assert_eq!(error["code"], code, "{body}");
+    assert_eq!(error["param"].as_str(), param, "{body}");
+    assert!(
+        error["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+    assert_eq!(body.as_object().unwrap().len(), 1, "only `error`: {body}");
+}
+
+#[tokio::test]
+async fn every_unsupported_or_bad_parameter_is_refused_by_name() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    let voice_id = app
+        .voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    app.voice(&account, "Qwen voice", EngineId::Qwen, "default")
+        .await;
+    let base = json!({ "model": "kokoro", "input": "Hello.", "voice": "Narrator" });
+    let with = |patch: Value| {
+        let mut body = base.clone();
+        for (k, v) in patch.as_object().unwrap() {
+            if v.is_null() {
+                body.as_object_mut().unwrap().remove(k);
+            } else {
+                body[k] = v.clone();
+            }
+        }
+        body
+    };
+    let cases: Vec<(Value, &str)> = vec![
+        (with(json!({ "model": null })), "model"),
+        (with(json!({ "model": "gpt-5" })), "model"),
+        (with(json!({ "model": 3 })), "model"),
+        (with(json!({ "model": "chatterbox" })), "model"),
+        (with(json!({ "input": null })), "input"),
+        (with(json!({ "input": "" })), "input"),
+        (with(json!({ "input": "x".repeat(10_001) })), "input"),
+        (with(json!({ "voice": null })), "voice"),
+        (with(json!({ "voice": 7 })), "voice"),
+        (with(json!({ "voice": {} })), "voice"),
+        (with(json!({ "voice": { "name": "Narrator" } })), "voice"),
+        (with(json!({ "voice": "alloy" })), "voice"),
+        (with(json!({ "voice": "nova" })), "voice"),
+        (with(json!({ "voice": "Nobody" })), "voice"),
+        (with(json!({ "response_format": "aac" })), "response_format"),
+        (
+            with(json!({ "response_format": "flac" })),
+            "response_format",
+        ),
+        (with(json!({ "response_format": "pcm" })), "response_format"),
+        (with(json!({ "speed": 1.25 })), "speed"),
+        (with(json!({ "speed": "1" })), "speed"),
+        (with(json!({ "instructions": "" })), "instructions"),
+        (with(json!({ "stream_format": "sse" })), "stream_format"),
+        (with(json!({ "foo": 1 })), "foo"),
+        (with(json!({ "seed": -1 })), "seed"),
+        (with(json!({ "temperature": 0.7 })), "temperature"),
+        (
+            with(json!({ "voice": "Qwen voice", "model": "tts-1" })),
+            "model",
+        ),
+    ];
+    for (body, param) in cases {
+        let response = app
+            .post("/v1/audio/speech")
+            .bearer_auth(&secret)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.headers()["content-type"], "application/json");
+        let (status, error) = json(response).await;
+        assert_eq!(status, 400, "{body}: {error}");
+        assert_envelope(
+            &error,
+            "invalid_request_error",
+            "invalid_request",
+            Some(param),
+        );
+    }
+    // The OpenAI built-in voice message points at voice profiles; a mismatched model says why.
+    let (_, error) = json(
+        app.post("/v1/audio/speech")
+            .bearer_auth(&secret)
+            .json(&with(json!({ "voice": "alloy" })))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("voice profile"),
+        "{error}"
+    );
+    let (_, error) = json(
+        app.post("/v1/audio/speech")
+            .bearer_auth(&secret)
+            .json(&with(json!({ "model": "chatterbox" })))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("kokoro"),
+        "{error}"
+    );
+    // Accepted shapes of `voice` and `speed` get past validation to admission, where a key with
+    // a ceiling of 0 minutes is refused (so nothing waits for audio here).
+    let (_, capped) = app.key_with_ceiling(&account, &Scope::ALL, Some(0)).await;
+    for body in [
+        with(json!({ "voice": { "id": voice_id } })),
+        with(json!({ "voice": voice_id })),
+        with(json!({ "speed": 1 })),
+        with(json!({ "speed": 1.0, "stream_format": "audio", "model": "gpt-4o-mini-tts" })),
+    ] {
+        let (status, error) = json(
+            app.post("/v1/audio/speech")
+                .bearer_auth(&capped)
+                .json(&body)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 429, "{body}: {error}");
+        assert_envelope(&error, "rate_limit_error", "key_ceiling_exceeded", None);
+        assert_eq!(
+            error["error"]["settings_url"],
+            "https://console.voiced.dev/api-keys"
+        );
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn auth_plan_scope_and_rate_errors_use_the_envelope() {
+    let app = TestApp::start().await;
+    let body = json!({ "model": "kokoro", "input": "Hello.", "voice": "Narrator" });
+    let response = app
+        .post("/v1/audio/speech")
+        .bearer_auth("vk_nope")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let (status, error) = json(response).await;
+    assert_eq!(status, 401);
+    assert_envelope(&error, "authentication_error", "invalid_api_key", None);
+
+    let poor = app.account(Plan::None).await;
+    let (_, poor_key) = app.key(&poor, &Scope::ALL).await;
+    let (status, error) = json(
+        app.post("/v1/audio/speech")
+            .bearer_auth(&poor_key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert_eq!(error["error"]["code"], "pro_plan_required");
+    assert_eq!(error["error"]["type"], "permission_error");
+    assert_eq!(
+        error["error"]["settings_url"],
+        "https://console.voiced.dev/settings/billing"
+    );
+
+    let account = app.account(Plan::Pro).await;
+    let (_, reader) = app.key(&account, &[Scope::VoiceRead]).await;
+    let (status, error) = json(
+        app.post("/v1/audio/speech")
+            .bearer_auth(&reader)
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert_eq!(error["error"]["code"], "insufficient_scope");
+    assert_eq!(error["error"]["required_scope"], "voice:generate");
+
+    // Over the write rate: 429 in the envelope, with Retry-After and the RateLimit headers.
+    let (_, writer) = app.key(&account, &Scope::ALL).await;
+    let bad = json!({ "model": "kokoro" });
+    for _ in 0..600 {
+        let response = app
+            .post("/v1/audio/speech")
+            .bearer_auth(&writer)
+            .json(&bad)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400);
+    }
+    let response = app
+        .post("/v1/audio/speech")
+        .bearer_auth(&writer)
+        .json(&bad)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    assert!(response.headers().get("retry-after").is_some());
+    assert!(
+        response.headers()["ratelimit"]
+            .to_str()
+            .unwrap()
+            .starts_with("\"writes\";r=0;")
+    );
+    let (_, error) = json(response).await;
+    assert_envelope(&error, "rate_limit_error", "rate_limit_exceeded", None);
+
+    let (status, error) = json(
+        app.get("/v1/audio/speech")
+            .bearer_auth(&writer)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 405);
+    assert_envelope(&error, "invalid_request_error", "method_not_allowed", None);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn synchronous_speech_returns_audio_and_a_readable_generation() {
+    let app = TestApp::start_with_workers(1).await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    for (model, format, content_type) in [
+        ("kokoro", "wav", "audio/wav"),
+        ("tts-1", "mp3", "audio/mpeg"),
+        ("tts-1-hd", "opus", "audio/ogg"),
+    ] {
+        let response = app
+            .post("/v1/audio/speech")
+            .bearer_auth(&secret)
+            .json(&json!({ "model": model, "input": "Hello from voiced.", "voice": "Narrator", "response_format": format, "seed": 11 }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], content_type);
+        assert_eq!(response.headers()["x-service-engine"], model);
+        let id = response.headers()["x-service-generation-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let length: usize = response.headers()["content-length"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let bytes = response.bytes().await.unwrap();
+        assert_eq!(bytes.len(), length);
+        let decoded = decode_for_asr(&bytes, &DecodeLimits::default()).unwrap();
+        assert!(
+            (500..4000).contains(&decoded.duration_ms),
+            "{} ms",
+            decoded.duration_ms
+        );
+        let (status, generation) = json(
+            app.get(&format!("/v1/generations/{id}"))
+                .bearer_auth(&secret)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(generation["status"], "completed");
+        assert_eq!(generation["seed"], 11);
+    }
+    // Metered like /v1/speech.
+    let charged: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM usage_ledger WHERE account_id = $1")
+            .bind(&account)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(charged, 3);
+    app.stop().await;
+}

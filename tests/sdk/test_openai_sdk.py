@@ -1,0 +1,104 @@
+"""The official OpenAI Python SDK against a running voiced: only base_url and api_key change.
+
+Run by scripts/sdk-test.sh, which starts `voiced serve`, creates an account, key and voice, and
+passes them in VOICED_BASE_URL, VOICED_KEY and VOICED_VOICE.
+"""
+
+import io
+import json
+import os
+import subprocess
+import urllib.request
+import wave
+
+import openai
+import pytest
+from openai import OpenAI
+
+BASE = os.environ["VOICED_BASE_URL"]
+KEY = os.environ["VOICED_KEY"]
+VOICE = os.environ["VOICED_VOICE"]
+client = OpenAI(base_url=f"{BASE}/v1", api_key=KEY, max_retries=0, timeout=600)
+
+
+def wav_seconds(data: bytes) -> float:
+    with wave.open(io.BytesIO(data)) as w:
+        assert w.getnchannels() == 1 and w.getsampwidth() == 2
+        return w.getnframes() / w.getframerate()
+
+
+def decoded_seconds(data: bytes) -> float:
+    """Decodes any format with ffmpeg (an independent decoder) to 16 kHz wav."""
+    out = subprocess.run(
+        ["ffmpeg", "-v", "error", "-i", "pipe:0", "-f", "wav", "-ac", "1", "-ar", "16000", "pipe:1"],
+        input=data, capture_output=True, check=True,
+    ).stdout
+    return wav_seconds(out)
+
+
+def test_create_wav_decodes_and_the_generation_is_readable():
+    raw = client.audio.speech.with_raw_response.create(
+        model="kokoro", voice=VOICE, input="Hello from the OpenAI SDK.", response_format="wav"
+    )
+    assert raw.headers["content-type"] == "audio/wav"
+    assert raw.headers["x-service-engine"] == "kokoro"
+    audio = raw.parse().content
+    assert 0.8 < wav_seconds(audio) < 6
+    generation_id = raw.headers["x-service-generation-id"]
+    request = urllib.request.Request(f"{BASE}/v1/generations/{generation_id}", headers={"x-api-key": KEY})
+    generation = json.load(urllib.request.urlopen(request))
+    assert generation["status"] == "completed"
+    assert generation["has_audio"] is True
+
+
+def test_streaming_response_writes_a_file_that_decodes(tmp_path):
+    target = tmp_path / "speech.wav"
+    with client.audio.speech.with_streaming_response.create(
+        model="kokoro", voice=VOICE, input="Streaming to a file.", response_format="wav"
+    ) as response:
+        response.stream_to_file(target)
+    assert 0.6 < wav_seconds(target.read_bytes()) < 6
+
+
+def test_tts_1_uses_the_voice_default_engine_and_mp3_by_default():
+    raw = client.audio.speech.with_raw_response.create(model="tts-1", voice=VOICE, input="Default format.")
+    assert raw.headers["content-type"] == "audio/mpeg"
+    assert raw.headers["x-service-engine"] == "tts-1"
+    assert 0.5 < decoded_seconds(raw.parse().content) < 6
+
+
+def test_opus_decodes():
+    audio = client.audio.speech.create(model="kokoro", voice=VOICE, input="Opus in Ogg.", response_format="opus")
+    assert audio.content[:4] == b"OggS"
+    assert 0.5 < decoded_seconds(audio.content) < 6
+
+
+@pytest.mark.parametrize(
+    "extra, param",
+    [
+        ({"speed": 1.25}, "speed"),
+        ({"instructions": "Speak cheerfully."}, "instructions"),
+        ({"response_format": "flac"}, "response_format"),
+        ({"stream_format": "sse"}, "stream_format"),
+        ({"extra_body": {"foo": 1}}, "foo"),
+    ],
+)
+def test_unsupported_parameters_raise_bad_request_naming_the_field(extra, param):
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.audio.speech.create(model="kokoro", voice=VOICE, input="Refused.", **extra)
+    assert caught.value.code == "invalid_request"
+    assert caught.value.param == param
+
+
+def test_builtin_openai_voices_are_refused():
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.audio.speech.create(model="tts-1", voice="alloy", input="Refused.")
+    assert caught.value.param == "voice"
+    assert "voice profile" in caught.value.message
+
+
+def test_a_bad_key_raises_authentication_error():
+    bad = OpenAI(base_url=f"{BASE}/v1", api_key="vk_not_a_real_key", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as caught:
+        bad.audio.speech.create(model="kokoro", voice=VOICE, input="Refused.")
+    assert caught.value.code == "invalid_api_key"

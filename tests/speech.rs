@@ -1,0 +1,759 @@
+//! `POST /v1/speech` end to end: real PostgreSQL, the real Kokoro model, in-process workers,
+//! the signed download, idempotency, metering. Audio is checked by decoding it.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{TestApp, assert_problem, json};
+use serde_json::{Value, json};
+use voiced::audio::{DecodeLimits, decode_for_asr};
+use voiced::domain::{EngineId, Feature, Plan, Scope, new_id};
+use voiced::signing::{AudioSigner, LINK_LIFETIME_SECS};
+use voiced::worker::completions::Completions;
+
+const SENTENCE: &str = "Hello from voiced.";
+
+/// Waits (on the completion notification, not a timer) until the generation has finished, and
+/// returns its API object.
+async fn finished(app: &TestApp, secret: &str, id: &str) -> Value {
+    let completions = Completions::start(app.pool.clone()).await.unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(300),
+        completions.wait(id, Duration::from_secs(5)),
+    )
+    .await
+    .expect("generation finishes")
+    .unwrap();
+    let (status, body) = json(
+        app.get(&format!("/v1/generations/{id}"))
+            .bearer_auth(secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+async fn speak(app: &TestApp, secret: &str, body: Value) -> (u16, Value) {
+    json(
+        app.post("/v1/speech")
+            .bearer_auth(secret)
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+/// Downloads through `audio_url` (its path and query, against the test server).
+async fn download(app: &TestApp, audio_url: &str) -> reqwest::Response {
+    let path = &audio_url[audio_url.find("/v1/audio/").unwrap()..];
+    app.get(path).send().await.unwrap()
+}
+
+async fn completed_audio(app: &TestApp, secret: &str, body: Value) -> (Value, Vec<u8>) {
+    let (status, accepted) = speak(app, secret, body).await;
+    assert_eq!(status, 202, "{accepted}");
+    let generation = finished(app, secret, accepted["id"].as_str().unwrap()).await;
+    assert_eq!(generation["status"], "completed", "{generation}");
+    let response = download(app, generation["audio_url"].as_str().unwrap()).await;
+    assert_eq!(response.status(), 200);
+    let bytes = response.bytes().await.unwrap().to_vec();
+    (generation, bytes)
+}
+
+#[tokio::test]
+async fn create_poll_download_each_format_and_metering() {
+    let app = TestApp::start_with_workers(1).await;
+    let (account, secret) = app.pro_user().await;
+    let voice = app
+        .voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+
+    for (format, content_type) in [
+        ("wav", "audio/wav"),
+        ("mp3", "audio/mpeg"),
+        ("opus", "audio/ogg"),
+    ] {
+        let response = app
+            .post("/v1/speech")
+            .bearer_auth(&secret)
+            .json(&json!({ "text": SENTENCE, "voice_name": "Narrator", "seed": 42, "response_format": format }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 202);
+        assert_eq!(
+            response.headers()["ratelimit"]
+                .to_str()
+                .unwrap()
+                .split(';')
+                .next(),
+            Some("\"writes\"")
+        );
+        let location = response.headers()["location"].to_str().unwrap().to_owned();
+        let (_, accepted) = json(response).await;
+        let id = accepted["id"].as_str().unwrap();
+        assert_eq!(location, format!("/v1/generations/{id}"));
+        assert_eq!(
+            accepted,
+            json!({ "id": id, "status": "generating", "voice": "Narrator" })
+        );
+
+        let generation = finished(&app, &secret, id).await;
+        assert_eq!(generation["status"], "completed", "{generation}");
+        assert_eq!(generation["has_audio"], true);
+        assert_eq!(generation["profile"], voice);
+        assert_eq!(generation["seed"], 42);
+        assert_eq!(generation["format"], format);
+        let response = download(&app, generation["audio_url"].as_str().unwrap()).await;
+        assert_eq!(response.headers()["content-type"], content_type);
+        let length: usize = response.headers()["content-length"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let bytes = response.bytes().await.unwrap();
+        assert_eq!(bytes.len(), length);
+        let decoded = decode_for_asr(&bytes, &DecodeLimits::default()).expect("the audio decodes");
+        // Three short words: somewhere between half a second and four seconds of speech.
+        assert!(
+            (500..4000).contains(&decoded.duration_ms),
+            "{format}: {} ms",
+            decoded.duration_ms
+        );
+        let rms = (decoded.samples_16k.iter().map(|s| s * s).sum::<f32>()
+            / decoded.samples_16k.len() as f32)
+            .sqrt();
+        assert!(rms > 0.01, "{format}: audible speech, rms {rms}");
+        let stated = generation["duration_ms"].as_i64().unwrap();
+        assert!(
+            (stated - decoded.duration_ms as i64).abs() < 100,
+            "{stated} vs {}",
+            decoded.duration_ms
+        );
+    }
+
+    // Charged once each, in the ledger, and counted on the voice.
+    let charged: Vec<i64> =
+        sqlx::query_scalar("SELECT audio_ms FROM usage_ledger WHERE account_id = $1")
+            .bind(&account)
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(charged.len(), 3);
+    assert!(charged.iter().all(|ms| *ms > 500));
+    let (_, voices) = json(
+        app.get("/v1/voices")
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(voices["data"][0]["generation_count"], 3);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn same_seed_same_bytes_other_seed_other_take() {
+    let app = TestApp::start_with_workers(1).await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let body = |seed: u64| json!({ "text": SENTENCE, "voice_name": "Narrator", "seed": seed, "response_format": "wav" });
+    let (_, first) = completed_audio(&app, &secret, body(7)).await;
+    let (_, again) = completed_audio(&app, &secret, body(7)).await;
+    let (_, other) = completed_audio(&app, &secret, body(8)).await;
+    assert_eq!(first, again, "same seed, same bytes");
+    assert_ne!(first, other, "another seed, another take");
+    let a = decode_for_asr(&first, &DecodeLimits::default()).unwrap();
+    let b = decode_for_asr(&other, &DecodeLimits::default()).unwrap();
+    let rms = |s: &[f32]| (s.iter().map(|x| x * x).sum::<f32>() / s.len() as f32).sqrt();
+    let (ra, rb) = (rms(&a.samples_16k), rms(&b.samples_16k));
+    assert!((ra - rb).abs() / ra < 0.1, "same loudness: {ra} vs {rb}");
+
+    // Without a seed: random, recorded and returned; a pinned voice seed applies.
+    let (generation, _) = completed_audio(
+        &app,
+        &secret,
+        json!({ "text": SENTENCE, "voice_name": "Narrator" }),
+    )
+    .await;
+    assert!(generation["seed"].as_i64().is_some());
+    sqlx::query("UPDATE voice_profiles SET pinned_seed = 7 WHERE name = 'Narrator'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let (pinned, bytes) = completed_audio(
+        &app,
+        &secret,
+        json!({ "text": SENTENCE, "voice_name": "Narrator", "response_format": "wav" }),
+    )
+    .await;
+    assert_eq!(pinned["seed"], 7);
+    assert_eq!(
+        bytes, first,
+        "the pin gives the same take as the explicit seed"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn idempotent_replays_and_concurrent_duplicates() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let body = json!({ "text": SENTENCE, "voice_name": "Narrator", "seed": 1 });
+    let send = |key: &str, body: &Value| {
+        app.post("/v1/speech")
+            .bearer_auth(&secret)
+            .header("Idempotency-Key", key)
+            .json(body)
+            .send()
+    };
+    let first = send("key-1", &body).await.unwrap();
+    assert_eq!(first.status(), 202);
+    let first_location = first.headers()["location"].clone();
+    let first_bytes = first.bytes().await.unwrap();
+    // Same body with other key order and spacing is the same request.
+    let replay = app
+        .post("/v1/speech")
+        .bearer_auth(&secret)
+        .header("Idempotency-Key", "key-1")
+        .header("content-type", "application/json")
+        .body(r#"{ "seed": 1, "voice_name": "Narrator", "text": "Hello from voiced." }"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replay.status(), 202);
+    assert_eq!(replay.headers()["location"], first_location);
+    assert_eq!(replay.bytes().await.unwrap(), first_bytes, "byte for byte");
+
+    let (status, reused) = json(
+        send(
+            "key-1",
+            &json!({ "text": "Something else", "voice_name": "Narrator" }),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 422);
+    assert_problem(&reused, 422, "idempotency_key_reused", "/v1/speech");
+
+    // Another account may use the same key: keys are per account.
+    let (other, other_secret) = app.pro_user().await;
+    app.voice(&other, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let response = app
+        .post("/v1/speech")
+        .bearer_auth(&other_secret)
+        .header("Idempotency-Key", "key-1")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+
+    let count = |account: String| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM generations WHERE account_id = $1")
+                .bind(account)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(count(account.clone()).await, 1);
+
+    // 20 concurrent identical requests: one generation; the others replay it or are told the
+    // key is in use.
+    let concurrent = json!({ "text": "Twenty at once.", "voice_name": "Narrator", "seed": 3 });
+    let requests = (0..20).map(|_| send("key-race", &concurrent));
+    let responses = futures_join_all(requests).await;
+    let mut ids = std::collections::BTreeSet::new();
+    for response in responses {
+        let response = response.unwrap();
+        let status = response.status().as_u16();
+        let (_, body) = json(response).await;
+        match status {
+            202 => {
+                ids.insert(body["id"].as_str().unwrap().to_owned());
+            }
+            409 => assert_eq!(body["code"], "idempotency_key_in_use"),
+            other => panic!("unexpected {other}: {body}"),
+        }
+    }
+    assert_eq!(ids.len(), 1, "every 202 names the same generation");
+    assert_eq!(count(account).await, 2);
+    app.stop().await;
+}
+
+/// Joins futures without pulling in the futures crate.
+async fn futures_join_all<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    let mut out = Vec::new();
+    for handle in handles {
+        out.push(handle.await.unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_and_creates_nothing() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    app.voice(&account, "Chatty", EngineId::Chatterbox, "default")
+        .await;
+    let long = "a".repeat(10_001);
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({ "voice_name": "Narrator" }), "text"),
+        (json!({ "text": "", "voice_name": "Narrator" }), "text"),
+        (json!({ "text": "   ", "voice_name": "Narrator" }), "text"),
+        (json!({ "text": long, "voice_name": "Narrator" }), "text"),
+        (json!({ "text": 5, "voice_name": "Narrator" }), "text"),
+        (json!({ "text": "hi" }), "voice_name"),
+        (
+            json!({ "text": "hi", "voice_name": "Nobody" }),
+            "voice_name",
+        ),
+        (
+            json!({ "text": "hi", "voice_name": "Narrator", "seed": -1 }),
+            "seed",
+        ),
+        (
+            json!({ "text": "hi", "voice_name": "Narrator", "seed": 1.5 }),
+            "seed",
+        ),
+        (
+            json!({ "text": "hi", "voice_name": "Narrator", "seed": "7" }),
+            "seed",
+        ),
+        (
+            json!({ "text": "hi", "voice_name": "Narrator", "seed": 9007199254740992u64 }),
+            "seed",
+        ),
+        (
+            json!({ "text": "hi", "voice_name": "Chatty", "temperature": 0.01 }),
+            "temperature",
+        ),
+        (
+            json!({ "text": "hi", "voice_name": "Chatty", "temperature": 2.5 }),
+            "temperature",
+        ),
+        (
+            json!({ "text": "hi", "voice_name": "Chatty", "temperature": "hot" }),
+            "temperature",
+        ),
+        (
+            json!({ "text": "hi", "voice_name": "Narrator", "temperature": 0.7 }),
+            "temperature",
+        ),
+        (
+            json!({ "text": "hi", "voice_name": "Narrator", "response_format": "aac" }),
+            "response_format",
+        ),
+        (
+            json!({ "text": "hi", "voice_name": "Narrator", "speed": 1 }),
+            "speed",
+        ),
+    ];
+    for (body, param) in cases {
+        let (status, problem) = speak(&app, &secret, body.clone()).await;
+        assert_eq!(status, 400, "{body}: {problem}");
+        assert_problem(&problem, 400, "invalid_request", "/v1/speech");
+        assert_eq!(problem["param"], param, "{body}");
+    }
+    // A voice's pinned temperature on a kokoro voice is refused the same way.
+    sqlx::query("UPDATE voice_profiles SET pinned_temperature = 0.7 WHERE name = 'Narrator'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let (status, problem) = speak(
+        &app,
+        &secret,
+        json!({ "text": "hi", "voice_name": "Narrator" }),
+    )
+    .await;
+    assert_eq!(
+        (status, problem["param"].as_str()),
+        (400, Some("temperature")),
+        "{problem}"
+    );
+
+    for (raw, content_type, code, status) in [
+        ("not json", "application/json", "invalid_request", 400),
+        ("[1,2]", "application/json", "invalid_request", 400),
+        (
+            "text=hi",
+            "application/x-www-form-urlencoded",
+            "unsupported_media_type",
+            415,
+        ),
+    ] {
+        let response = app
+            .post("/v1/speech")
+            .bearer_auth(&secret)
+            .header("content-type", content_type)
+            .body(raw)
+            .send()
+            .await
+            .unwrap();
+        let (got, body) = json(response).await;
+        assert_eq!(got, status, "{raw}: {body}");
+        assert_problem(&body, status, code, "/v1/speech");
+    }
+    let response = app
+        .post("/v1/speech")
+        .bearer_auth(&secret)
+        .header("Idempotency-Key", "k".repeat(256))
+        .json(&json!({ "text": "hi", "voice_name": "Narrator" }))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = json(response).await;
+    assert_eq!(
+        (status, body["param"].as_str()),
+        (400, Some("Idempotency-Key")),
+        "{body}"
+    );
+
+    let generations: i64 = sqlx::query_scalar("SELECT count(*) FROM generations")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(generations, 0);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn scope_and_feature_gates() {
+    let app = TestApp::start().await;
+    let account = app.account(Plan::Pro).await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let (_, reader) = app.key(&account, &[Scope::VoiceRead]).await;
+    let (status, body) = speak(
+        &app,
+        &reader,
+        json!({ "text": "hi", "voice_name": "Narrator" }),
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert_problem(&body, 403, "insufficient_scope", "/v1/speech");
+    assert_eq!(body["required_scope"], "voice:generate");
+
+    let (_, writer) = app.key(&account, &Scope::ALL).await;
+    voiced::store::accounts::set_features(&app.pool, &account, &[Feature::Transcription])
+        .await
+        .unwrap();
+    let (status, body) = speak(
+        &app,
+        &writer,
+        json!({ "text": "hi", "voice_name": "Narrator" }),
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert_problem(&body, 403, "feature_not_enabled", "/v1/speech");
+    assert_eq!(
+        body["settings_url"],
+        "https://console.voiced.dev/settings/billing"
+    );
+    app.stop().await;
+}
+
+async fn charge(app: &TestApp, account: &str, key_id: Option<&str>, voice: &str, audio_ms: i64) {
+    let generation = new_id("gen");
+    sqlx::query(
+        "INSERT INTO generations (id, account_id, api_key_id, voice_id, engine, text, seed, format, status, duration_ms, finished_at)
+         VALUES ($1, $2, $3, $4, 'kokoro', 'earlier', 1, 'wav', 'completed', $5, now())",
+    )
+    .bind(&generation)
+    .bind(account)
+    .bind(key_id)
+    .bind(voice)
+    .bind(audio_ms)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO usage_ledger (account_id, api_key_id, generation_id, month, audio_ms)
+         VALUES ($1, $2, $3, date_trunc('month', now() AT TIME ZONE 'UTC')::date, $4)",
+    )
+    .bind(account)
+    .bind(key_id)
+    .bind(&generation)
+    .bind(audio_ms)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn allowance_and_key_ceiling_with_in_flight_overshoot() {
+    let app = TestApp::start_with_workers(1).await;
+    // Allowance: 120 minutes used → refused, billing link.
+    let (spent, spent_secret) = app.pro_user().await;
+    let voice = app
+        .voice(&spent, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    charge(&app, &spent, None, &voice, 120 * 60_000).await;
+    let (status, body) = speak(
+        &app,
+        &spent_secret,
+        json!({ "text": "hi", "voice_name": "Narrator" }),
+    )
+    .await;
+    assert_eq!(status, 429, "{body}");
+    assert_problem(&body, 429, "quota_exhausted", "/v1/speech");
+    assert_eq!(
+        body["settings_url"],
+        "https://console.voiced.dev/settings/billing"
+    );
+
+    // Ceiling of 1 minute with 59 s used: two requests admitted while under it both complete and
+    // are charged (the overshoot is what was in flight); the next is refused.
+    let account = app.account(Plan::Pro).await;
+    let voice = app
+        .voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let (key_id, secret) = app.key_with_ceiling(&account, &Scope::ALL, Some(1)).await;
+    charge(&app, &account, Some(&key_id), &voice, 59_000).await;
+    let (s1, a) = speak(
+        &app,
+        &secret,
+        json!({ "text": SENTENCE, "voice_name": "Narrator" }),
+    )
+    .await;
+    let (s2, b) = speak(
+        &app,
+        &secret,
+        json!({ "text": SENTENCE, "voice_name": "Narrator" }),
+    )
+    .await;
+    assert_eq!((s1, s2), (202, 202), "{a} {b}");
+    for id in [&a["id"], &b["id"]] {
+        let generation = finished(&app, &secret, id.as_str().unwrap()).await;
+        assert_eq!(generation["status"], "completed");
+    }
+    let key_total: i64 =
+        sqlx::query_scalar("SELECT sum(audio_ms)::BIGINT FROM usage_ledger WHERE api_key_id = $1")
+            .bind(&key_id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert!(
+        key_total > 60_000,
+        "overshoot by what was in flight: {key_total}"
+    );
+    let (status, body) = speak(
+        &app,
+        &secret,
+        json!({ "text": "hi", "voice_name": "Narrator" }),
+    )
+    .await;
+    assert_eq!(status, 429, "{body}");
+    assert_problem(&body, 429, "key_ceiling_exceeded", "/v1/speech");
+    assert_eq!(body["settings_url"], "https://console.voiced.dev/api-keys");
+
+    // Raising the ceiling clears it; another key of the account is unaffected meanwhile.
+    let (_, other_key) = app.key(&account, &Scope::ALL).await;
+    let (status, _) = speak(
+        &app,
+        &other_key,
+        json!({ "text": "hi", "voice_name": "Narrator" }),
+    )
+    .await;
+    assert_eq!(status, 202);
+    voiced::store::keys::set_ceiling(&app.pool, &key_id, None)
+        .await
+        .unwrap();
+    let (status, _) = speak(
+        &app,
+        &secret,
+        json!({ "text": "hi", "voice_name": "Narrator" }),
+    )
+    .await;
+    assert_eq!(status, 202);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_generation_on_an_engine_not_installed_fails_and_costs_nothing() {
+    let app = TestApp::start_with_workers(1).await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Qwen voice", EngineId::Qwen, "default")
+        .await;
+    let (status, accepted) = speak(
+        &app,
+        &secret,
+        json!({ "text": "hi", "voice_name": "Qwen voice" }),
+    )
+    .await;
+    assert_eq!(status, 202, "{accepted}");
+    let generation = finished(&app, &secret, accepted["id"].as_str().unwrap()).await;
+    assert_eq!(generation["status"], "failed");
+    assert_eq!(generation["has_audio"], false);
+    assert!(generation.get("audio_url").is_none());
+    assert!(
+        generation["error"]
+            .as_str()
+            .unwrap()
+            .contains("not installed"),
+        "{generation}"
+    );
+    let charged: i64 = sqlx::query_scalar("SELECT count(*) FROM usage_ledger")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(charged, 0);
+    let (_, voices) = json(
+        app.get("/v1/voices")
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(voices["data"][0]["generation_count"], 0);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn audio_links_need_a_valid_fresh_signature_and_a_paid_plan() {
+    let app = TestApp::start_with_workers(1).await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let (generation, _) = completed_audio(
+        &app,
+        &secret,
+        json!({ "text": SENTENCE, "voice_name": "Narrator", "response_format": "wav" }),
+    )
+    .await;
+    let id = generation["id"].as_str().unwrap();
+
+    // Each poll signs afresh; both links work.
+    let again = finished(&app, &secret, id).await;
+    assert_eq!(
+        download(&app, again["audio_url"].as_str().unwrap())
+            .await
+            .status(),
+        200
+    );
+
+    let signer = AudioSigner::new(common::SIGNING_SECRET.to_vec());
+    let expired = signer.sign(id, chrono::Utc::now().timestamp() - LINK_LIFETIME_SECS - 5);
+    let valid = signer.sign(id, chrono::Utc::now().timestamp());
+    let tampered = format!("{}x", &valid[..valid.len() - 1]);
+    for (what, path) in [
+        ("missing", format!("/v1/audio/{id}")),
+        ("tampered", format!("/v1/audio/{id}?sig={tampered}")),
+        ("expired", format!("/v1/audio/{id}?sig={expired}")),
+        ("other id", format!("/v1/audio/gen_other?sig={valid}")),
+    ] {
+        let (status, body) = json(app.get(&path).send().await.unwrap()).await;
+        assert_eq!(status, 403, "{what}: {body}");
+        assert_eq!(body["code"], "invalid_signature", "{what}");
+    }
+    // Keys sent along are ignored, not required and not refused.
+    let response = app
+        .get(&format!("/v1/audio/{id}?sig={valid}"))
+        .header("x-api-key", "vk_garbage")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // The plan gate applies to downloads too.
+    voiced::store::accounts::set_plan(&app.pool, &account, Plan::None)
+        .await
+        .unwrap();
+    let (status, body) = json(
+        app.get(&format!("/v1/audio/{id}?sig={valid}"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 403);
+    assert_eq!(body["code"], "pro_plan_required");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn reads_never_use_up_writes() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    for _ in 0..300 {
+        assert_eq!(
+            app.get("/v1/voices")
+                .bearer_auth(&secret)
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            200
+        );
+    }
+    assert_eq!(
+        app.get("/v1/voices")
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        429
+    );
+    let response = app
+        .post("/v1/speech")
+        .bearer_auth(&secret)
+        .json(&json!({ "text": "hi", "voice_name": "Narrator" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    assert_eq!(response.headers()["ratelimit"], "\"writes\";r=599;t=6");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn another_accounts_generation_is_404() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    let (_, stranger) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let (_, accepted) = speak(
+        &app,
+        &secret,
+        json!({ "text": "hi", "voice_name": "Narrator" }),
+    )
+    .await;
+    let id = accepted["id"].as_str().unwrap();
+    let (status, body) = json(
+        app.get(&format!("/v1/generations/{id}"))
+            .bearer_auth(&stranger)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 404);
+    assert_problem(&body, 404, "not_found", &format!("/v1/generations/{id}"));
+    app.stop().await;
+}
