@@ -10,17 +10,15 @@ use serde_json::{Value, json};
 use voiced::audio::{DecodeLimits, decode_for_asr};
 use voiced::domain::{EngineId, Feature, Plan, Scope, new_id};
 use voiced::signing::{AudioSigner, LINK_LIFETIME_SECS};
-use voiced::worker::completions::Completions;
 
 const SENTENCE: &str = "Hello from voiced.";
 
 /// Waits (on the completion notification, not a timer) until the generation has finished, and
 /// returns its API object.
 async fn finished(app: &TestApp, secret: &str, id: &str) -> Value {
-    let completions = Completions::start(app.pool.clone()).await.unwrap();
     tokio::time::timeout(
         Duration::from_secs(300),
-        completions.wait(id, Duration::from_secs(5)),
+        app.completions.wait(id, Duration::from_secs(5)),
     )
     .await
     .expect("generation finishes")

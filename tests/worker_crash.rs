@@ -9,7 +9,6 @@ use std::time::Duration;
 use common::{TestApp, json};
 use serde_json::json;
 use voiced::domain::EngineId;
-use voiced::worker::completions::Completions;
 
 fn worker(database_url: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_voiced"))
@@ -73,10 +72,9 @@ async fn a_killed_worker_loses_its_job_to_another_and_it_is_charged_once() {
     assert_eq!(status, "generating", "killed before it could finish");
 
     let mut second = worker(&url);
-    let completions = Completions::start(app.pool.clone()).await.unwrap();
     let outcome = tokio::time::timeout(
         Duration::from_secs(600),
-        completions.wait(&id, Duration::from_secs(2)),
+        app.completions.wait(&id, Duration::from_secs(2)),
     )
     .await
     .expect("the second worker finishes the job")

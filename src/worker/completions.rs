@@ -26,9 +26,15 @@ impl Completions {
         listener.listen(queue::DONE_CHANNEL).await?;
         let waiters: Waiters = Arc::default();
         let fan_out = waiters.clone();
+        let closing = pool.clone();
         tokio::spawn(async move {
             loop {
-                match listener.try_recv().await {
+                let received = listener.try_recv().await;
+                if closing.is_closed() {
+                    // Shutting down: release the connection so that `PgPool::close` can finish.
+                    break;
+                }
+                match received {
                     Ok(Some(notification)) => {
                         let senders = lock(&fan_out).remove(notification.payload());
                         for sender in senders.into_iter().flatten() {

@@ -58,7 +58,7 @@ pub async fn fresh_database() -> (PgPool, TestDb) {
         dropped: false,
     };
     let pool = PgPoolOptions::new()
-        .max_connections(5)
+        .max_connections(10)
         .connect_with(admin.database(&db.name))
         .await
         .unwrap_or_else(|err| panic!("connecting to test database {}: {err}", db.name));
@@ -92,13 +92,18 @@ impl TestDb {
                     None => format!("{server}/{}", self.name),
                 }
             }
-            _ => format!(
-                "postgresql:///{}?host={}&port={}&user={}",
-                self.name,
-                self.admin.get_host(),
-                self.admin.get_port(),
-                self.admin.get_username()
-            ),
+            _ => {
+                let host = self.admin.get_socket().map_or_else(
+                    || self.admin.get_host().to_owned(),
+                    |socket| socket.display().to_string(),
+                );
+                format!(
+                    "postgresql:///{}?host={host}&port={}&user={}",
+                    self.name,
+                    self.admin.get_port(),
+                    self.admin.get_username()
+                )
+            }
         }
     }
 

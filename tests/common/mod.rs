@@ -30,6 +30,8 @@ pub struct TestApp {
     pub clock: FakeRelativeClock,
     pub config: Config,
     pub db: db::TestDb,
+    /// The server's own completion notifications, for tests that wait on a generation.
+    pub completions: voiced::worker::completions::Completions,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,
     stop_workers: tokio::sync::watch::Sender<bool>,
@@ -55,6 +57,9 @@ impl TestApp {
     /// Same, with `workers` in-process generation workers on the real models
     /// (`VOICED_MODELS_DIR`, default `~/.cache/voiced/models`).
     pub async fn start_with_workers(workers: u32) -> TestApp {
+        if std::env::var_os("VOICED_LOG").is_some() {
+            voiced::telemetry::init(voiced::config::LogFormat::Text);
+        }
         let (pool, db) = db::fresh_database().await;
         let config = test_config(&[]);
         let clock = FakeRelativeClock::default();
@@ -73,6 +78,7 @@ impl TestApp {
             registry: state.engines.clone(),
         };
         let worker_handles = voiced::app::spawn_workers(&config, &deps, workers, &shutdown);
+        let completions = state.completions.clone();
         let (app, _) = voiced::http::router(state);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -96,6 +102,7 @@ impl TestApp {
             clock,
             config,
             db,
+            completions,
             shutdown: Some(tx),
             server: Some(server),
             stop_workers,
