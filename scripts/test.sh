@@ -9,7 +9,7 @@ export VOICED_TEST_PGDATA="${VOICED_TEST_PGDATA:-$VOICED_CACHE/test-pg}"
 
 cargo build --locked --bins --tests
 bin="$CARGO_TARGET_DIR/debug/voiced"
-if [ -x scripts/fetch-test-models.sh ]; then ./scripts/fetch-test-models.sh "$bin"; fi
+"$bin" models fetch all
 
 stop_test_cluster() {
   cargo test --locked --test db -- --ignored stop_shared_test_cluster >/dev/null 2>&1 || true
@@ -17,4 +17,4 @@ stop_test_cluster() {
 trap stop_test_cluster EXIT
 
 cargo test --locked --no-fail-fast -- --test-threads="${VOICED_TEST_THREADS:-2}"
-if [ -x scripts/sdk-test.sh ]; then ./scripts/sdk-test.sh "$bin"; fi
+./scripts/sdk-test.sh "$bin"

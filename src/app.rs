@@ -12,13 +12,16 @@ use tokio::net::TcpListener;
 
 use crate::config::Config;
 use crate::engines::registry::EngineRegistry;
+use crate::engines::whisper::{ComputeType, WhisperConfig};
 use crate::http::error::ErrorLinks;
 use crate::http::rate_limit::RateLimits;
 use crate::http::{self, AppState};
+use crate::models::whisper::WhisperModel;
 use crate::signing::AudioSigner;
 use crate::store;
 use crate::store::blobs::PgBlobStore;
 use crate::store::embedded::{EmbeddedConfig, EmbeddedPostgres};
+use crate::worker::asr::AsrService;
 use crate::worker::completions::Completions;
 use crate::worker::{self, WorkerDeps, WorkerOptions};
 
@@ -105,6 +108,27 @@ pub fn engines(config: &Config) -> Arc<EngineRegistry> {
     ))
 }
 
+/// The recogniser threads for the configured Whisper model (loaded on first use).
+pub fn asr(config: &Config) -> anyhow::Result<AsrService> {
+    let model = WhisperModel::from_name(&config.whisper_model).ok_or_else(|| {
+        anyhow::anyhow!(
+            "setting whisper_model: unknown model {}",
+            config.whisper_model
+        )
+    })?;
+    let whisper = WhisperConfig {
+        model_dir: model.dir(&config.models_dir),
+        threads: 1,
+        compute_type: ComputeType::Int8,
+    };
+    AsrService::start(
+        whisper,
+        config.asr_threads as usize,
+        config.asr_queue as usize,
+    )
+    .context("starting recogniser threads")
+}
+
 /// Builds the application state from configuration and an open pool.
 pub async fn state(
     config: &Config,
@@ -116,6 +140,7 @@ pub async fn state(
         .await
         .context("listening for generation completions")?;
     Ok(AppState {
+        asr: asr(config)?,
         blobs: Arc::new(PgBlobStore::new(pool.clone())),
         engines: engines(config),
         completions,
@@ -192,6 +217,14 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         config.rate_limit_reads_per_minute,
     );
     let state = state(&config, database.pool.clone(), signer, limits).await?;
+    if state.asr.is_installed() {
+        // Load and warm the recogniser before the listener binds.
+        if let Err(err) = state.asr.transcribe(vec![0.0; 16_000]).await {
+            tracing::error!(error = %err, "the Whisper model does not load; transcriptions will fail");
+        }
+    } else {
+        tracing::warn!(model = %config.whisper_model, "no Whisper model installed: POST /v1/transcriptions answers 503 (run `voiced models fetch {}`)", config.whisper_model);
+    }
     let (stop_workers, shutdown) = tokio::sync::watch::channel(false);
     let workers = spawn_workers(
         &config,

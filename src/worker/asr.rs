@@ -1,0 +1,98 @@
+//! The recogniser behind `POST /v1/transcriptions`: Whisper on dedicated OS threads fed by a
+//! bounded queue. Admission refuses (503) instead of queueing without bound; a request whose
+//! client went away gives its place back at once, and its job is skipped if it has not started.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+
+use crate::engines::whisper::{AsrError, Recognizer, Transcript, WhisperConfig};
+
+struct Job {
+    samples_16k: Vec<f32>,
+    reply: oneshot::Sender<Result<Transcript, String>>,
+}
+
+#[derive(Clone)]
+pub struct AsrService {
+    jobs: mpsc::Sender<Job>,
+    admission: Arc<Semaphore>,
+    model_dir: std::path::PathBuf,
+}
+
+impl AsrService {
+    /// Starts `threads` recogniser threads (each loads its model on first use) and a queue of
+    /// `queue` places beyond them.
+    pub fn start(config: WhisperConfig, threads: usize, queue: usize) -> std::io::Result<Self> {
+        let (jobs, inbox) = mpsc::channel::<Job>();
+        let inbox = Arc::new(Mutex::new(inbox));
+        for n in 0..threads.max(1) {
+            let (inbox, config) = (inbox.clone(), config.clone());
+            std::thread::Builder::new()
+                .name(format!("asr-{n}"))
+                .spawn(move || recogniser_thread(&config, &inbox))?;
+        }
+        Ok(Self {
+            jobs,
+            admission: Arc::new(Semaphore::new(threads.max(1) + queue)),
+            model_dir: config.model_dir,
+        })
+    }
+
+    /// Whether the configured model is on disk.
+    pub fn is_installed(&self) -> bool {
+        self.model_dir.join("model.bin").is_file()
+    }
+
+    /// A place in the recogniser's queue, or `None` when it is full. Hold it until the answer.
+    pub fn try_admit(&self) -> Option<OwnedSemaphorePermit> {
+        self.admission.clone().try_acquire_owned().ok()
+    }
+
+    /// Transcribes 16 kHz mono samples on a recogniser thread.
+    pub async fn transcribe(&self, samples_16k: Vec<f32>) -> Result<Transcript, String> {
+        let (reply, answer) = oneshot::channel();
+        self.jobs
+            .send(Job { samples_16k, reply })
+            .map_err(|_| "recogniser threads stopped".to_owned())?;
+        answer
+            .await
+            .unwrap_or_else(|_| Err("recogniser thread stopped".into()))
+    }
+}
+
+fn recogniser_thread(config: &WhisperConfig, inbox: &Mutex<mpsc::Receiver<Job>>) {
+    let mut recognizer: Option<Recognizer> = None;
+    loop {
+        let job = {
+            let inbox = inbox
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match inbox.recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            }
+        };
+        if job.reply.is_closed() {
+            continue; // the client went away before its turn
+        }
+        let result = load(config, &mut recognizer)
+            .and_then(|r| r.transcribe(&job.samples_16k))
+            .map_err(|e| e.to_string());
+        let _ = job.reply.send(result);
+    }
+}
+
+fn load<'a>(
+    config: &WhisperConfig,
+    slot: &'a mut Option<Recognizer>,
+) -> Result<&'a Recognizer, AsrError> {
+    if slot.is_none() {
+        let recognizer = Recognizer::load(config)?;
+        // The first transcription in a process is up to 3× slower: pay it here, once.
+        recognizer.warm_up()?;
+        *slot = Some(recognizer);
+    }
+    Ok(slot.as_ref().expect("loaded above"))
+}
