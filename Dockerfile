@@ -1,20 +1,23 @@
-# Multi-stage image: build voiced, then a slim runtime with PostgreSQL client libraries,
-# espeak-ng and the models fetched at build time. Run it with VOICED_DATABASE_URL pointing at
-# your PostgreSQL (the embedded default also works: the image ships PostgreSQL binaries).
+# Multi-stage image (not built in CI: no container engine there). Build voiced, then a slim
+# runtime with PostgreSQL binaries (embedded default), espeak-ng, and the models fetched at build
+# time. Point VOICED_DATABASE_URL at your PostgreSQL to scale out.
 FROM rust:1.95-bookworm AS build
-RUN apt-get update && apt-get install -y --no-install-recommends cmake pkg-config g++ \
+RUN apt-get update && apt-get install -y --no-install-recommends cmake pkg-config g++ python3 python3-pip \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-ENV SQLX_OFFLINE=true CARGO_TARGET_DIR=/target
-RUN cargo build --release --locked && cp /target/release/voiced /usr/local/bin/voiced
+# build.rs fetches the CTranslate2 library (PyPI wheel) into the models dir and links it.
+ENV SQLX_OFFLINE=true CARGO_TARGET_DIR=/target VOICED_MODELS_DIR=/models
+RUN cargo build --release --locked && cp /target/release/voiced /usr/local/bin/voiced \
+    && mkdir -p /out/lib && cp -L /models/ctranslate2/*.so* /out/lib/
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends \
-        ca-certificates espeak-ng postgresql python3 python3-pip libgomp1 \
+        ca-certificates espeak-ng postgresql python3 python3-pip \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /usr/local/bin/voiced /usr/local/bin/voiced
-COPY scripts /opt/voiced/scripts
+# The binary's rpath includes $ORIGIN/../lib.
+COPY --from=build /out/lib/ /usr/local/lib/
 ENV VOICED_MODELS_DIR=/var/lib/voiced/models VOICED_DATA_DIR=/var/lib/voiced/data \
     VOICED_BIND=0.0.0.0:8080
 RUN voiced models fetch all

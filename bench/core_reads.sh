@@ -8,6 +8,8 @@
 #                  document; no hashing, no database.
 #   voices-badkey  GET /v1/voices with an unknown key: adds SHA-256 + the key lookup query
 #                  (one PostgreSQL round trip), then 401; no rate limiter, no voices query.
+#   voices-429     the same valid key against a second `voiced serve` on the same database whose
+#                  read quota is 1 per minute: key lookup + rate limiter, then 429; no voices query.
 #   voices         the real request: key lookup + rate limiter + voices query + JSON.
 # For each run the CPU seconds used by `voiced serve` and by this cluster's PostgreSQL backends
 # are read from /proc, per 1000 requests (wrk itself shares the same 2 cores).
@@ -28,9 +30,12 @@ export VOICED_DATA_DIR="$work/data" VOICED_BIND=127.0.0.1:18080 VOICED_WORKERS=0
 account=$("$bin" admin --json account create --email bench@example.com | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 key=$("$bin" admin --json key create --account "$account" --scopes voice:read | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
 for i in 1 2 3; do "$bin" admin voice create --account "$account" --name "voice $i" --engine kokoro --preset jf_alpha >/dev/null; done
+limited=
 "$bin" serve & server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $limited $server 2>/dev/null; wait $limited $server 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 100); do curl -sf http://127.0.0.1:18080/readyz >/dev/null && break; sleep 0.2; done
+VOICED_BIND=127.0.0.1:18081 VOICED_RATE_LIMIT_READS_PER_MINUTE=1 "$bin" serve & limited=$!
+for _ in $(seq 100); do curl -sf http://127.0.0.1:18081/readyz >/dev/null && break; sleep 0.2; done
 pgbase="$VOICED_DATA_DIR"; [ -s "$VOICED_DATA_DIR/pg.location" ] && pgbase=$(cat "$VOICED_DATA_DIR/pg.location")
 postmaster=$(head -1 "$pgbase/pg/postmaster.pid" 2>/dev/null || echo 0)
 
@@ -53,16 +58,20 @@ for entry in os.listdir("/proc"):
             continue
         if int(entry) == root or ppid == root:
             total += ticks
+        if int(entry) == root:  # children that exited are counted in cutime+cstime
+            with open(f"/proc/{root}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[13]) + int(fields[14])
 print(total)
 EOF
 }
 
-run() { # path, extra header → "rps p50 p99 requests voiced_cpu_ticks pg_cpu_ticks"
+run() { # pid of the server, url, extra header → "rps p50 p99 requests voiced_cpu_ticks pg_cpu_ticks"
   local s0 p0 s1 p1
-  s0=$(cpu_ticks "$server"); p0=$(cpu_ticks "$postmaster")
+  s0=$(cpu_ticks "$1"); p0=$(cpu_ticks "$postmaster")
   local out
-  out=$(wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency ${2:+-H "$2"} "http://127.0.0.1:18080$1")
-  s1=$(cpu_ticks "$server"); p1=$(cpu_ticks "$postmaster")
+  out=$(wrk -t2 -c"$CONNECTIONS" -d"$DURATION" --latency ${3:+-H "$3"} "$2")
+  s1=$(cpu_ticks "$1"); p1=$(cpu_ticks "$postmaster")
   echo "$out" | awk -v s=$((s1 - s0)) -v p=$((p1 - p0)) \
     '/Requests\/sec/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} / requests in / {n=$1}
      END {print rps, p50, p99, n, s, p}'
@@ -71,12 +80,14 @@ hz=$(getconf CLK_TCK)
 echo "round endpoint rps p50 p99 voiced_cpu_ms/1k_req postgres_cpu_ms/1k_req"
 for round in $(seq "$ROUNDS"); do
   declare -A rps=()
-  for endpoint in healthz voices-nokey voices-badkey voices; do
+  for endpoint in healthz voices-nokey voices-badkey voices-429 voices; do
+    url=http://127.0.0.1:18080
     case $endpoint in
-      healthz) args=(/healthz "") ;;
-      voices-nokey) args=(/v1/voices "") ;;
-      voices-badkey) args=(/v1/voices "x-api-key: vk_not_a_real_key_0000000000000000") ;;
-      voices) args=(/v1/voices "x-api-key: $key") ;;
+      healthz) args=("$server" $url/healthz "") ;;
+      voices-nokey) args=("$server" $url/v1/voices "") ;;
+      voices-badkey) args=("$server" $url/v1/voices "x-api-key: vk_not_a_real_key_0000000000000000") ;;
+      voices-429) args=("$limited" http://127.0.0.1:18081/v1/voices "x-api-key: $key") ;;
+      voices) args=("$server" $url/v1/voices "x-api-key: $key") ;;
     esac
     read -r r p50 p99 n s p < <(run "${args[@]}")
     rps[$endpoint]=$r

@@ -64,9 +64,7 @@ pub fn refine(raw: &str) -> String {
 
     let mut capitalise = true;
     for token in &mut kept {
-        if capitalise
-            && let Some((i, c)) = token.char_indices().find(|(_, c)| c.is_alphabetic())
-        {
+        if capitalise && let Some((i, c)) = token.char_indices().find(|(_, c)| c.is_alphabetic()) {
             let upper: String = c.to_uppercase().collect();
             token.replace_range(i..i + c.len_utf8(), &upper);
         }
