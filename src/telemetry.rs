@@ -5,9 +5,15 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
 
+/// Logs to stderr. `VOICED_LOG` overrides the filter; without it services log at info and
+/// one-shot commands (`admin`, `migrate`) only warnings, so that their output stays readable.
 pub fn init(format: LogFormat) {
-    let filter = EnvFilter::try_from_env("VOICED_LOG")
-        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info"));
+    init_with_default(format, "info,sqlx=warn,tower_http=info");
+}
+
+pub fn init_with_default(format: LogFormat, default_filter: &str) {
+    let filter =
+        EnvFilter::try_from_env("VOICED_LOG").unwrap_or_else(|_| EnvFilter::new(default_filter));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

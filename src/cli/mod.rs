@@ -95,7 +95,12 @@ pub fn main() -> ExitCode {
         println!("{}", doc.to_pretty_json().expect("OpenAPI serialises"));
         return ExitCode::SUCCESS;
     }
-    crate::telemetry::init(config.log_format);
+    match command {
+        Command::Admin(_) | Command::Migrate => {
+            crate::telemetry::init_with_default(config.log_format, "warn");
+        }
+        _ => crate::telemetry::init(config.log_format),
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(err) => {
