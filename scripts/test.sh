@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 export VOICED_TEST_PGDATA="${VOICED_TEST_PGDATA:-$VOICED_CACHE/test-pg}"
 
+cargo fmt --all -- --check
+cargo clippy --locked --all-targets -- -D warnings
 cargo build --locked --bins --tests
 bin="$CARGO_TARGET_DIR/debug/voiced"
 "$bin" models fetch all
