@@ -140,6 +140,9 @@ class Voiced:
         self.proc = None
 
     def close(self) -> None:
+        if self.proc and self.proc.poll() is not None:  # it died on its own: say why
+            print(f"voiced serve exited with {self.proc.returncode}; log tail:\n"
+                  + self.log_path.read_text()[-3000:], flush=True)
         self.stop()
         shutil.rmtree(self.work, ignore_errors=True)
 

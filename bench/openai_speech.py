@@ -24,6 +24,7 @@ Run: python3 bench/openai_speech.py [--peer auto] [--rounds 3] [--requests 12]
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -107,6 +108,7 @@ class Peer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        shutil.rmtree(self.work, ignore_errors=True)
 
 
 class Ours:

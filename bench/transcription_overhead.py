@@ -6,7 +6,8 @@ Both use the same Recognizer (whisper-base by default, int8, 1 thread: `voiced s
 recogniser thread one CTranslate2 thread), warmed up before timing. Per round: every clip once
 through the server (client-side time to the JSON answer: base64 decode, audio decode, recogniser
 queue, recogniser, refine, capture insert, response), and one examples/transcribe process over the
-same clips (its in-process elapsed_s per clip, model already loaded and warmed); the order flips
+same clips (its in-process elapsed_s per clip, model already loaded and warmed, second of two
+passes); the order flips
 every round. Ratio = server time / recogniser time, per clip and round; medians reported.
 
 Setup: cargo build --release --bin voiced --example transcribe; the clips come from
@@ -29,8 +30,10 @@ from whisper_rtf import clips  # noqa: E402
 
 
 def recogniser(model: str, paths: list) -> dict:
+    """One examples/transcribe process over the clips twice; the second pass is kept (a fresh
+    process is slower on its first real clip even after its warm-up)."""
     out = subprocess.run([str(TARGET / "release/examples/transcribe"), str(MODELS / model), "1",
-                          *paths], check=True, capture_output=True, text=True).stdout
+                          *paths, *paths], check=True, capture_output=True, text=True).stdout
     events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return {e["clip"]: e for e in events if e["event"] == "clip"}
 

@@ -54,13 +54,14 @@ pub fn fingerprint(route: &str, body: &serde_json::Value) -> Vec<u8> {
     hash.finalize().to_vec()
 }
 
-/// Runs `handler` at most once per (account, key). Without a key it just runs it.
+/// Runs `handler` at most once per (account, key). Without a key it just runs it (and the
+/// request's fingerprint, which hashes the whole body, is never computed).
 /// Only successful answers are stored; a refused or failed request releases the key.
 pub async fn run_once<F, Fut>(
     pool: &PgPool,
     account_id: &str,
     key: Option<String>,
-    fingerprint: Vec<u8>,
+    fingerprint: impl FnOnce() -> Vec<u8>,
     abandoned_after: Duration,
     handler: F,
 ) -> Result<Response, ApiError>
@@ -71,6 +72,7 @@ where
     let Some(key) = key else {
         return handler().await;
     };
+    let fingerprint = fingerprint();
     match idempotency::begin(pool, account_id, &key, &fingerprint, abandoned_after).await? {
         Begin::Proceed => {}
         Begin::Replay(stored) => return Ok(replay(stored)),

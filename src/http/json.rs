@@ -102,6 +102,7 @@ impl JsonObject {
         self.0.get(name).filter(|v| !v.is_null())
     }
 
+    /// The body as a JSON value (a copy; used only to fingerprint idempotent requests).
     pub fn value(&self) -> Value {
         Value::Object(self.0.clone())
     }

@@ -228,7 +228,7 @@ pub async fn create_speech(
     let seed = parse_seed(&body)?;
     let temperature = parse_temperature(&body)?;
     let format = parse_format(&body, "response_format")?;
-    let fingerprint = idempotency::fingerprint("POST /v1/speech", &body.value());
+    let fingerprint = || idempotency::fingerprint("POST /v1/speech", &body.value());
 
     idempotency::run_once(
         &state.pool,

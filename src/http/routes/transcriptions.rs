@@ -123,8 +123,7 @@ pub async fn create_transcription(
         Some(_) => return Err(ApiError::invalid("audio", "audio must be a base64 string")),
         None => return Err(ApiError::invalid("audio", "audio is required")),
     };
-    let fingerprint = idempotency::fingerprint("POST /v1/transcriptions", &body.value());
-    drop(body);
+    let fingerprint = || idempotency::fingerprint("POST /v1/transcriptions", &body.value());
 
     idempotency::run_once(
         &state.pool,
