@@ -755,3 +755,34 @@ async fn another_accounts_generation_is_404() {
     assert_problem(&body, 404, "not_found", &format!("/v1/generations/{id}"));
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_generation_past_the_time_limit_fails_and_costs_nothing() {
+    let app = TestApp::start_with(1, &[("VOICED_GENERATION_TIMEOUT_SECS", "1")]).await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    // Several sentences: loading the session and synthesizing them takes well over a second.
+    let text = "This paragraph is long enough that the engine cannot finish it within one second. \
+                It has a second sentence, and then a third one, so that the limit is surely passed.";
+    let (status, accepted) = speak(
+        &app,
+        &secret,
+        json!({ "text": text, "voice_name": "Narrator" }),
+    )
+    .await;
+    assert_eq!(status, 202, "{accepted}");
+    let generation = finished(&app, &secret, accepted["id"].as_str().unwrap()).await;
+    assert_eq!(generation["status"], "failed", "{generation}");
+    assert!(
+        generation["error"].as_str().unwrap().contains("time limit"),
+        "{generation}"
+    );
+    assert!(generation.get("audio_url").is_none());
+    let charged: i64 = sqlx::query_scalar("SELECT count(*) FROM usage_ledger")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(charged, 0);
+    app.stop().await;
+}

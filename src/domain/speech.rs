@@ -67,7 +67,8 @@ impl Temperature {
     }
 }
 
-/// Text to speak: 1 to 10 000 characters after trimming.
+/// Text to speak: 1 to 10 000 characters after trimming. Errors leave the field's name to the
+/// caller (`text` on one endpoint, `input` on the other).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpeechText(String);
 
@@ -75,10 +76,10 @@ impl SpeechText {
     pub fn new(raw: &str) -> Result<Self, String> {
         let trimmed = raw.trim();
         if trimmed.is_empty() {
-            return Err("text must not be empty".into());
+            return Err("must not be empty".into());
         }
         if trimmed.chars().count() > MAX_TEXT_CHARS {
-            return Err(format!("text must be at most {MAX_TEXT_CHARS} characters"));
+            return Err(format!("must be at most {MAX_TEXT_CHARS} characters"));
         }
         Ok(Self(trimmed.to_owned()))
     }

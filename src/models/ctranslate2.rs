@@ -16,17 +16,7 @@ pub const WHEEL: Wheel = Wheel {
     version: "4.8.4",
     file: "ctranslate2-4.8.4-cp311-cp311-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
     sha256: "1037b3f51d18f1546120686670d71fcdaf85a0500fffccc56d8439ded5d284e5",
-    // The library inside does not depend on the Python version; pin one wheel for its digest.
-    pip_args: &[
-        "--python-version",
-        "3.11",
-        "--implementation",
-        "cp",
-        "--abi",
-        "cp311",
-        "--platform",
-        "manylinux_2_28_x86_64",
-    ],
+    pip_args: pypi::CP311_MANYLINUX_2_28,
 };
 
 /// The library's file name (and SONAME, which the linked binary asks the loader for).

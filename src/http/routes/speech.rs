@@ -65,7 +65,7 @@ pub fn parse_format(body: &JsonObject, field: &str) -> Result<AudioFormat, ApiEr
 
 pub fn parse_text(body: &JsonObject, field: &str) -> Result<SpeechText, ApiError> {
     SpeechText::new(body.required_str(field)?)
-        .map_err(|m| ApiError::invalid(field, m.replace("text", field)))
+        .map_err(|m| ApiError::invalid(field, format!("{field} {m}")))
 }
 
 /// Checks what depends on the voice: the temperature (request or pin) against the engine.
