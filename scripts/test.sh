@@ -18,5 +18,11 @@ stop_test_cluster() {
 }
 trap stop_test_cluster EXIT
 
+# Every error body any suite produces (debug builds append them here) is checked at the end
+# for internal detail: paths, SQL, panic messages.
+export VOICED_ERROR_BODY_LOG="$VOICED_CACHE/error-bodies.$$.jsonl"
+rm -f "$VOICED_ERROR_BODY_LOG"
 cargo test --locked --no-fail-fast -- --test-threads="${VOICED_TEST_THREADS:-2}"
 ./scripts/sdk-test.sh "$bin"
+python3 scripts/scan-error-bodies.py "$VOICED_ERROR_BODY_LOG"
+rm -f "$VOICED_ERROR_BODY_LOG"

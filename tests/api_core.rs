@@ -586,6 +586,31 @@ async fn request_ids_health_cors_and_openapi() {
             .get("access-control-allow-credentials")
             .is_none()
     );
+    // The preflight the OpenAI JS SDK sends from a browser, its `x-stainless-*` headers included.
+    let requested = "authorization,content-type,x-stainless-arch,x-stainless-lang,\
+                     x-stainless-os,x-stainless-package-version,x-stainless-retry-count,\
+                     x-stainless-runtime,x-stainless-runtime-version,x-stainless-timeout";
+    let response = app
+        .client
+        .request(
+            reqwest::Method::OPTIONS,
+            format!("{}/v1/audio/speech", app.base),
+        )
+        .header("origin", "http://localhost:5173")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", requested)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
+    assert_eq!(response.headers()["access-control-allow-origin"], "*");
+    let allowed = response.headers()["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .to_ascii_lowercase();
+    for header in requested.split(',') {
+        assert!(allowed.contains(header), "{header} not in {allowed}");
+    }
     let response = app
         .get("/healthz")
         .header("origin", "https://example.org")

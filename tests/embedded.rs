@@ -130,16 +130,20 @@ async fn a_server_left_running_is_reused_and_a_killed_one_recovers() {
 }
 
 async fn wait_gone(pid: &str) {
-    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
-    for _ in 0..200 {
-        // A zombie still has /proc/<pid>; "State: Z" counts as gone.
-        match std::fs::read_to_string(proc_dir.join("status")) {
-            Err(_) => return,
-            Ok(s) if s.contains("State:\tZ") => return,
-            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(25)).await,
-        }
-    }
-    panic!("postmaster {pid} did not exit");
+    let status = PathBuf::from(format!("/proc/{pid}/status"));
+    common::poll_until(
+        std::time::Duration::from_secs(10),
+        "the postmaster to exit",
+        || {
+            // A zombie still has /proc/<pid>; "State: Z" counts as gone.
+            let gone = match std::fs::read_to_string(&status) {
+                Err(_) => true,
+                Ok(s) => s.contains("State:\tZ"),
+            };
+            async move { gone.then_some(()) }
+        },
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -307,3 +307,45 @@ async fn synchronous_speech_returns_audio_and_a_readable_generation() {
     assert_eq!(charged, 3);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn an_idempotency_key_answers_with_the_first_requests_audio() {
+    let app = TestApp::start_with_workers(1).await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let body = json!({ "model": "tts-1", "input": "Once only.", "voice": "Narrator", "response_format": "wav" });
+    let send = |body: &Value| {
+        app.post("/v1/audio/speech")
+            .bearer_auth(&secret)
+            .header("Idempotency-Key", "sdk-retry-1")
+            .json(body)
+            .send()
+    };
+    let first = send(&body).await.unwrap();
+    assert_eq!(first.status(), 200);
+    let id = first.headers()["x-service-generation-id"].clone();
+    let audio = first.bytes().await.unwrap();
+    let again = send(&body).await.unwrap();
+    assert_eq!(again.status(), 200);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    assert_eq!(again.headers()["x-service-generation-id"], id);
+    assert_eq!(again.bytes().await.unwrap(), audio, "the same bytes");
+    let other = json!({ "model": "tts-1", "input": "Something else.", "voice": "Narrator" });
+    let (status, refused) = json(send(&other).await.unwrap()).await;
+    assert_eq!(status, 422, "{refused}");
+    assert_envelope(
+        &refused,
+        "invalid_request_error",
+        "idempotency_key_reused",
+        Some("Idempotency-Key"),
+    );
+    let generated: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM generations WHERE account_id = $1")
+            .bind(&account)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(generated, 1, "generated once");
+    app.stop().await;
+}

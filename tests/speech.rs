@@ -638,13 +638,55 @@ async fn audio_links_need_a_valid_fresh_signature_and_a_paid_plan() {
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
         .await;
-    let (generation, _) = completed_audio(
+    let (generation, whole) = completed_audio(
         &app,
         &secret,
         json!({ "text": SENTENCE, "voice_name": "Narrator", "response_format": "wav" }),
     )
     .await;
     let id = generation["id"].as_str().unwrap();
+
+    // Downloads stream and answer byte ranges (browser <audio> elements seek with them).
+    let url = generation["audio_url"].as_str().unwrap();
+    let path = &url[url.find("/v1/audio/").unwrap()..];
+    let full = app.get(path).send().await.unwrap();
+    assert_eq!(full.headers()["accept-ranges"], "bytes");
+    let len = whole.len();
+    assert!(len > 4000, "{len}");
+    let part = app
+        .get(path)
+        .header("range", "bytes=1000-1999")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(part.status(), 206);
+    assert_eq!(
+        part.headers()["content-range"],
+        format!("bytes 1000-1999/{len}").as_str()
+    );
+    assert_eq!(part.headers()["content-type"], "audio/wav");
+    assert_eq!(part.bytes().await.unwrap(), whole[1000..2000]);
+    let tail = app
+        .get(path)
+        .header("range", "bytes=-100")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tail.status(), 206);
+    assert_eq!(tail.bytes().await.unwrap(), whole[len - 100..]);
+    let beyond = app
+        .get(path)
+        .header("range", format!("bytes={len}-"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        beyond.headers()["content-range"],
+        format!("bytes */{len}").as_str()
+    );
+    let (status, body) = json(beyond).await;
+    assert_eq!(status, 416, "{body}");
+    assert_eq!(body["code"], "range_not_satisfiable");
 
     // Each poll signs afresh; both links work.
     let again = finished(&app, &secret, id).await;

@@ -720,3 +720,102 @@ async fn a_worker_whose_engine_cannot_start_is_not_ready_and_retries() {
     drop(server);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_full_recogniser_queue_refuses_before_the_upload_is_decoded() {
+    let app = TestApp::start_with(0, &[("VOICED_ASR_QUEUE", "0")]).await;
+    let (_, secret) = app.pro_user().await;
+    // Not base64 at all: decoding it would answer 400. Refused first, it answers 503.
+    let garbage = json!({"audio": "!!!! not base64 !!!!".repeat(100_000)});
+    let held = app.asr.try_admit().expect("the only place");
+    let response = app
+        .post("/v1/transcriptions")
+        .bearer_auth(&secret)
+        .json(&garbage)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.headers().get("retry-after").is_some());
+    let (status, body) = json(response).await;
+    assert_eq!(status, 503, "{body}");
+    assert_problem(&body, 503, "service_unavailable", "/v1/transcriptions");
+    drop(held);
+    let (status, body) = json(
+        app.post("/v1/transcriptions")
+            .bearer_auth(&secret)
+            .json(&garbage)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400, "with a place, the upload is decoded: {body}");
+    assert_eq!(body["param"], "audio");
+    app.stop().await;
+}
+
+/// About 20 s of speech from espeak-ng, base64-encoded: a few seconds of recognition.
+fn long_speech_base64() -> String {
+    use base64::Engine as _;
+    let dir = common::TempDir::new("speech", 0o755);
+    let wav = dir.path().join("long.wav");
+    let text =
+        "The recogniser is busy with this long recording while another client waits. ".repeat(4);
+    let status = std::process::Command::new("espeak-ng")
+        .args(["-w", wav.to_str().unwrap(), &text])
+        .status()
+        .expect("espeak-ng runs");
+    assert!(status.success());
+    base64::engine::general_purpose::STANDARD.encode(std::fs::read(&wav).unwrap())
+}
+
+#[tokio::test]
+async fn a_client_that_hangs_up_gives_its_recogniser_place_back() {
+    // One recogniser thread and one place in its queue: two places in all.
+    let app = TestApp::start_with(0, &[("VOICED_ASR_QUEUE", "1")]).await;
+    let (account, secret) = app.pro_user().await;
+    let body = json!({"audio": long_speech_base64()});
+    assert_eq!(app.asr.available(), 2);
+    let submitted_before = app.asr.submitted();
+    // A holds the recogniser; B waits behind it, then hangs up.
+    let first = tokio::spawn({
+        let request = app
+            .post("/v1/transcriptions")
+            .bearer_auth(&secret)
+            .json(&body)
+            .send();
+        async move { json(request.await.unwrap()).await }
+    });
+    poll_until(Duration::from_secs(60), "A to take its place", || {
+        let free = app.asr.available();
+        async move { (free == 1).then_some(()) }
+    })
+    .await;
+    hang_up(&app.base, "/v1/transcriptions", &secret, &body, async {
+        poll_until(
+            Duration::from_secs(60),
+            "B's job to wait in the queue",
+            || {
+                let (free, submitted) = (app.asr.available(), app.asr.submitted());
+                async move { (free == 0 && submitted == submitted_before + 2).then_some(()) }
+            },
+        )
+        .await;
+    })
+    .await;
+    poll_until(Duration::from_secs(60), "B's place to come back", || {
+        let free = app.asr.available();
+        async move { (free == 1).then_some(()) }
+    })
+    .await;
+    let (status, transcript) = first.await.unwrap();
+    assert_eq!(status, 200, "{transcript}");
+    // B's job was dropped before it started, and nothing was stored for it.
+    poll_until(Duration::from_secs(60), "B's job to be skipped", || {
+        let skipped = app.asr.skipped();
+        async move { (skipped == 1).then_some(()) }
+    })
+    .await;
+    assert_eq!(count(&app, "captures", &account).await, 1);
+    app.stop().await;
+}

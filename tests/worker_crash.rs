@@ -47,21 +47,23 @@ async fn a_killed_worker_loses_its_job_to_another_and_it_is_charged_once() {
     let mut first = worker(&url);
     // Wait (on the database, by notification-free polling of a row the worker writes) until the
     // first worker has claimed the job: LISTEN cannot tell us, claims do not notify.
-    let mut claimed_by = None;
-    for _ in 0..600 {
-        let owner: Option<String> =
-            sqlx::query_scalar("SELECT lease_owner FROM generations WHERE id = $1")
-                .bind(&id)
-                .fetch_one(&app.pool)
+    let claimed_by = common::poll_until(
+        Duration::from_secs(60),
+        "the first worker to claim the job",
+        || {
+            let (pool, id) = (app.pool.clone(), id.clone());
+            async move {
+                sqlx::query_scalar::<_, Option<String>>(
+                    "SELECT lease_owner FROM generations WHERE id = $1",
+                )
+                .bind(id)
+                .fetch_one(&pool)
                 .await
-                .unwrap();
-        if owner.is_some() {
-            claimed_by = owner;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let claimed_by = claimed_by.expect("the first worker claims the job");
+                .unwrap()
+            }
+        },
+    )
+    .await;
     first.kill().expect("SIGKILL");
     first.wait().unwrap();
     let status: String = sqlx::query_scalar("SELECT status FROM generations WHERE id = $1")

@@ -20,7 +20,7 @@ use axum::routing::get;
 use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tower::ServiceBuilder;
-use tower_http::cors::{Any, CorsLayer};
+use tower_http::cors::{AllowHeaders, Any, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
@@ -175,12 +175,13 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     let (api, document) = documented(v1);
     let spec_json = Arc::new(document.to_pretty_json().expect("OpenAPI serialises"));
 
-    // Any request header: SDKs add their own (the OpenAI JS SDK sends `x-stainless-*`), and
-    // credentials are never cookies, so a permissive policy leaks nothing.
+    // Any request header, echoed back: SDKs add their own (the OpenAI JS SDK sends
+    // `x-stainless-*`), and a `*` would not cover `Authorization` in browsers. Credentials are
+    // never cookies, so a permissive policy leaks nothing.
     let cors = CorsLayer::new()
         .allow_origin(Any)
         .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
-        .allow_headers(Any)
+        .allow_headers(AllowHeaders::mirror_request())
         .expose_headers([
             HeaderName::from_static("ratelimit"),
             HeaderName::from_static("ratelimit-policy"),

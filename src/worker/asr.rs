@@ -2,6 +2,7 @@
 //! bounded queue. Admission refuses (503) instead of queueing without bound; a request whose
 //! client went away gives its place back at once, and its job is skipped if it has not started.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
@@ -19,6 +20,10 @@ pub struct AsrService {
     jobs: mpsc::Sender<Job>,
     admission: Arc<Semaphore>,
     model_dir: std::path::PathBuf,
+    /// Jobs dropped unrun because their client had gone when their turn came.
+    skipped: Arc<AtomicU64>,
+    /// Jobs handed to the recogniser threads.
+    submitted: Arc<AtomicU64>,
 }
 
 impl AsrService {
@@ -27,16 +32,19 @@ impl AsrService {
     pub fn start(config: WhisperConfig, threads: usize, queue: usize) -> std::io::Result<Self> {
         let (jobs, inbox) = mpsc::channel::<Job>();
         let inbox = Arc::new(Mutex::new(inbox));
+        let skipped = Arc::new(AtomicU64::new(0));
         for n in 0..threads.max(1) {
-            let (inbox, config) = (inbox.clone(), config.clone());
+            let (inbox, config, skipped) = (inbox.clone(), config.clone(), skipped.clone());
             std::thread::Builder::new()
                 .name(format!("asr-{n}"))
-                .spawn(move || recogniser_thread(&config, &inbox))?;
+                .spawn(move || recogniser_thread(&config, &inbox, &skipped))?;
         }
         Ok(Self {
             jobs,
             admission: Arc::new(Semaphore::new(threads.max(1) + queue)),
             model_dir: config.model_dir,
+            skipped,
+            submitted: Arc::default(),
         })
     }
 
@@ -50,19 +58,39 @@ impl AsrService {
         self.admission.clone().try_acquire_owned().ok()
     }
 
+    /// Places free now (threads plus queue, less those held).
+    pub fn available(&self) -> usize {
+        self.admission.available_permits()
+    }
+
+    /// How many jobs were handed to the recogniser threads.
+    pub fn submitted(&self) -> u64 {
+        self.submitted.load(Ordering::Relaxed)
+    }
+
+    /// How many jobs were dropped unrun because their client had gone.
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(Ordering::Relaxed)
+    }
+
     /// Transcribes 16 kHz mono samples on a recogniser thread.
     pub async fn transcribe(&self, samples_16k: Vec<f32>) -> Result<Transcript, String> {
         let (reply, answer) = oneshot::channel();
         self.jobs
             .send(Job { samples_16k, reply })
             .map_err(|_| "recogniser threads stopped".to_owned())?;
+        self.submitted.fetch_add(1, Ordering::Relaxed);
         answer
             .await
             .unwrap_or_else(|_| Err("recogniser thread stopped".into()))
     }
 }
 
-fn recogniser_thread(config: &WhisperConfig, inbox: &Mutex<mpsc::Receiver<Job>>) {
+fn recogniser_thread(
+    config: &WhisperConfig,
+    inbox: &Mutex<mpsc::Receiver<Job>>,
+    skipped: &AtomicU64,
+) {
     let mut recognizer: Option<Recognizer> = None;
     loop {
         let job = {
@@ -75,6 +103,7 @@ fn recogniser_thread(config: &WhisperConfig, inbox: &Mutex<mpsc::Receiver<Job>>)
             }
         };
         if job.reply.is_closed() {
+            skipped.fetch_add(1, Ordering::Relaxed);
             continue; // the client went away before its turn
         }
         // A panic fails this one transcription; the model is loaded afresh for the next.

@@ -212,7 +212,7 @@ pub async fn create_openai_speech(
             let id = stored
                 .generation_id
                 .ok_or_else(|| ApiError::internal("sync speech record without a generation"))?;
-            return deliver(&state, &id, &model).await;
+            return deliver(&state, &id, &model, true).await;
         }
         Begun::Fresh(claim) => claim,
     };
@@ -274,12 +274,17 @@ pub async fn create_openai_speech(
     }
     .await;
     let admitted = idem::settle(&state.pool, claim, admitted).await?;
-    deliver(&state, &admitted.id, &model).await
+    deliver(&state, &admitted.id, &model, false).await
 }
 
 /// Waits for the generation and answers with its audio. While waiting, a dropped request (the
 /// client disconnected) cancels the generation; so does running past the time limit.
-async fn deliver(state: &AppState, id: &str, model: &str) -> Result<Response, ApiError> {
+async fn deliver(
+    state: &AppState,
+    id: &str,
+    model: &str,
+    replayed: bool,
+) -> Result<Response, ApiError> {
     let mut cancel_on_drop = CancelOnDrop::new(&state.pool, id);
     let limit = service::sync_wait_limit(state.request_timeout);
     // The wait rides on the durable queue's completion notifications.
@@ -334,5 +339,8 @@ async fn deliver(state: &AppState, id: &str, model: &str) -> Result<Response, Ap
         "x-service-engine",
         HeaderValue::from_str(model).map_err(ApiError::internal)?,
     );
+    if replayed {
+        headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
     Ok(response)
 }
