@@ -25,7 +25,7 @@ use crate::store::embedded::{EmbeddedConfig, EmbeddedPostgres};
 use crate::worker::asr::AsrService;
 use crate::worker::completions::Completions;
 use crate::worker::health::WorkerHealth;
-use crate::worker::{self, WorkerDeps, WorkerOptions};
+use crate::worker::{self, Shutdown, WorkerDeps, WorkerOptions};
 
 /// The database the process uses, and the private cluster behind it when it is the embedded one.
 pub struct Database {
@@ -137,6 +137,7 @@ pub async fn state(
     pool: PgPool,
     signer: AudioSigner,
     limits: RateLimits,
+    shutdown_deadline: tokio::sync::watch::Receiver<Option<tokio::time::Instant>>,
 ) -> anyhow::Result<AppState> {
     let health = Arc::new(WorkerHealth::default());
     let completions = Completions::start(pool.clone())
@@ -161,15 +162,16 @@ pub async fn state(
             max_pending_per_account: i64::from(config.max_pending_per_account),
         },
         health,
+        shutdown_deadline,
     })
 }
 
-/// Starts `count` generation workers; they stop when `shutdown` turns true.
+/// Starts `count` generation workers; they drain, then stop, when `shutdown` says so.
 pub fn spawn_workers(
     config: &Config,
     deps: &WorkerDeps,
     count: u32,
-    shutdown: &tokio::sync::watch::Receiver<bool>,
+    shutdown: &tokio::sync::watch::Receiver<Shutdown>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "local".into());
     (0..count)
@@ -198,10 +200,11 @@ fn worker_deps(config: &Config, pool: &PgPool, health: Arc<WorkerHealth>) -> Wor
     }
 }
 
-/// `voiced worker`: generation workers only, until SIGINT/SIGTERM (the job in hand finishes).
+/// `voiced worker`: generation workers only, until SIGINT/SIGTERM; then the jobs in hand finish
+/// within the grace period, or are handed back to the queue.
 pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
     let database = Database::open(&config, 2 * count + 2).await?;
-    let (stop, shutdown) = tokio::sync::watch::channel(false);
+    let (stop, shutdown) = tokio::sync::watch::channel(Shutdown::Running);
     let workers = spawn_workers(
         &config,
         &worker_deps(&config, &database.pool, Arc::default()),
@@ -209,11 +212,25 @@ pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
         &shutdown,
     );
     shutdown_signal().await;
-    let _ = stop.send(true);
-    for handle in workers {
-        let _ = handle.await;
-    }
+    let grace = Duration::from_secs(config.shutdown_grace_secs);
+    stop_workers(&stop, workers, tokio::time::Instant::now() + grace).await;
     database.close(false).await
+}
+
+/// Drains the workers (no new claims; the jobs in hand go on) until `deadline`, then aborts what
+/// still runs (stopped at a sentence boundary and handed back to the queue).
+async fn stop_workers(
+    stop: &tokio::sync::watch::Sender<Shutdown>,
+    workers: Vec<tokio::task::JoinHandle<()>>,
+    deadline: tokio::time::Instant,
+) {
+    let _ = stop.send(Shutdown::Drain);
+    let mut all = futures_util::future::join_all(workers);
+    if tokio::time::timeout_at(deadline, &mut all).await.is_err() {
+        tracing::warn!("generations still running at the end of the grace period: handing them back");
+        let _ = stop.send(Shutdown::Abort);
+        all.await;
+    }
 }
 
 /// `voiced serve`: until SIGINT/SIGTERM, then drain and stop the private cluster.
@@ -224,7 +241,15 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         config.rate_limit_writes_per_hour,
         config.rate_limit_reads_per_minute,
     );
-    let state = state(&config, database.pool.clone(), signer, limits).await?;
+    let (announce_shutdown, shutdown_deadline) = tokio::sync::watch::channel(None);
+    let state = state(
+        &config,
+        database.pool.clone(),
+        signer,
+        limits,
+        shutdown_deadline,
+    )
+    .await?;
     if state.asr.is_installed() {
         // Load and warm the recogniser before the listener binds.
         if let Err(err) = state.asr.transcribe(vec![0.0; 16_000]).await {
@@ -233,7 +258,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     } else {
         tracing::warn!(model = %config.whisper_model, "no Whisper model installed: POST /v1/transcriptions answers 503 (run `voiced models fetch {}`)", config.whisper_model);
     }
-    let (stop_workers, shutdown) = tokio::sync::watch::channel(false);
+    let (stop, shutdown) = tokio::sync::watch::channel(Shutdown::Running);
     let workers = spawn_workers(
         &config,
         &worker_deps(&config, &database.pool, state.health.clone()),
@@ -257,13 +282,31 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot listen on {} (setting bind)", config.bind))?;
     tracing::info!(address = %listener.local_addr()?, "voiced listening");
-    let served = http::serve(listener, app, shutdown_signal()).await;
+    // On SIGTERM/SIGINT the listener stops accepting, in-flight requests and running generations
+    // get `shutdown_grace_secs` between them, and whatever still runs is handed back.
+    let signalled = Arc::new(tokio::sync::Notify::new());
+    let on_signal = signalled.clone();
+    let signal = async move {
+        shutdown_signal().await;
+        on_signal.notify_one();
+    };
+    let grace = Duration::from_secs(config.shutdown_grace_secs);
+    let draining = {
+        let signalled = signalled.clone();
+        tokio::spawn(async move {
+            signalled.notified().await;
+            tracing::info!(grace_secs = grace.as_secs(), "shutting down");
+            // Requests waiting on a generation answer (503) a second before the grace ends.
+            let _ = announce_shutdown.send(Some(
+                tokio::time::Instant::now() + grace.saturating_sub(Duration::from_secs(1)),
+            ));
+            stop_workers(&stop, workers, tokio::time::Instant::now() + grace).await;
+        })
+    };
+    let served = http::serve(listener, app, signal, http::ServeOptions::from_config(&config)).await;
+    signalled.notify_one(); // in case serving ended without a signal
     shrink.abort();
-    tracing::info!("shutting down");
-    let _ = stop_workers.send(true);
-    for handle in workers {
-        let _ = handle.await;
-    }
+    let _ = draining.await;
     database.close(true).await?;
     served.context("server error")
 }

@@ -48,6 +48,8 @@ struct Raw {
     rate_limit_writes_per_hour: u32,
     rate_limit_reads_per_minute: u32,
     request_timeout_secs: u64,
+    header_read_timeout_secs: u64,
+    shutdown_grace_secs: u64,
     log_format: String,
 }
 
@@ -81,6 +83,8 @@ pub struct Config {
     pub rate_limit_writes_per_hour: u32,
     pub rate_limit_reads_per_minute: u32,
     pub request_timeout_secs: u64,
+    pub header_read_timeout_secs: u64,
+    pub shutdown_grace_secs: u64,
     pub log_format: LogFormat,
 }
 
@@ -217,6 +221,8 @@ impl Config {
             rate_limit_writes_per_hour: raw.rate_limit_writes_per_hour,
             rate_limit_reads_per_minute: raw.rate_limit_reads_per_minute,
             request_timeout_secs: raw.request_timeout_secs,
+            header_read_timeout_secs: raw.header_read_timeout_secs,
+            shutdown_grace_secs: raw.shutdown_grace_secs,
             log_format,
         })
     }

@@ -62,6 +62,9 @@ pub struct AppState {
     pub admission: AdmissionPolicy,
     /// What this process's generation workers report (for `/readyz`).
     pub health: Arc<WorkerHealth>,
+    /// Set when the process is shutting down: the moment by which requests that wait on a
+    /// generation must have answered.
+    pub shutdown_deadline: tokio::sync::watch::Receiver<Option<tokio::time::Instant>>,
 }
 
 impl FromRef<AppState> for PgPool {
@@ -255,13 +258,81 @@ fn make_span(request: &Request) -> tracing::Span {
     )
 }
 
-/// Serves until `shutdown` resolves, then finishes in-flight requests (graceful shutdown).
+/// Connection-level limits of the listener.
+#[derive(Debug, Clone, Copy)]
+pub struct ServeOptions {
+    /// A client must send its whole request head within this time, or the connection is closed
+    /// (a slow-header client cannot hold a connection, or anything else, for long).
+    pub header_read_timeout: Duration,
+    /// After `shutdown`, in-flight requests get this long to finish; then connections are cut.
+    pub grace: Duration,
+}
+
+impl ServeOptions {
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        Self {
+            header_read_timeout: Duration::from_secs(config.header_read_timeout_secs),
+            grace: Duration::from_secs(config.shutdown_grace_secs),
+        }
+    }
+}
+
+/// Largest request head (request line and headers) accepted: 16 KiB. hyper answers a larger one
+/// with 431 before any of it reaches a handler.
+pub const MAX_HEAD_BYTES: usize = 16 * 1024;
+
+/// Serves until `shutdown` resolves, then stops accepting, lets in-flight requests finish for
+/// up to `options.grace`, and returns (graceful shutdown).
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
+    options: ServeOptions,
 ) -> std::io::Result<()> {
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use hyper_util::server::conn::auto::Builder;
+    use hyper_util::server::graceful::GracefulShutdown;
+    use hyper_util::service::TowerToHyperService;
+
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(options.header_read_timeout)
+        .max_buf_size(MAX_HEAD_BYTES);
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    // Out of file descriptors and the like: back off briefly, keep serving.
+                    tracing::warn!(error = %err, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let service = TowerToHyperService::new(app.clone());
+        let connection = builder
+            .serve_connection_with_upgrades(TokioIo::new(stream), service)
+            .into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(options.grace, graceful.shutdown())
         .await
+        .is_err()
+    {
+        tracing::warn!(
+            grace_secs = options.grace.as_secs(),
+            "requests still in flight after the grace period; closing their connections"
+        );
+    }
+    Ok(())
 }

@@ -105,6 +105,13 @@ impl Claim {
     }
 }
 
+/// Forgets a completed record, so that the key may be used again (its work was cancelled and
+/// gave the client nothing).
+pub async fn forget(pool: &PgPool, account_id: &str, key: &str) -> Result<(), ServiceError> {
+    idempotency::forget(pool, account_id, key).await?;
+    Ok(())
+}
+
 /// Releases `claim` (if any) when `result` is an error: the common tail of every idempotent
 /// operation.
 pub async fn settle<T>(

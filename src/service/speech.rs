@@ -194,6 +194,7 @@ fn refuse_over_limits(
 /// Why a synchronous generation is cancelled (its `error` once failed).
 pub const CANCELLED_DISCONNECTED: &str = "cancelled: the client disconnected";
 pub const CANCELLED_TIME_LIMIT: &str = "cancelled: the request ran past the time limit";
+pub const CANCELLED_SHUTDOWN: &str = "cancelled: the server shut down";
 
 /// Cancels a generation whose synchronous caller is gone: it never runs, or stops at its next
 /// sentence boundary; it fails with `reason` and nothing is charged.

@@ -150,6 +150,18 @@ impl EmbeddedPostgres {
         self.stop_server().await
     }
 
+    /// Stops the server abruptly (`pg_ctl stop -m immediate`: no checkpoint, connections cut), as
+    /// a crash or an operator's emergency stop would. For fault tests; the next `start` recovers.
+    pub async fn stop_immediately(&self) -> Result<(), EmbeddedError> {
+        let _lock = lock(&self.layout).await?;
+        let mut cmd = self.run_as.command(&self.bin.tool("pg_ctl"));
+        cmd.arg("stop")
+            .arg("-D")
+            .arg(&self.layout.pgdata)
+            .args(["-m", "immediate", "-w", "-s"]);
+        run(cmd, "pg_ctl stop -m immediate").await
+    }
+
     /// Stops the cluster under `cfg.data_dir` if one is running, without starting anything
     /// (e.g. a CI script's clean-up). Returns whether a server was running.
     pub async fn stop_existing(cfg: &EmbeddedConfig) -> Result<bool, EmbeddedError> {

@@ -140,6 +140,19 @@ pub async fn abandon(pool: &PgPool, account_id: &str, key: &str) -> sqlx::Result
     Ok(())
 }
 
+/// Deletes the key's record whatever its state (its answer must not be replayed, e.g. a
+/// synchronous generation that was cancelled).
+pub async fn forget(pool: &PgPool, account_id: &str, key: &str) -> sqlx::Result<()> {
+    sqlx::query!(
+        "DELETE FROM idempotency_records WHERE account_id = $1 AND key = $2",
+        account_id,
+        key
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 /// Drops records past retention.
 pub async fn purge(pool: &PgPool) -> sqlx::Result<u64> {
     let result = sqlx::query!(

@@ -23,7 +23,9 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 pub async fn connect_and_migrate(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
     let pool = PgPoolOptions::new()
         .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(5))
+        // During a database outage a request waits at most this long for a connection, then
+        // answers 503 (docs/reliability.md).
+        .acquire_timeout(Duration::from_secs(3))
         .connect(url)
         .await
         .map_err(|e| anyhow::anyhow!("cannot connect to PostgreSQL: {e}"))?;

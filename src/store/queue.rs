@@ -233,6 +233,38 @@ pub async fn fail(pool: &PgPool, id: &str, worker: &str, error: &str) -> sqlx::R
     Ok(true)
 }
 
+/// Hands a claimed generation back to the queue (its worker is shutting down): the lease is
+/// cleared, the attempt does not count, and idle workers are woken to take it. One whose caller
+/// cancelled it meanwhile fails with that reason instead. `false` when the lease was no longer
+/// this worker's.
+pub async fn release(pool: &PgPool, id: &str, worker: &str) -> sqlx::Result<bool> {
+    let mut tx = pool.begin().await?;
+    let status = sqlx::query_scalar!(
+        "UPDATE generations
+         SET lease_owner = NULL, lease_expires_at = NULL, attempts = greatest(attempts - 1, 0),
+             status = CASE WHEN cancel_reason IS NULL THEN status ELSE 'failed' END,
+             error = COALESCE(cancel_reason, error),
+             finished_at = CASE WHEN cancel_reason IS NULL THEN finished_at ELSE now() END,
+             updated_at = now()
+         WHERE id = $1 AND lease_owner = $2 AND status = 'generating'
+         RETURNING status",
+        id,
+        worker
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let channel = match status.as_deref() {
+        None => return Ok(false),
+        Some("failed") => DONE_CHANNEL,
+        Some(_) => JOBS_CHANNEL,
+    };
+    sqlx::query!("SELECT pg_notify($1, $2)", channel, id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
 /// Fails generations whose workers died on every attempt (their last lease expired with no
 /// attempts left), or died while a cancellation was pending, so that they do not stay
 /// `generating` forever.

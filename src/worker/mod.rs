@@ -26,6 +26,17 @@ use crate::store::queue::{self, Completion, Job, Lease};
 pub use engine_thread::{EngineThread, RenderError, Rendered};
 use health::WorkerHealth;
 
+/// What the process asks of its workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shutdown {
+    Running,
+    /// Finish the job in hand, claim no more.
+    Drain,
+    /// The grace period is over: stop the job in hand at its next sentence boundary and hand it
+    /// back to the queue for another worker.
+    Abort,
+}
+
 #[derive(Debug, Clone)]
 pub struct WorkerOptions {
     /// Unique name of this worker (lease owner), e.g. `host:pid:1`.
@@ -47,7 +58,7 @@ pub struct WorkerDeps {
 pub async fn run(
     deps: WorkerDeps,
     options: WorkerOptions,
-    mut shutdown: watch::Receiver<bool>,
+    mut shutdown: watch::Receiver<Shutdown>,
 ) -> anyhow::Result<()> {
     let mut engine = EngineThread::spawn(&options.name, deps.registry.clone())?;
     let mut listener = PgListener::connect_with(&deps.pool).await?;
@@ -59,7 +70,7 @@ pub async fn run(
     }
     tracing::info!(worker = %options.name, "worker started");
     loop {
-        if *shutdown.borrow() {
+        if *shutdown.borrow() != Shutdown::Running {
             break;
         }
         match queue::fail_exhausted(&deps.pool).await {
@@ -71,7 +82,12 @@ pub async fn run(
         }
         match queue::claim(&deps.pool, &options.name, options.lease).await {
             Ok(Some(job)) => {
-                process(&deps, &options, &mut engine, &mut listener, job).await;
+                let mut control = Control {
+                    engine: &mut engine,
+                    listener: &mut listener,
+                    shutdown: &mut shutdown,
+                };
+                process(&deps, &options, &mut control, job).await;
                 continue;
             }
             Ok(None) => {}
@@ -105,7 +121,7 @@ async fn warm_up(
     deps: &WorkerDeps,
     options: &WorkerOptions,
     engine: &mut EngineThread,
-    shutdown: &mut watch::Receiver<bool>,
+    shutdown: &mut watch::Receiver<Shutdown>,
 ) -> bool {
     let installed: Vec<EngineId> = EngineId::ALL
         .into_iter()
@@ -143,33 +159,35 @@ async fn warm_up(
             () = tokio::time::sleep(backoff) => {}
             _ = shutdown.changed() => {}
         }
-        if *shutdown.borrow() {
+        if *shutdown.borrow() != Shutdown::Running {
             return false;
         }
         backoff = (backoff * 2).min(Duration::from_secs(60));
     }
 }
 
-async fn process(
-    deps: &WorkerDeps,
-    options: &WorkerOptions,
-    engine: &mut EngineThread,
-    listener: &mut PgListener,
-    job: Job,
-) {
+/// What a job in progress listens to besides its result.
+struct Control<'a> {
+    engine: &'a mut EngineThread,
+    /// Cancellation notifications.
+    listener: &'a mut PgListener,
+    /// The process's shutdown state (an abort hands the job back).
+    shutdown: &'a mut watch::Receiver<Shutdown>,
+}
+
+async fn process(deps: &WorkerDeps, options: &WorkerOptions, control: &mut Control<'_>, job: Job) {
     let span = tracing::info_span!("generation", generation_id = %job.id, engine = %job.engine, attempt = job.attempts);
-    process_job(deps, options, engine, listener, job)
+    process_job(deps, options, control, job)
         .instrument(span)
         .await;
 }
 
-async fn process_job(
-    deps: &WorkerDeps,
-    options: &WorkerOptions,
-    engine: &mut EngineThread,
-    listener: &mut PgListener,
-    job: Job,
-) {
+async fn process_job(deps: &WorkerDeps, options: &WorkerOptions, control: &mut Control<'_>, job: Job) {
+    let Control {
+        engine,
+        listener,
+        shutdown,
+    } = control;
     let id = job.id.clone();
     let started = std::time::Instant::now();
     let cancel = Arc::new(AtomicBool::new(false));
@@ -178,17 +196,26 @@ async fn process_job(
     tokio::pin!(deadline);
     let mut renew = tokio::time::interval(options.lease / 3);
     renew.tick().await;
+    let mut aborted = false;
+    // A broken listener (the database went away) answers at once, again and again: stop
+    // listening for this job rather than spin; lease renewal still reports cancellations.
+    let mut listening = true;
     let outcome = loop {
         tokio::select! {
             rendered = &mut result => break rendered.unwrap_or(Err(RenderError::Panicked)),
-            notification = listener.recv() => {
-                if let Ok(n) = notification
-                    && n.channel() == queue::CANCEL_CHANNEL
-                    && n.payload() == id
-                {
+            changed = shutdown.changed(), if !aborted => {
+                if changed.is_err() || *shutdown.borrow() == Shutdown::Abort {
+                    aborted = true;
                     cancel.store(true, Ordering::Relaxed);
                 }
             }
+            notification = listener.recv(), if listening => match notification {
+                Ok(n) if n.channel() == queue::CANCEL_CHANNEL && n.payload() == id => {
+                    cancel.store(true, Ordering::Relaxed);
+                }
+                Ok(_) => {}
+                Err(_) => listening = false,
+            },
             _ = renew.tick() => {
                 match queue::renew(&deps.pool, &id, &options.name, options.lease).await {
                     Ok(Lease::Held) => {}
@@ -214,6 +241,17 @@ async fn process_job(
             }
         }
     };
+    if aborted && outcome.is_err() {
+        // Shutting down past the grace period: the job goes back to the queue, not to `failed`.
+        match queue::release(&deps.pool, &id, &options.name).await {
+            Ok(_) => tracing::info!("generation handed back to the queue (shutdown)"),
+            Err(err) => tracing::error!(error = %err, "handing back failed; its lease will expire"),
+        }
+        if matches!(outcome, Err(RenderError::Panicked)) {
+            replace_engine(engine);
+        }
+        return;
+    }
     match outcome {
         Ok(rendered) => {
             let key = format!("audio/{id}");

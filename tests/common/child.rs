@@ -23,6 +23,15 @@ impl ChildServer {
     /// Starts `voiced serve` on `database_url` with `env` added, and waits until it answers
     /// `/healthz` (not `/readyz`: some tests start it deliberately unready).
     pub async fn start(database_url: &str, env: &[(&str, &str)]) -> ChildServer {
+        Self::start_logging(database_url, env, None).await
+    }
+
+    /// Same, with the server's log (stderr) written to `log`.
+    pub async fn start_logging(
+        database_url: &str,
+        env: &[(&str, &str)],
+        log: Option<&std::path::Path>,
+    ) -> ChildServer {
         let port = free_port();
         let base = format!("http://127.0.0.1:{port}");
         let mut command = Command::new(env!("CARGO_BIN_EXE_voiced"));
@@ -41,6 +50,9 @@ impl ChildServer {
             .stdout(Stdio::null());
         for (name, value) in env {
             command.env(name, value);
+        }
+        if let Some(log) = log {
+            command.stderr(std::fs::File::create(log).expect("log file"));
         }
         let mut child = command.spawn().expect("voiced serve starts");
         let client = reqwest::Client::new();

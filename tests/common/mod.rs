@@ -37,7 +37,7 @@ pub struct TestApp {
     pub asr: voiced::worker::asr::AsrService,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,
-    stop_workers: tokio::sync::watch::Sender<bool>,
+    stop_workers: tokio::sync::watch::Sender<voiced::worker::Shutdown>,
     worker_handles: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -76,10 +76,12 @@ impl TestApp {
             pool.clone(),
             AudioSigner::new(SIGNING_SECRET.to_vec()),
             RateLimits::new(LimiterClock::Manual(clock.clone())),
+            tokio::sync::watch::channel(None).1,
         )
         .await
         .expect("application state");
-        let (stop_workers, shutdown) = tokio::sync::watch::channel(false);
+        let (stop_workers, shutdown) =
+            tokio::sync::watch::channel(voiced::worker::Shutdown::Running);
         let deps = voiced::worker::WorkerDeps {
             pool: pool.clone(),
             blobs: state.blobs.clone(),
@@ -95,10 +97,16 @@ impl TestApp {
             .expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let (tx, rx) = oneshot::channel();
+        let serve_config = config.clone();
         let server = tokio::spawn(async move {
-            voiced::http::serve(listener, app, async {
-                let _ = rx.await;
-            })
+            voiced::http::serve(
+                listener,
+                app,
+                async {
+                    let _ = rx.await;
+                },
+                voiced::http::ServeOptions::from_config(&serve_config),
+            )
             .await
             .expect("server runs");
         });
@@ -130,7 +138,7 @@ impl TestApp {
     }
 
     pub async fn stop(mut self) {
-        let _ = self.stop_workers.send(true);
+        let _ = self.stop_workers.send(voiced::worker::Shutdown::Drain);
         for handle in std::mem::take(&mut self.worker_handles) {
             let _ = handle.await;
         }

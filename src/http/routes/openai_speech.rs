@@ -21,7 +21,8 @@ use crate::http::idempotency;
 use crate::http::json::JsonObject;
 use crate::service::idempotency::{self as idem, Begun, Render, StoredResponse};
 use crate::service::speech::{
-    self as service, Admitted, CANCELLED_TIME_LIMIT, CancelOnDrop, Fields, SpeechOrder,
+    self as service, Admitted, CANCELLED_SHUTDOWN, CANCELLED_TIME_LIMIT, CancelOnDrop, Fields,
+    SpeechOrder,
 };
 use crate::store;
 
@@ -198,21 +199,36 @@ pub async fn create_openai_speech(
         Some(_) => idempotency::fingerprint("POST /v1/audio/speech", &body.value()),
         None => Vec::new(),
     };
-    let claim = match idem::begin(
-        &state.pool,
-        &principal.account_id,
-        key,
-        fingerprint,
-        state.request_timeout,
-    )
-    .await?
-    {
-        // The first request's answer is its generation's audio: answer with it again.
+    let begin = || {
+        idem::begin(
+            &state.pool,
+            &principal.account_id,
+            key.clone(),
+            fingerprint.clone(),
+            state.request_timeout,
+        )
+    };
+    let claim = match begin().await? {
+        // The first request's answer is its generation's audio: answer with it again; unless
+        // that generation was cancelled (its client left, or the server stopped), which does
+        // not use the key up: the retry is a new request.
         Begun::Replay(stored) => {
             let id = stored
                 .generation_id
                 .ok_or_else(|| ApiError::internal("sync speech record without a generation"))?;
-            return deliver(&state, &id, &model, true).await;
+            let cancelled = store::generations::find(&state.pool, &principal.account_id, &id)
+                .await?
+                .is_some_and(|g| g.error.is_some_and(|e| e.starts_with("cancelled:")));
+            if !cancelled {
+                return deliver(&state, &id, &model, true).await;
+            }
+            if let Some(key) = &key {
+                idem::forget(&state.pool, &principal.account_id, key).await?;
+            }
+            match begin().await? {
+                Begun::Fresh(claim) => claim,
+                Begun::Replay(_) => return Err(ApiError::internal("idempotency record came back")),
+            }
         }
         Begun::Fresh(claim) => claim,
     };
@@ -286,24 +302,47 @@ async fn deliver(
     replayed: bool,
 ) -> Result<Response, ApiError> {
     let mut cancel_on_drop = CancelOnDrop::new(&state.pool, id);
-    let limit = service::sync_wait_limit(state.request_timeout);
-    // The wait rides on the durable queue's completion notifications.
-    let waited =
-        tokio::time::timeout(limit, state.completions.wait(id, Duration::from_secs(5))).await;
-    cancel_on_drop.disarm();
-    let status = match waited {
-        Ok(status) => status?,
-        Err(_) => {
-            service::cancel(&state.pool, id, CANCELLED_TIME_LIMIT).await?;
-            return Err(ApiError::new(
-                ErrorCode::ServiceUnavailable,
-                format!(
-                    "The generation {id} did not finish within the server's time limit and was cancelled; nothing was charged."
-                ),
-            )
-            .with_retry_after(5));
-        }
+    let limit = tokio::time::sleep(service::sync_wait_limit(state.request_timeout));
+    let mut shutdown = state.shutdown_deadline.clone();
+    let shutting_down = async move {
+        let deadline = loop {
+            if let Some(deadline) = *shutdown.borrow_and_update() {
+                break deadline;
+            }
+            if shutdown.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::time::sleep_until(deadline).await;
     };
+    // The wait rides on the durable queue's completion notifications.
+    let (reason, detail) = tokio::select! {
+        status = state.completions.wait(id, Duration::from_secs(5)) => {
+            cancel_on_drop.disarm();
+            return answer(state, id, model, replayed, &status?).await;
+        }
+        () = limit => (
+            CANCELLED_TIME_LIMIT,
+            format!("The generation {id} did not finish within the server's time limit and was cancelled; nothing was charged."),
+        ),
+        () = shutting_down => (
+            CANCELLED_SHUTDOWN,
+            format!("The server is shutting down; the generation {id} was cancelled and nothing was charged. Retry."),
+        ),
+    };
+    cancel_on_drop.disarm();
+    service::cancel(&state.pool, id, reason).await?;
+    Err(ApiError::new(ErrorCode::ServiceUnavailable, detail).with_retry_after(5))
+}
+
+/// The answer once the generation has ended: its audio, or a failure naming only its id.
+async fn answer(
+    state: &AppState,
+    id: &str,
+    model: &str,
+    replayed: bool,
+    status: &str,
+) -> Result<Response, ApiError> {
     if status != "completed" {
         // The reason stays in the generation's `error` (readable with the id); the answer names
         // only the id, never the engine's text.

@@ -1,0 +1,415 @@
+//! Faults survived (issue 9): workers killed over and over under a steady stream of speech, a
+//! PostgreSQL outage under reads, speech and transcriptions, a restart with work queued, and
+//! SIGTERM under load. Loopback only; every wait polls with a deadline.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::child::ChildServer;
+use common::{TempDir, TestApp, json, poll_until};
+use serde_json::{Value, json};
+use voiced::domain::{ApiKeySecret, EngineId, Plan, Scope, new_id};
+use voiced::store::embedded::{EmbeddedConfig, EmbeddedPostgres};
+
+fn worker(database_url: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_voiced"))
+        .args(["worker", "--count", "1"])
+        .env("VOICED_DATABASE_URL", database_url)
+        .env("VOICED_LEASE_SECS", "2")
+        .env("VOICED_LOG", "error")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("voiced worker starts")
+}
+
+async fn speak(client: &reqwest::Client, base: &str, secret: &str, text: &str) -> (u16, Value) {
+    json(
+        client
+            .post(format!("{base}/v1/speech"))
+            .bearer_auth(secret)
+            .json(&json!({"text": text, "voice_name": "Narrator"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+/// Waits until none of the account's generations is still `generating`.
+async fn drained(pool: &sqlx::PgPool, account: &str, within: Duration) {
+    poll_until(within, "every accepted generation to end", || {
+        let pool = pool.clone();
+        let account = account.to_owned();
+        async move {
+            let pending: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM generations WHERE account_id = $1 AND status = 'generating'",
+            )
+            .bind(account)
+            .fetch_one(&pool)
+            .await
+            .ok()?;
+            (pending == 0).then_some(())
+        }
+    })
+    .await;
+}
+
+/// Every generation of the account completed, and each is charged exactly once.
+async fn all_completed_and_charged_once(pool: &sqlx::PgPool, account: &str, expected: usize) {
+    let rows: Vec<(String, String, Option<String>, i64)> = sqlx::query_as(
+        "SELECT g.id, g.status, g.error, (SELECT count(*) FROM usage_ledger u WHERE u.generation_id = g.id)
+         FROM generations g WHERE g.account_id = $1",
+    )
+    .bind(account)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), expected, "every accepted generation has a row");
+    for (id, status, error, charges) in rows {
+        assert_eq!(status, "completed", "{id}: {error:?}");
+        assert_eq!(charges, 1, "{id} is charged exactly once");
+    }
+}
+
+#[tokio::test]
+async fn twenty_worker_kills_lose_and_double_charge_nothing() {
+    // The API only (the workers are separate processes), with room for the whole stream: the
+    // pending cap is not what this test is about.
+    let app = TestApp::start_with(0, &[("VOICED_MAX_PENDING_PER_ACCOUNT", "1000")]).await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let url = app.db.url();
+    let mut workers = [worker(&url), worker(&url)];
+    let mut accepted = 0;
+    for round in 0..20 {
+        // A steady stream: three short generations a round.
+        for n in 0..3 {
+            let (status, body) = speak(&app.client, &app.base, &secret, &format!("Round {round}, take {n}.")).await;
+            assert_eq!(status, 202, "{body}");
+            accepted += 1;
+        }
+        // Kill, mid-job, the worker of this round (they alternate), but only while it holds a
+        // job on its first attempt: every job is killed at most once, so none runs out of its
+        // three attempts, and the proof is about loss and double charges, not about bad luck.
+        let victim = round % 2;
+        let pid = workers[victim].id().to_string();
+        let held = poll_until(Duration::from_secs(120), "the victim to hold a job", || {
+            let (pool, pid) = (app.pool.clone(), pid.clone());
+            async move {
+                sqlx::query_scalar::<_, String>(
+                    "SELECT id FROM generations WHERE status = 'generating' AND attempts = 1
+                     AND split_part(lease_owner, ':', 2) = $1 AND lease_expires_at > now()",
+                )
+                .bind(pid)
+                .fetch_optional(&pool)
+                .await
+                .unwrap()
+            }
+        })
+        .await;
+        assert!(held.starts_with("gen_"));
+        workers[victim].kill().expect("SIGKILL");
+        workers[victim].wait().unwrap();
+        workers[victim] = worker(&url);
+    }
+    drained(&app.pool, &account, Duration::from_secs(600)).await;
+    for mut w in workers {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+    all_completed_and_charged_once(&app.pool, &account, accepted).await;
+    app.stop().await;
+}
+
+/// A one-second 440 Hz tone as WAV, base64 in the request body.
+fn tone_body() -> Value {
+    use base64::Engine as _;
+    let mut cursor = std::io::Cursor::new(Vec::new());
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 16_000,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut writer = hound::WavWriter::new(&mut cursor, spec).unwrap();
+    for n in 0..16_000 {
+        let t = n as f32 / 16_000.0;
+        writer
+            .write_sample(((t * 440.0 * std::f32::consts::TAU).sin() * 8000.0) as i16)
+            .unwrap();
+    }
+    writer.finalize().unwrap();
+    json!({"audio": base64::engine::general_purpose::STANDARD.encode(cursor.into_inner())})
+}
+
+/// An account with a pro plan, a key and a Kokoro voice, written straight to `pool`.
+async fn pro_user(pool: &sqlx::PgPool) -> (String, String) {
+    let account = new_id("acct");
+    voiced::store::accounts::insert(pool, &account, &format!("{account}@example.com"), Plan::Pro)
+        .await
+        .unwrap();
+    let secret = ApiKeySecret::generate();
+    let scopes: Vec<String> = Scope::ALL.iter().map(|s| s.as_str().to_owned()).collect();
+    voiced::store::keys::insert(
+        pool,
+        voiced::store::keys::NewKey {
+            id: &new_id("key"),
+            account_id: &account,
+            name: "faults",
+            prefix: &secret.prefix(),
+            hash: &secret.hash(),
+            scopes: &scopes,
+            ceiling_minutes: None,
+        },
+    )
+    .await
+    .unwrap();
+    voiced::store::voices::insert_preset(
+        pool,
+        voiced::store::voices::NewVoice {
+            id: &new_id("voice"),
+            account_id: &account,
+            name: "Narrator",
+            description: "",
+            language: "en",
+            engine: "kokoro",
+            preset: "jf_alpha",
+            pinned_seed: None,
+            pinned_temperature: None,
+            personality_prompt: None,
+        },
+    )
+    .await
+    .unwrap();
+    (account, secret.expose().to_owned())
+}
+
+#[tokio::test]
+async fn a_postgres_outage_answers_503_and_the_same_server_recovers() {
+    // A private cluster: stopping the shared test cluster would fail every other test.
+    let dir = TempDir::new("outage", 0o755);
+    let config = EmbeddedConfig {
+        data_dir: dir.path().to_path_buf(),
+        pg_bin: None,
+    };
+    let cluster = EmbeddedPostgres::start(&config).await.expect("private cluster");
+    let url = cluster.database_url(voiced::store::embedded::APP_DATABASE);
+    let server = ChildServer::start(
+        &url,
+        &[("VOICED_WORKERS", "1"), ("VOICED_LEASE_SECS", "2")],
+    )
+    .await;
+    let pool = voiced::store::connect_and_migrate(&url, 2).await.unwrap();
+    let (account, secret) = pro_user(&pool).await;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let long = "A long sentence keeps the worker busy while the database goes away. ".repeat(3);
+    let mut accepted = 0;
+    for text in [long.as_str(), "Queued one.", "Queued two."] {
+        let (status, body) = speak(&client, &server.base, &secret, text).await;
+        assert_eq!(status, 202, "{body}");
+        accepted += 1;
+    }
+    poll_until(Duration::from_secs(120), "a generation to be running", || {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, String>(
+                "SELECT id FROM generations WHERE lease_expires_at > now() AND status = 'generating'",
+            )
+            .fetch_optional(&pool)
+            .await
+            .unwrap()
+        }
+    })
+    .await;
+    pool.close().await;
+
+    cluster.stop_immediately().await.expect("pg_ctl stop -m immediate");
+    // During the outage: a 503 with Retry-After for every kind of request, each within the
+    // client's 5 s timeout (a hang would be an error here), never a 500.
+    for round in 0..3 {
+        for (method, path, body) in [
+            ("GET", "/v1/voices", None),
+            ("POST", "/v1/speech", Some(json!({"text": "During.", "voice_name": "Narrator"}))),
+            ("POST", "/v1/transcriptions", Some(tone_body())),
+            ("GET", "/readyz", None),
+        ] {
+            let started = Instant::now();
+            // A fresh connection each time: the server may close one whose upload it refused
+            // unread (the 503 comes from authentication, before the body).
+            let client = reqwest::Client::builder()
+                .timeout(Duration::from_secs(5))
+                .pool_max_idle_per_host(0)
+                .build()
+                .unwrap();
+            let mut request = client
+                .request(method.parse().unwrap(), format!("{}{path}", server.base))
+                .bearer_auth(&secret);
+            if let Some(body) = body {
+                request = request.json(&body);
+            }
+            let response = request.send().await.unwrap_or_else(|e| {
+                panic!("round {round} {path}: no answer within 5 s: {e}")
+            });
+            assert!(response.headers().get("retry-after").is_some(), "{path}");
+            let (status, body) = json(response).await;
+            assert_eq!(status, 503, "round {round} {path}: {body}");
+            assert_eq!(body["code"], "service_unavailable", "{path}: {body}");
+            println!("outage: {method} {path} → 503 in {:?}", started.elapsed());
+        }
+    }
+
+    let cluster = EmbeddedPostgres::start(&config).await.expect("restart");
+    // The same process serves again, with no restart.
+    poll_until(Duration::from_secs(60), "the server to serve again", || {
+        let request = client
+            .get(format!("{}/v1/voices", server.base))
+            .bearer_auth(&secret)
+            .send();
+        async move { (request.await.ok()?.status() == 200).then_some(()) }
+    })
+    .await;
+    let (status, body) = speak(&client, &server.base, &secret, "After.").await;
+    assert_eq!(status, 202, "{body}");
+    accepted += 1;
+    let pool = voiced::store::connect_and_migrate(&url, 2).await.unwrap();
+    drained(&pool, &account, Duration::from_secs(300)).await;
+    all_completed_and_charged_once(&pool, &account, accepted).await;
+    pool.close().await;
+    drop(server);
+    cluster.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn generations_queued_across_a_restart_all_complete() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let url = app.db.url();
+    let server = ChildServer::start(&url, &[]).await; // no workers: the work stays queued
+    for n in 0..10 {
+        let (status, body) = speak(&app.client, &server.base, &secret, &format!("Queued number {n}.")).await;
+        assert_eq!(status, 202, "{body}");
+    }
+    drop(server); // killed with ten generations queued
+    let _server = ChildServer::start(&url, &[("VOICED_WORKERS", "1")]).await;
+    drained(&app.pool, &account, Duration::from_secs(300)).await;
+    all_completed_and_charged_once(&app.pool, &account, 10).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn sigterm_under_load_finishes_or_hands_back_and_exits_zero() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let url = app.db.url();
+    let mut server = ChildServer::start(
+        &url,
+        &[("VOICED_WORKERS", "1"), ("VOICED_SHUTDOWN_GRACE_SECS", "3")],
+    )
+    .await;
+    let long = "This generation is still running when the server is told to stop. ".repeat(6);
+    let mut accepted = 0;
+    for text in [long.as_str(), "Short one.", "Short two."] {
+        let (status, body) = speak(&app.client, &server.base, &secret, text).await;
+        assert_eq!(status, 202, "{body}");
+        accepted += 1;
+    }
+    // Synchronous requests and reads in flight when SIGTERM arrives.
+    let mut in_flight = Vec::new();
+    for n in 0..3 {
+        let request = app
+            .client
+            .post(format!("{}/v1/audio/speech", server.base))
+            .bearer_auth(&secret)
+            .json(&json!({"model": "tts-1", "input": format!("In flight {n}. {long}"), "voice": "Narrator"}))
+            .send();
+        in_flight.push(tokio::spawn(async move { request.await.map(|r| r.status().as_u16()) }));
+    }
+    for _ in 0..10 {
+        let request = app
+            .client
+            .get(format!("{}/v1/voices", server.base))
+            .bearer_auth(&secret)
+            .send();
+        in_flight.push(tokio::spawn(async move { request.await.map(|r| r.status().as_u16()) }));
+    }
+    poll_until(Duration::from_secs(120), "a generation to be running", || {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, String>(
+                "SELECT id FROM generations WHERE lease_expires_at > now() AND status = 'generating'",
+            )
+            .fetch_optional(&pool)
+            .await
+            .unwrap()
+        }
+    })
+    .await;
+    let signalled = Instant::now();
+    let status = Command::new("kill")
+        .args(["-TERM", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = server.exited().await;
+    println!("SIGTERM → exit {exit} after {:?} (grace 3 s)", signalled.elapsed());
+    assert!(exit.success(), "exits 0: {exit}");
+    for request in in_flight {
+        let status = request.await.unwrap().expect("every in-flight request is answered");
+        assert!(matches!(status, 200 | 503), "{status}");
+    }
+    // Nothing half-written: no completed generation without its charge and audio, and nothing
+    // left leased to the process that exited.
+    let half: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM generations g WHERE g.account_id = $1 AND g.status = 'completed'
+         AND (g.audio_key IS NULL OR NOT EXISTS (SELECT 1 FROM usage_ledger u WHERE u.generation_id = g.id))",
+    )
+    .bind(&account)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(half, 0);
+    let leased: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM generations WHERE account_id = $1 AND status = 'generating' AND lease_owner IS NOT NULL",
+    )
+    .bind(&account)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(leased, 0, "running work was finished or handed back");
+    // The synchronous requests that were answered 503 had their generations cancelled, free.
+    let cancelled_charged: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM generations g JOIN usage_ledger u ON u.generation_id = g.id
+         WHERE g.account_id = $1 AND g.status = 'failed'",
+    )
+    .bind(&account)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(cancelled_charged, 0);
+    drop(server);
+
+    // A new process completes every accepted asynchronous generation.
+    let _server = ChildServer::start(&url, &[("VOICED_WORKERS", "1")]).await;
+    drained(&app.pool, &account, Duration::from_secs(300)).await;
+    let done: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM generations WHERE account_id = $1 AND status = 'completed'
+         AND text NOT LIKE 'In flight%'",
+    )
+    .bind(&account)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(done, accepted, "every accepted asynchronous generation completed");
+    app.stop().await;
+}

@@ -1,0 +1,244 @@
+//! Attacks refused (issue 9, item 4): no account reads another's data, credentials and content
+//! never reach the logs, oversized heads and bodies are refused without being buffered, and a
+//! slow-header client is cut off.
+
+mod common;
+
+use std::time::Duration;
+
+use common::child::ChildServer;
+use common::{TempDir, TestApp, json, poll_until};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use voiced::domain::EngineId;
+
+/// The same problem document, but for the path it names.
+fn without_instance(mut body: Value) -> Value {
+    body.as_object_mut().unwrap().remove("instance");
+    body
+}
+
+#[tokio::test]
+async fn another_accounts_resources_look_exactly_like_missing_ones() {
+    let app = TestApp::start().await;
+    let (owner, owner_secret) = app.pro_user().await;
+    let (_, other_secret) = app.pro_user().await;
+    app.voice(&owner, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let (_, accepted) = json(
+        app.post("/v1/speech")
+            .bearer_auth(&owner_secret)
+            .json(&json!({"text": "Mine.", "voice_name": "Narrator"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let id = accepted["id"].as_str().unwrap();
+    let (status, foreign) = json(
+        app.get(&format!("/v1/generations/{id}"))
+            .bearer_auth(&other_secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let (missing_status, missing) = json(
+        app.get("/v1/generations/gen_00000000000000000000000000000000")
+            .bearer_auth(&other_secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, missing_status), (404, 404));
+    assert_eq!(without_instance(foreign), without_instance(missing));
+
+    // Captures: a capture of the owner's is never listed for the other account.
+    voiced::store::captures::insert(
+        &app.pool,
+        voiced::store::captures::NewCapture {
+            id: "cap_owner_only",
+            account_id: &owner,
+            api_key_id: None,
+            source: "api",
+            language: "en",
+            duration_ms: 1000,
+            transcript_raw: "private words",
+            transcript_refined: "private words",
+        },
+    )
+    .await
+    .unwrap();
+    let (_, listed) = json(
+        app.get("/v1/captures?limit=200")
+            .bearer_auth(&other_secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(listed["total"], 0, "{listed}");
+    let (_, own) = json(
+        app.get("/v1/captures")
+            .bearer_auth(&owner_secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(own["data"][0]["id"], "cap_owner_only");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn keys_signatures_and_transcripts_never_reach_the_logs() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let dir = TempDir::new("logs", 0o755);
+    let log = dir.path().join("serve.log");
+    let server = ChildServer::start_logging(
+        &app.db.url(),
+        &[("VOICED_WORKERS", "1"), ("VOICED_LOG", "debug")],
+        Some(&log),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let base = &server.base;
+    // Speech: create, poll, download through the signed link.
+    let (_, accepted) = json(
+        client
+            .post(format!("{base}/v1/speech"))
+            .header("x-api-key", &secret)
+            .json(&json!({"text": "Secret words stay out of logs.", "voice_name": "Narrator"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let id = accepted["id"].as_str().unwrap().to_owned();
+    let generation = poll_until(Duration::from_secs(120), "the generation", || {
+        let request = client
+            .get(format!("{base}/v1/generations/{id}"))
+            .bearer_auth(&secret)
+            .send();
+        async move {
+            let body: Value = request.await.ok()?.json().await.ok()?;
+            (body["status"] == "completed").then_some(body)
+        }
+    })
+    .await;
+    let audio_url = generation["audio_url"].as_str().unwrap();
+    let sig = audio_url.split("sig=").nth(1).unwrap().to_owned();
+    let audio = client.get(audio_url).send().await.unwrap();
+    assert_eq!(audio.status(), 200);
+    // Transcription of real speech, so that there is a transcript to look for.
+    let wav = dir.path().join("speech.wav");
+    let spoken = std::process::Command::new("espeak-ng")
+        .args(["-w", wav.to_str().unwrap(), "The quick brown fox jumps over the lazy dog."])
+        .status()
+        .unwrap();
+    assert!(spoken.success());
+    use base64::Engine as _;
+    let (status, transcript) = json(
+        client
+            .post(format!("{base}/v1/transcriptions"))
+            .bearer_auth(&secret)
+            .json(&json!({"audio": base64::engine::general_purpose::STANDARD.encode(std::fs::read(&wav).unwrap())}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{transcript}");
+    let text = transcript["text"].as_str().unwrap().to_owned();
+    assert!(text.to_lowercase().contains("fox"), "{text}");
+    // A refused key too.
+    let refused = client
+        .get(format!("{base}/v1/voices"))
+        .header("x-api-key", format!("{secret}x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    drop(server);
+
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.lines().count() > 20, "debug logging was on: {logged}");
+    for (what, needle) in [
+        ("the key", secret.as_str()),
+        ("the key's secret part", &secret[3..]),
+        ("the signature", sig.as_str()),
+        ("the transcript", text.as_str()),
+        ("the spoken text", "Secret words stay out of logs"),
+    ] {
+        assert!(!logged.contains(needle), "{what} is in the log");
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn oversized_heads_and_bodies_are_refused() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let response = app
+        .get("/v1/voices")
+        .bearer_auth(&secret)
+        .header("x-padding", "a".repeat(17 * 1024))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 431);
+    // A speech body over its 1 MiB limit, and a transcription over its own.
+    for (path, size) in [
+        ("/v1/speech", 2 * 1024 * 1024),
+        ("/v1/transcriptions", 40 * 1024 * 1024),
+    ] {
+        let body = format!("{{\"audio\":\"{}\"}}", "A".repeat(size));
+        let (status, problem) = json(
+            app.post(path)
+                .bearer_auth(&secret)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(status, 413, "{path}: {problem}");
+        assert_eq!(problem["code"], "payload_too_large");
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_slow_header_client_is_cut_off_and_others_are_served() {
+    let app = TestApp::start_with(0, &[("VOICED_HEADER_READ_TIMEOUT_SECS", "1")]).await;
+    let address = app.base.trim_start_matches("http://").to_owned();
+    let mut slow = tokio::net::TcpStream::connect(&address).await.unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    let mut closed = false;
+    let mut buf = [0u8; 256];
+    // One header byte every 200 ms: the head never completes, and the server hangs up.
+    for _ in 0..100 {
+        if slow.write_all(b"X").await.is_err() {
+            closed = true;
+            break;
+        }
+        match tokio::time::timeout(Duration::from_millis(200), slow.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => {
+                closed = true;
+                break;
+            }
+            _ => {}
+        }
+        // Meanwhile another client is served.
+        assert_eq!(app.get("/healthz").send().await.unwrap().status(), 200);
+    }
+    assert!(closed, "the slow client was cut off");
+    app.stop().await;
+}
