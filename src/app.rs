@@ -227,7 +227,9 @@ async fn stop_workers(
     let _ = stop.send(Shutdown::Drain);
     let mut all = futures_util::future::join_all(workers);
     if tokio::time::timeout_at(deadline, &mut all).await.is_err() {
-        tracing::warn!("generations still running at the end of the grace period: handing them back");
+        tracing::warn!(
+            "generations still running at the end of the grace period: handing them back"
+        );
         let _ = stop.send(Shutdown::Abort);
         all.await;
     }
@@ -303,7 +305,13 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             stop_workers(&stop, workers, tokio::time::Instant::now() + grace).await;
         })
     };
-    let served = http::serve(listener, app, signal, http::ServeOptions::from_config(&config)).await;
+    let served = http::serve(
+        listener,
+        app,
+        signal,
+        http::ServeOptions::from_config(&config),
+    )
+    .await;
     signalled.notify_one(); // in case serving ended without a signal
     shrink.abort();
     let _ = draining.await;

@@ -127,16 +127,21 @@ async fn a_revoked_key_is_refused_on_its_next_request_while_others_are_in_flight
         let pool = app.pool.clone();
         let key_id = key_id.clone();
         async move {
-            let n: i64 = sqlx::query_scalar("SELECT count(*) FROM generations WHERE api_key_id = $1")
-                .bind(key_id)
-                .fetch_one(&pool)
-                .await
-                .ok()?;
+            let n: i64 =
+                sqlx::query_scalar("SELECT count(*) FROM generations WHERE api_key_id = $1")
+                    .bind(key_id)
+                    .fetch_one(&pool)
+                    .await
+                    .ok()?;
             (n == 20).then_some(())
         }
     })
     .await;
-    assert!(voiced::store::keys::revoke(&app.pool, &key_id).await.unwrap());
+    assert!(
+        voiced::store::keys::revoke(&app.pool, &key_id)
+            .await
+            .unwrap()
+    );
     let (status, body) = json(
         app.get("/v1/voices")
             .bearer_auth(&secret)

@@ -88,7 +88,13 @@ async fn twenty_worker_kills_lose_and_double_charge_nothing() {
     for round in 0..20 {
         // A steady stream: three short generations a round.
         for n in 0..3 {
-            let (status, body) = speak(&app.client, &app.base, &secret, &format!("Round {round}, take {n}.")).await;
+            let (status, body) = speak(
+                &app.client,
+                &app.base,
+                &secret,
+                &format!("Round {round}, take {n}."),
+            )
+            .await;
             assert_eq!(status, 202, "{body}");
             accepted += 1;
         }
@@ -196,13 +202,12 @@ async fn a_postgres_outage_answers_503_and_the_same_server_recovers() {
         data_dir: dir.path().to_path_buf(),
         pg_bin: None,
     };
-    let cluster = EmbeddedPostgres::start(&config).await.expect("private cluster");
+    let cluster = EmbeddedPostgres::start(&config)
+        .await
+        .expect("private cluster");
     let url = cluster.database_url(voiced::store::embedded::APP_DATABASE);
-    let server = ChildServer::start(
-        &url,
-        &[("VOICED_WORKERS", "1"), ("VOICED_LEASE_SECS", "2")],
-    )
-    .await;
+    let server =
+        ChildServer::start(&url, &[("VOICED_WORKERS", "1"), ("VOICED_LEASE_SECS", "2")]).await;
     let pool = voiced::store::connect_and_migrate(&url, 2).await.unwrap();
     let (account, secret) = pro_user(&pool).await;
     let client = reqwest::Client::builder()
@@ -230,13 +235,20 @@ async fn a_postgres_outage_answers_503_and_the_same_server_recovers() {
     .await;
     pool.close().await;
 
-    cluster.stop_immediately().await.expect("pg_ctl stop -m immediate");
+    cluster
+        .stop_immediately()
+        .await
+        .expect("pg_ctl stop -m immediate");
     // During the outage: a 503 with Retry-After for every kind of request, each within the
     // client's 5 s timeout (a hang would be an error here), never a 500.
     for round in 0..3 {
         for (method, path, body) in [
             ("GET", "/v1/voices", None),
-            ("POST", "/v1/speech", Some(json!({"text": "During.", "voice_name": "Narrator"}))),
+            (
+                "POST",
+                "/v1/speech",
+                Some(json!({"text": "During.", "voice_name": "Narrator"})),
+            ),
             ("POST", "/v1/transcriptions", Some(tone_body())),
             ("GET", "/readyz", None),
         ] {
@@ -254,9 +266,10 @@ async fn a_postgres_outage_answers_503_and_the_same_server_recovers() {
             if let Some(body) = body {
                 request = request.json(&body);
             }
-            let response = request.send().await.unwrap_or_else(|e| {
-                panic!("round {round} {path}: no answer within 5 s: {e}")
-            });
+            let response = request
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("round {round} {path}: no answer within 5 s: {e}"));
             assert!(response.headers().get("retry-after").is_some(), "{path}");
             let (status, body) = json(response).await;
             assert_eq!(status, 503, "round {round} {path}: {body}");
@@ -295,7 +308,13 @@ async fn generations_queued_across_a_restart_all_complete() {
     let url = app.db.url();
     let server = ChildServer::start(&url, &[]).await; // no workers: the work stays queued
     for n in 0..10 {
-        let (status, body) = speak(&app.client, &server.base, &secret, &format!("Queued number {n}.")).await;
+        let (status, body) = speak(
+            &app.client,
+            &server.base,
+            &secret,
+            &format!("Queued number {n}."),
+        )
+        .await;
         assert_eq!(status, 202, "{body}");
     }
     drop(server); // killed with ten generations queued
@@ -333,7 +352,9 @@ async fn sigterm_under_load_finishes_or_hands_back_and_exits_zero() {
             .bearer_auth(&secret)
             .json(&json!({"model": "tts-1", "input": format!("In flight {n}. {long}"), "voice": "Narrator"}))
             .send();
-        in_flight.push(tokio::spawn(async move { request.await.map(|r| r.status().as_u16()) }));
+        in_flight.push(tokio::spawn(async move {
+            request.await.map(|r| r.status().as_u16())
+        }));
     }
     for _ in 0..10 {
         let request = app
@@ -341,7 +362,9 @@ async fn sigterm_under_load_finishes_or_hands_back_and_exits_zero() {
             .get(format!("{}/v1/voices", server.base))
             .bearer_auth(&secret)
             .send();
-        in_flight.push(tokio::spawn(async move { request.await.map(|r| r.status().as_u16()) }));
+        in_flight.push(tokio::spawn(async move {
+            request.await.map(|r| r.status().as_u16())
+        }));
     }
     poll_until(Duration::from_secs(120), "a generation to be running", || {
         let pool = app.pool.clone();
@@ -362,10 +385,16 @@ async fn sigterm_under_load_finishes_or_hands_back_and_exits_zero() {
         .unwrap();
     assert!(status.success());
     let exit = server.exited().await;
-    println!("SIGTERM → exit {exit} after {:?} (grace 3 s)", signalled.elapsed());
+    println!(
+        "SIGTERM → exit {exit} after {:?} (grace 3 s)",
+        signalled.elapsed()
+    );
     assert!(exit.success(), "exits 0: {exit}");
     for request in in_flight {
-        let status = request.await.unwrap().expect("every in-flight request is answered");
+        let status = request
+            .await
+            .unwrap()
+            .expect("every in-flight request is answered");
         assert!(matches!(status, 200 | 503), "{status}");
     }
     // Nothing half-written: no completed generation without its charge and audio, and nothing
@@ -410,6 +439,9 @@ async fn sigterm_under_load_finishes_or_hands_back_and_exits_zero() {
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    assert_eq!(done, accepted, "every accepted asynchronous generation completed");
+    assert_eq!(
+        done, accepted,
+        "every accepted asynchronous generation completed"
+    );
     app.stop().await;
 }

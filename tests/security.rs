@@ -137,7 +137,11 @@ async fn keys_signatures_and_transcripts_never_reach_the_logs() {
     // Transcription of real speech, so that there is a transcript to look for.
     let wav = dir.path().join("speech.wav");
     let spoken = std::process::Command::new("espeak-ng")
-        .args(["-w", wav.to_str().unwrap(), "The quick brown fox jumps over the lazy dog."])
+        .args([
+            "-w",
+            wav.to_str().unwrap(),
+            "The quick brown fox jumps over the lazy dog.",
+        ])
         .status()
         .unwrap();
     assert!(spoken.success());
@@ -166,7 +170,10 @@ async fn keys_signatures_and_transcripts_never_reach_the_logs() {
     drop(server);
 
     let logged = std::fs::read_to_string(&log).unwrap();
-    assert!(logged.lines().count() > 20, "debug logging was on: {logged}");
+    assert!(
+        logged.lines().count() > 20,
+        "debug logging was on: {logged}"
+    );
     for (what, needle) in [
         ("the key", secret.as_str()),
         ("the key's secret part", &secret[3..]),
@@ -220,7 +227,9 @@ async fn a_slow_header_client_is_cut_off_and_others_are_served() {
     let app = TestApp::start_with(0, &[("VOICED_HEADER_READ_TIMEOUT_SECS", "1")]).await;
     let address = app.base.trim_start_matches("http://").to_owned();
     let mut slow = tokio::net::TcpStream::connect(&address).await.unwrap();
-    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
     let mut closed = false;
     let mut buf = [0u8; 256];
     // One header byte every 200 ms: the head never completes, and the server hangs up.

@@ -182,7 +182,12 @@ async fn process(deps: &WorkerDeps, options: &WorkerOptions, control: &mut Contr
         .await;
 }
 
-async fn process_job(deps: &WorkerDeps, options: &WorkerOptions, control: &mut Control<'_>, job: Job) {
+async fn process_job(
+    deps: &WorkerDeps,
+    options: &WorkerOptions,
+    control: &mut Control<'_>,
+    job: Job,
+) {
     let Control {
         engine,
         listener,
@@ -196,17 +201,23 @@ async fn process_job(deps: &WorkerDeps, options: &WorkerOptions, control: &mut C
     tokio::pin!(deadline);
     let mut renew = tokio::time::interval(options.lease / 3);
     renew.tick().await;
-    let mut aborted = false;
     // A broken listener (the database went away) answers at once, again and again: stop
     // listening for this job rather than spin; lease renewal still reports cancellations.
     let mut listening = true;
     let outcome = loop {
         tokio::select! {
             rendered = &mut result => break rendered.unwrap_or(Err(RenderError::Panicked)),
-            changed = shutdown.changed(), if !aborted => {
+            changed = shutdown.changed() => {
                 if changed.is_err() || *shutdown.borrow() == Shutdown::Abort {
-                    aborted = true;
+                    // The grace period is over: the job goes back to the queue now, not to
+                    // `failed`; the engine is told to stop, and nothing it still produces is
+                    // written (the process is exiting).
                     cancel.store(true, Ordering::Relaxed);
+                    match queue::release(&deps.pool, &id, &options.name).await {
+                        Ok(_) => tracing::info!("generation handed back to the queue (shutdown)"),
+                        Err(err) => tracing::error!(error = %err, "handing back failed; its lease will expire"),
+                    }
+                    return;
                 }
             }
             notification = listener.recv(), if listening => match notification {
@@ -241,17 +252,6 @@ async fn process_job(deps: &WorkerDeps, options: &WorkerOptions, control: &mut C
             }
         }
     };
-    if aborted && outcome.is_err() {
-        // Shutting down past the grace period: the job goes back to the queue, not to `failed`.
-        match queue::release(&deps.pool, &id, &options.name).await {
-            Ok(_) => tracing::info!("generation handed back to the queue (shutdown)"),
-            Err(err) => tracing::error!(error = %err, "handing back failed; its lease will expire"),
-        }
-        if matches!(outcome, Err(RenderError::Panicked)) {
-            replace_engine(engine);
-        }
-        return;
-    }
     match outcome {
         Ok(rendered) => {
             let key = format!("audio/{id}");
