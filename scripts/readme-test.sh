@@ -62,4 +62,4 @@ curl -sf "$VOICED_URL/readyz" >/dev/null || { echo "voiced serve never became re
 
 cd "$work/run"
 PATH="$(dirname "$bin"):$PATH" bash -euo pipefail "$work/readme.sh"
-echo "readme-test: every marked README block ran" >&2
+printf "\nreadme-test: every marked README block ran\n" >&2
