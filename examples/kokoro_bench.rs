@@ -32,6 +32,7 @@ fn main() {
         language: "en",
         seed: 1,
         temperature: None,
+        cancel: None,
     };
     let t = Instant::now();
     let pcm = engine.synthesize(&input).unwrap();

@@ -17,12 +17,14 @@ use crate::http::error::ErrorLinks;
 use crate::http::rate_limit::RateLimits;
 use crate::http::{self, AppState};
 use crate::models::whisper::WhisperModel;
+use crate::service::speech::AdmissionPolicy;
 use crate::signing::AudioSigner;
 use crate::store;
 use crate::store::blobs::PgBlobStore;
 use crate::store::embedded::{EmbeddedConfig, EmbeddedPostgres};
 use crate::worker::asr::AsrService;
 use crate::worker::completions::Completions;
+use crate::worker::health::WorkerHealth;
 use crate::worker::{self, WorkerDeps, WorkerOptions};
 
 /// The database the process uses, and the private cluster behind it when it is the embedded one.
@@ -136,6 +138,7 @@ pub async fn state(
     signer: AudioSigner,
     limits: RateLimits,
 ) -> anyhow::Result<AppState> {
+    let health = Arc::new(WorkerHealth::default());
     let completions = Completions::start(pool.clone())
         .await
         .context("listening for generation completions")?;
@@ -154,6 +157,10 @@ pub async fn state(
         }),
         limits: Arc::new(limits),
         request_timeout: Duration::from_secs(config.request_timeout_secs),
+        admission: AdmissionPolicy {
+            max_pending_per_account: i64::from(config.max_pending_per_account),
+        },
+        health,
     })
 }
 
@@ -182,11 +189,12 @@ pub fn spawn_workers(
         .collect()
 }
 
-fn worker_deps(config: &Config, pool: &PgPool) -> WorkerDeps {
+fn worker_deps(config: &Config, pool: &PgPool, health: Arc<WorkerHealth>) -> WorkerDeps {
     WorkerDeps {
         pool: pool.clone(),
         blobs: Arc::new(PgBlobStore::new(pool.clone())),
         registry: engines(config),
+        health,
     }
 }
 
@@ -196,7 +204,7 @@ pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
     let (stop, shutdown) = tokio::sync::watch::channel(false);
     let workers = spawn_workers(
         &config,
-        &worker_deps(&config, &database.pool),
+        &worker_deps(&config, &database.pool, Arc::default()),
         count,
         &shutdown,
     );
@@ -228,7 +236,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let (stop_workers, shutdown) = tokio::sync::watch::channel(false);
     let workers = spawn_workers(
         &config,
-        &worker_deps(&config, &database.pool),
+        &worker_deps(&config, &database.pool, state.health.clone()),
         config.workers,
         &shutdown,
     );

@@ -44,6 +44,7 @@ struct Raw {
     whisper_model: String,
     asr_threads: u32,
     asr_queue: u32,
+    max_pending_per_account: u32,
     rate_limit_writes_per_hour: u32,
     rate_limit_reads_per_minute: u32,
     request_timeout_secs: u64,
@@ -76,6 +77,7 @@ pub struct Config {
     pub whisper_model: String,
     pub asr_threads: u32,
     pub asr_queue: u32,
+    pub max_pending_per_account: u32,
     pub rate_limit_writes_per_hour: u32,
     pub rate_limit_reads_per_minute: u32,
     pub request_timeout_secs: u64,
@@ -139,10 +141,11 @@ impl Config {
     }
 
     fn from_table(table: toml::Table) -> Result<Self, ConfigError> {
-        let raw: Raw = toml::Value::Table(table)
-            .try_into()
-            .map_err(|e: toml::de::Error| {
-                ConfigError::invalid("config", e.message().to_string())
+        // The path of the failing field names the setting (e.g. a negative `workers`).
+        let raw: Raw =
+            serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(|e| {
+                let setting = e.path().to_string();
+                ConfigError::invalid(setting, e.into_inner().message().to_string())
             })?;
         let bind = raw
             .bind
@@ -182,6 +185,10 @@ impl Config {
         positive("lease_secs", raw.lease_secs)?;
         positive("request_timeout_secs", raw.request_timeout_secs)?;
         positive(
+            "max_pending_per_account",
+            raw.max_pending_per_account.into(),
+        )?;
+        positive(
             "rate_limit_writes_per_hour",
             raw.rate_limit_writes_per_hour.into(),
         )?;
@@ -206,6 +213,7 @@ impl Config {
             whisper_model: raw.whisper_model,
             asr_threads: raw.asr_threads,
             asr_queue: raw.asr_queue,
+            max_pending_per_account: raw.max_pending_per_account,
             rate_limit_writes_per_hour: raw.rate_limit_writes_per_hour,
             rate_limit_reads_per_minute: raw.rate_limit_reads_per_minute,
             request_timeout_secs: raw.request_timeout_secs,
@@ -294,6 +302,11 @@ mod tests {
         let err = Config::from_sources(&env(&[("VOICED_ERRORS_URL", "ftp://x")])).unwrap_err();
         assert!(err.to_string().contains("errors_url"), "{err}");
         let err = Config::from_sources(&env(&[("VOICED_WORKERS", "-1")])).unwrap_err();
-        assert!(err.to_string().contains("config"), "{err}");
+        assert!(err.to_string().starts_with("setting workers:"), "{err}");
+        let err = Config::from_sources(&env(&[("VOICED_ASR_QUEUE", "99999999999")])).unwrap_err();
+        assert!(err.to_string().starts_with("setting asr_queue:"), "{err}");
+        let err =
+            Config::from_sources(&env(&[("VOICED_MAX_PENDING_PER_ACCOUNT", "0")])).unwrap_err();
+        assert!(err.to_string().contains("max_pending_per_account"), "{err}");
     }
 }

@@ -8,6 +8,7 @@ pub mod domain;
 pub mod engines;
 pub mod http;
 pub mod models;
+pub mod service;
 pub mod signing;
 pub mod store;
 pub mod telemetry;

@@ -25,6 +25,7 @@ fn say(engine: &mut KokoroEngine, text: &str, language: &str, seed: u64) -> Pcm 
         language,
         seed,
         temperature: None,
+        cancel: None,
     };
     engine.synthesize(&input).unwrap()
 }
@@ -151,6 +152,7 @@ fn unknown_preset_and_unspeakable_text_are_errors() {
         language: "en",
         seed: 1,
         temperature: None,
+        cancel: None,
     };
     assert!(
         matches!(engine.synthesize(&input), Err(EngineError::UnknownPreset(p)) if p == "xx_nobody")
@@ -161,6 +163,7 @@ fn unknown_preset_and_unspeakable_text_are_errors() {
         language: "en",
         seed: 1,
         temperature: None,
+        cancel: None,
     };
     assert!(matches!(
         engine.synthesize(&input),
@@ -172,6 +175,7 @@ fn unknown_preset_and_unspeakable_text_are_errors() {
         language: "ja",
         seed: 1,
         temperature: None,
+        cancel: None,
     };
     assert!(matches!(
         engine.synthesize(&input),

@@ -1,6 +1,8 @@
 //! Speech engines: a synchronous trait with no async runtime inside. Each engine instance lives
 //! on one dedicated OS thread (ONNX Runtime's `Session::run` takes `&mut self`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 /// One synthesis call. `seed` is already resolved (request → voice pin → random) by the caller.
 pub struct SynthesisInput<'a> {
     pub text: &'a str,
@@ -11,6 +13,15 @@ pub struct SynthesisInput<'a> {
     pub seed: u64,
     /// Only engines that take a temperature look at it (kokoro does not).
     pub temperature: Option<f32>,
+    /// Set when the generation's caller went away: engines check it between sentences and stop
+    /// with [`EngineError::Cancelled`].
+    pub cancel: Option<&'a AtomicBool>,
+}
+
+impl SynthesisInput<'_> {
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_some_and(|flag| flag.load(Ordering::Relaxed))
+    }
 }
 
 /// Mono PCM, samples in [-1, 1].
@@ -42,6 +53,8 @@ pub enum EngineError {
     NotInstalled(String),
     #[error("inference failed: {0}")]
     Inference(String),
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// Synchronous; one instance per dedicated OS thread.

@@ -47,8 +47,29 @@ impl EngineRegistry {
         }
     }
 
+    /// Whether `engine` can pronounce `text` in `language` at all (checked before queueing):
+    /// `Err` carries the message for the client. Engines that are not installed accept anything
+    /// here; their generations fail.
+    pub fn readable(&self, engine: EngineId, language: &str, text: &str) -> Result<(), String> {
+        match engine {
+            EngineId::Kokoro => kokoro::readable::check(language, text),
+            _ => Ok(()),
+        }
+    }
+
     /// Loads an engine instance (one per engine thread).
     pub fn load(&self, engine: EngineId) -> Result<Box<dyn Engine>, EngineError> {
+        #[cfg(debug_assertions)]
+        if let Some(marker) = test_panic_marker() {
+            return Ok(Box::new(PanicOnMarker {
+                inner: self.load_real(engine)?,
+                marker,
+            }));
+        }
+        self.load_real(engine)
+    }
+
+    fn load_real(&self, engine: EngineId) -> Result<Box<dyn Engine>, EngineError> {
         match engine {
             EngineId::Kokoro => Ok(Box::new(KokoroEngine::load(&self.kokoro_config())?)),
             other => Err(EngineError::NotInstalled(format!(
@@ -66,5 +87,36 @@ impl EngineRegistry {
             all.push((EngineId::Kokoro, presets));
         }
         all
+    }
+}
+
+/// Test-only (debug builds): with `VOICED_TEST_ENGINE_PANIC_MARKER` set, every engine panics on
+/// a text containing the marker, so that tests can prove a panicking engine thread fails only
+/// its own job and is replaced. Release builds do not contain this.
+#[cfg(debug_assertions)]
+fn test_panic_marker() -> Option<String> {
+    std::env::var("VOICED_TEST_ENGINE_PANIC_MARKER")
+        .ok()
+        .filter(|m| !m.is_empty())
+}
+
+#[cfg(debug_assertions)]
+struct PanicOnMarker {
+    inner: Box<dyn Engine>,
+    marker: String,
+}
+
+#[cfg(debug_assertions)]
+impl Engine for PanicOnMarker {
+    fn presets(&self) -> Vec<Preset> {
+        self.inner.presets()
+    }
+
+    fn synthesize(&mut self, input: &super::SynthesisInput<'_>) -> Result<super::Pcm, EngineError> {
+        assert!(
+            !input.text.contains(&self.marker),
+            "test engine panics on its marker text"
+        );
+        self.inner.synthesize(input)
     }
 }

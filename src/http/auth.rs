@@ -19,44 +19,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sqlx::PgPool;
 
-use super::error::{ApiError, ErrorCode, SettingsPage};
-use crate::domain::{Feature, Plan, Scope, SecretHash};
+use super::error::ApiError;
+use crate::domain::SecretHash;
+pub use crate::service::principal::{Principal, Requirement};
 use crate::store;
-
-/// Who is calling: the key and its account, as of this request.
-#[derive(Debug, Clone)]
-pub struct Principal {
-    pub key_id: String,
-    pub account_id: String,
-    pub scopes: Vec<Scope>,
-    pub plan: Plan,
-    pub features: Vec<Feature>,
-    /// Monthly ceiling of generated audio for this key, in whole minutes.
-    pub ceiling_minutes: Option<i32>,
-}
-
-/// What a route needs beyond a valid key.
-#[derive(Debug, Clone, Copy)]
-pub struct Requirement {
-    pub scope: Scope,
-    pub feature: Option<Feature>,
-}
-
-impl Requirement {
-    pub const fn read() -> Self {
-        Self {
-            scope: Scope::VoiceRead,
-            feature: None,
-        }
-    }
-
-    pub const fn generate(feature: Feature) -> Self {
-        Self {
-            scope: Scope::VoiceGenerate,
-            feature: Some(feature),
-        }
-    }
-}
 
 /// The credential as sent, if any. `Err` when a credential header is present but unusable.
 fn presented_credential(headers: &HeaderMap) -> Result<&str, ApiError> {
@@ -137,37 +103,16 @@ pub async fn authorize(
     let Some(principal) = request.extensions().get::<Arc<Principal>>() else {
         return ApiError::invalid_api_key().into_response();
     };
-    if let Err(err) = check(principal, requirement) {
+    if let Err(err) = principal.authorize(requirement) {
         return err.into_response();
     }
     next.run(request).await
 }
 
-fn check(principal: &Principal, requirement: Requirement) -> Result<(), ApiError> {
-    if !principal.plan.allows_api() {
-        return Err(ApiError::pro_plan_required());
-    }
-    if !principal.scopes.contains(&requirement.scope) {
-        return Err(ApiError::insufficient_scope(requirement.scope));
-    }
-    if let Some(feature) = requirement.feature
-        && !principal.features.contains(&feature)
-    {
-        return Err(ApiError::new(
-            ErrorCode::FeatureNotEnabled,
-            format!(
-                "This account's plan does not include {}; upgrading the plan enables it.",
-                feature.as_str()
-            ),
-        )
-        .with_settings(SettingsPage::Billing));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::error::ErrorCode;
     use axum::http::HeaderValue;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
@@ -203,35 +148,5 @@ mod tests {
             let err = presented_credential(&bad).unwrap_err();
             assert_eq!(err.code, ErrorCode::InvalidApiKey);
         }
-    }
-
-    fn principal(plan: Plan, scopes: Vec<Scope>, features: Vec<Feature>) -> Principal {
-        Principal {
-            key_id: "key_1".into(),
-            account_id: "acct_1".into(),
-            scopes,
-            plan,
-            features,
-            ceiling_minutes: None,
-        }
-    }
-
-    #[test]
-    fn plan_then_scope_then_feature() {
-        let none = principal(Plan::None, vec![], vec![]);
-        let err = check(&none, Requirement::read()).unwrap_err();
-        assert_eq!(err.code, ErrorCode::ProPlanRequired);
-        assert_eq!(err.settings, Some(SettingsPage::Billing));
-
-        let reader = principal(Plan::Pro, vec![Scope::VoiceRead], vec![Feature::Speech]);
-        assert!(check(&reader, Requirement::read()).is_ok());
-        let err = check(&reader, Requirement::generate(Feature::Speech)).unwrap_err();
-        assert_eq!(err.code, ErrorCode::InsufficientScope);
-        assert_eq!(err.required_scope, Some(Scope::VoiceGenerate));
-
-        let narrow = principal(Plan::Trial, Scope::ALL.to_vec(), vec![Feature::Speech]);
-        assert!(check(&narrow, Requirement::generate(Feature::Speech)).is_ok());
-        let err = check(&narrow, Requirement::generate(Feature::Transcription)).unwrap_err();
-        assert_eq!(err.code, ErrorCode::FeatureNotEnabled);
     }
 }

@@ -3,7 +3,7 @@
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
-use axum::http::header;
+use axum::http::{HeaderMap, header};
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, ErrorCode};
@@ -15,62 +15,80 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let is_json = request
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .map(|mime| {
-                let mime = mime.trim().to_ascii_lowercase();
-                mime == "application/json"
-                    || (mime.starts_with("application/") && mime.ends_with("+json"))
-            });
-        match is_json {
-            Some(true) => {}
-            Some(false) => {
-                return Err(ApiError::new(
-                    ErrorCode::UnsupportedMediaType,
-                    "Send the body as JSON with Content-Type: application/json.",
-                ));
-            }
-            None => {
-                return Err(ApiError::new(
-                    ErrorCode::InvalidRequest,
-                    "The body must be JSON sent with Content-Type: application/json.",
-                ));
-            }
-        }
+        require_json(request.headers())?;
         let bytes = Bytes::from_request(request, state)
             .await
             .map_err(|rejection| {
                 if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                    ApiError::new(
-                        ErrorCode::PayloadTooLarge,
-                        "The request body is larger than this endpoint accepts.",
-                    )
+                    too_large()
                 } else {
-                    ApiError::new(
-                        ErrorCode::InvalidRequest,
-                        "The request body could not be read.",
-                    )
+                    unreadable()
                 }
             })?;
         match serde_json::from_slice::<Value>(&bytes) {
             Ok(Value::Object(map)) => Ok(JsonObject(map)),
-            Ok(_) => Err(ApiError::new(
-                ErrorCode::InvalidRequest,
-                "The body must be a JSON object.",
-            )),
-            Err(err) => Err(ApiError::new(
-                ErrorCode::InvalidRequest,
-                format!(
-                    "The body is not valid JSON (line {}, column {}).",
-                    err.line(),
-                    err.column()
-                ),
-            )),
+            Ok(_) => Err(not_an_object()),
+            Err(err) => Err(not_json(&err)),
         }
     }
+}
+
+pub fn too_large() -> ApiError {
+    ApiError::new(
+        ErrorCode::PayloadTooLarge,
+        "The request body is larger than this endpoint accepts.",
+    )
+}
+
+pub fn unreadable() -> ApiError {
+    ApiError::new(
+        ErrorCode::InvalidRequest,
+        "The request body could not be read.",
+    )
+}
+
+pub fn not_an_object() -> ApiError {
+    ApiError::new(ErrorCode::InvalidRequest, "The body must be a JSON object.")
+}
+
+pub fn not_json(err: &serde_json::Error) -> ApiError {
+    ApiError::new(
+        ErrorCode::InvalidRequest,
+        format!(
+            "The body is not valid JSON (line {}, column {}).",
+            err.line(),
+            err.column()
+        ),
+    )
+}
+
+/// 415 for a non-JSON content type, 400 for none; checked before the body is read.
+pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|mime| {
+            let mime = mime.trim().to_ascii_lowercase();
+            mime == "application/json"
+                || (mime.starts_with("application/") && mime.ends_with("+json"))
+        });
+    match is_json {
+        Some(true) => {}
+        Some(false) => {
+            return Err(ApiError::new(
+                ErrorCode::UnsupportedMediaType,
+                "Send the body as JSON with Content-Type: application/json.",
+            ));
+        }
+        None => {
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                "The body must be JSON sent with Content-Type: application/json.",
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl JsonObject {

@@ -31,10 +31,12 @@ use utoipa_axum::routes;
 
 use crate::domain::Feature;
 use crate::engines::registry::EngineRegistry;
+use crate::service::speech::AdmissionPolicy;
 use crate::signing::AudioSigner;
 use crate::store::blobs::BlobStore;
 use crate::worker::asr::AsrService;
 use crate::worker::completions::Completions;
+use crate::worker::health::WorkerHealth;
 use auth::Requirement;
 use error::ErrorLinks;
 use rate_limit::RateLimits;
@@ -57,6 +59,9 @@ pub struct AppState {
     pub engines: Arc<EngineRegistry>,
     pub completions: Completions,
     pub asr: AsrService,
+    pub admission: AdmissionPolicy,
+    /// What this process's generation workers report (for `/readyz`).
+    pub health: Arc<WorkerHealth>,
 }
 
 impl FromRef<AppState> for PgPool {
@@ -170,21 +175,19 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     let (api, document) = documented(v1);
     let spec_json = Arc::new(document.to_pretty_json().expect("OpenAPI serialises"));
 
+    // Any request header: SDKs add their own (the OpenAI JS SDK sends `x-stainless-*`), and
+    // credentials are never cookies, so a permissive policy leaks nothing.
     let cors = CorsLayer::new()
         .allow_origin(Any)
         .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
-        .allow_headers([
-            header::AUTHORIZATION,
-            header::CONTENT_TYPE,
-            HeaderName::from_static("x-api-key"),
-            HeaderName::from_static("idempotency-key"),
-            REQUEST_ID,
-        ])
+        .allow_headers(Any)
         .expose_headers([
             HeaderName::from_static("ratelimit"),
             HeaderName::from_static("ratelimit-policy"),
             header::RETRY_AFTER,
             header::LOCATION,
+            header::CONTENT_RANGE,
+            header::ACCEPT_RANGES,
             REQUEST_ID,
             HeaderName::from_static("x-service-engine"),
             HeaderName::from_static("x-service-generation-id"),

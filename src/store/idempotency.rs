@@ -8,10 +8,14 @@ use sqlx::PgPool;
 /// How long a completed record answers replays. Older records are purged and the key is new again.
 pub const RETENTION: Duration = Duration::from_secs(48 * 3600);
 
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// Set for a synchronous speech request: the answer is that generation's audio (the bytes
+    /// live in the blob store, not here).
+    pub generation_id: Option<String>,
 }
 
 pub enum Begin {
@@ -51,6 +55,7 @@ pub async fn begin(
         }
         let Some(row) = sqlx::query!(
             r#"SELECT request_sha256, state, response_status, response_headers, response_body,
+                      generation_id,
                       created_at < now() - make_interval(secs => $3) AS "expired!",
                       created_at < now() - make_interval(secs => $4) AS "abandoned!"
                FROM idempotency_records WHERE account_id = $1 AND key = $2"#,
@@ -90,14 +95,16 @@ pub async fn begin(
             status: row.response_status.unwrap_or(200) as u16,
             headers,
             body: row.response_body.unwrap_or_default(),
+            generation_id: row.generation_id,
         }));
     }
     Ok(Begin::InUse)
 }
 
-/// Stores the response that replays will get.
-pub async fn complete(
-    pool: &PgPool,
+/// Stores the response that replays will get. Call it in the transaction that commits the work
+/// (the generation or the capture), so that the record and the work commit together.
+pub async fn complete<'c>(
+    conn: impl sqlx::PgExecutor<'c>,
     account_id: &str,
     key: &str,
     response: &StoredResponse,
@@ -105,15 +112,17 @@ pub async fn complete(
     let headers = serde_json::to_value(&response.headers).unwrap_or_default();
     sqlx::query!(
         "UPDATE idempotency_records
-         SET state = 'completed', response_status = $3, response_headers = $4, response_body = $5
+         SET state = 'completed', response_status = $3, response_headers = $4, response_body = $5,
+             generation_id = $6
          WHERE account_id = $1 AND key = $2",
         account_id,
         key,
         i32::from(response.status),
         headers,
-        &response.body
+        &response.body,
+        response.generation_id
     )
-    .execute(pool)
+    .execute(conn)
     .await?;
     Ok(())
 }

@@ -13,6 +13,9 @@ use super::usage::month_of;
 pub const JOBS_CHANNEL: &str = "voiced_jobs";
 /// Channel a finished generation (completed or failed) is announced on (payload: its id).
 pub const DONE_CHANNEL: &str = "voiced_generation_done";
+/// Channel a cancellation of a running generation is announced on (payload: its id); the worker
+/// running it stops at the next sentence boundary.
+pub const CANCEL_CHANNEL: &str = "voiced_generation_cancel";
 
 pub struct NewGeneration<'a> {
     pub id: &'a str,
@@ -24,6 +27,8 @@ pub struct NewGeneration<'a> {
     pub seed: i64,
     pub temperature: Option<f32>,
     pub format: &'a str,
+    /// Estimated audio, reserved against the allowance and the key's ceiling while it waits.
+    pub estimated_ms: i64,
 }
 
 /// Inserts a generation and wakes a worker, in the caller's transaction (the notification is
@@ -34,8 +39,8 @@ pub async fn enqueue(
 ) -> sqlx::Result<()> {
     sqlx::query!(
         "INSERT INTO generations (id, account_id, api_key_id, voice_id, engine, text, seed,
-                                  temperature, format, status)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'generating')",
+                                  temperature, format, status, estimated_ms)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'generating', $10)",
         generation.id,
         generation.account_id,
         generation.api_key_id,
@@ -44,7 +49,8 @@ pub async fn enqueue(
         generation.text,
         generation.seed,
         generation.temperature,
-        generation.format
+        generation.format,
+        generation.estimated_ms
     )
     .execute(&mut **tx)
     .await?;
@@ -68,16 +74,26 @@ pub struct Job {
     pub attempts: i32,
 }
 
-/// Claims the oldest claimable generation for `worker`, or `None`.
+/// Claims the next generation for `worker`, or `None`. Fair across accounts: the account served
+/// least recently (whose last claimed job started earliest, or never within the hour) goes
+/// first, and within an account the oldest job; so one account's burst delays another account's
+/// first job by about one job per busy account, not by the whole burst. Rows are still taken with
+/// `FOR UPDATE SKIP LOCKED`, so concurrent workers never claim the same one.
 pub async fn claim(pool: &PgPool, worker: &str, lease: Duration) -> sqlx::Result<Option<Job>> {
     sqlx::query_as!(
         Job,
-        r#"WITH next AS (
-               SELECT id FROM generations
-               WHERE status = 'generating' AND attempts < max_attempts
-                 AND (lease_expires_at IS NULL OR lease_expires_at < now())
-               ORDER BY created_at
-               FOR UPDATE SKIP LOCKED
+        r#"WITH served AS (
+               SELECT account_id, max(started_at) AS last_started FROM generations
+               WHERE started_at > now() - interval '1 hour'
+               GROUP BY account_id),
+           next AS (
+               SELECT g.id FROM generations g
+               LEFT JOIN served s ON s.account_id = g.account_id
+               WHERE g.status = 'generating' AND g.attempts < g.max_attempts
+                 AND g.cancel_reason IS NULL
+                 AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())
+               ORDER BY s.last_started NULLS FIRST, g.created_at, g.id
+               FOR UPDATE OF g SKIP LOCKED
                LIMIT 1)
            UPDATE generations g
            SET attempts = g.attempts + 1, lease_owner = $1,
@@ -94,36 +110,64 @@ pub async fn claim(pool: &PgPool, worker: &str, lease: Duration) -> sqlx::Result
     .await
 }
 
-/// Extends `worker`'s lease; `false` when the lease is no longer its own.
-pub async fn renew(pool: &PgPool, id: &str, worker: &str, lease: Duration) -> sqlx::Result<bool> {
-    let result = sqlx::query!(
-        "UPDATE generations SET lease_expires_at = now() + make_interval(secs => $3)
-         WHERE id = $1 AND lease_owner = $2 AND status = 'generating'",
+/// What a lease renewal found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lease {
+    Held,
+    /// Held, and the generation's caller asked for it to stop.
+    CancelRequested,
+    /// No longer this worker's (another worker owns the row now, or it finished).
+    Lost,
+}
+
+/// Extends `worker`'s lease, and reports a cancellation request (the fallback for a missed
+/// notification on [`CANCEL_CHANNEL`]).
+pub async fn renew(pool: &PgPool, id: &str, worker: &str, lease: Duration) -> sqlx::Result<Lease> {
+    let cancelled = sqlx::query_scalar!(
+        r#"UPDATE generations SET lease_expires_at = now() + make_interval(secs => $3)
+           WHERE id = $1 AND lease_owner = $2 AND status = 'generating'
+           RETURNING cancel_reason IS NOT NULL AS "cancelled!""#,
         id,
         worker,
         lease.as_secs_f64()
     )
-    .execute(pool)
+    .fetch_optional(pool)
     .await?;
-    Ok(result.rows_affected() == 1)
+    Ok(match cancelled {
+        None => Lease::Lost,
+        Some(true) => Lease::CancelRequested,
+        Some(false) => Lease::Held,
+    })
+}
+
+/// How [`complete`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completion {
+    /// Completed and charged.
+    Completed,
+    /// Its caller cancelled it before the audio was stored: failed, nothing charged.
+    Cancelled,
+    /// The lease was lost; nothing was written.
+    LeaseLost,
 }
 
 /// Marks the generation completed and charges it, in one transaction: the ledger row, the
 /// voice's generation count and the `completed` status commit together or not at all. `false`
-/// when the lease was lost (another worker owns the row now; nothing is written).
+/// A generation whose caller cancelled it meanwhile fails instead: audio nobody receives is
+/// never charged.
 pub async fn complete(
     pool: &PgPool,
     id: &str,
     worker: &str,
     audio_key: &str,
     duration_ms: i64,
-) -> sqlx::Result<bool> {
+) -> sqlx::Result<Completion> {
     let mut tx = pool.begin().await?;
     let Some(row) = sqlx::query!(
         "UPDATE generations
          SET status = 'completed', audio_key = $3, duration_ms = $4, finished_at = now(),
              lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-         WHERE id = $1 AND lease_owner = $2 AND status = 'generating'
+         WHERE id = $1 AND lease_owner = $2 AND status = 'generating' AND cancel_reason IS NULL
          RETURNING account_id, api_key_id, voice_id",
         id,
         worker,
@@ -133,7 +177,12 @@ pub async fn complete(
     .fetch_optional(&mut *tx)
     .await?
     else {
-        return Ok(false);
+        drop(tx);
+        return Ok(if fail(pool, id, worker, "cancelled").await? {
+            Completion::Cancelled
+        } else {
+            Completion::LeaseLost
+        });
     };
     sqlx::query!(
         "INSERT INTO usage_ledger (account_id, api_key_id, generation_id, month, audio_ms)
@@ -156,15 +205,16 @@ pub async fn complete(
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok(true)
+    Ok(Completion::Completed)
 }
 
-/// Marks the generation failed with `error` (nothing is charged). `false` when the lease was lost.
+/// Marks the generation failed with `error` (nothing is charged), or with its cancellation reason
+/// when its caller cancelled it. `false` when the lease was lost.
 pub async fn fail(pool: &PgPool, id: &str, worker: &str, error: &str) -> sqlx::Result<bool> {
     let mut tx = pool.begin().await?;
     let result = sqlx::query!(
         "UPDATE generations
-         SET status = 'failed', error = $3, finished_at = now(), lease_owner = NULL,
+         SET status = 'failed', error = COALESCE(cancel_reason, $3), finished_at = now(), lease_owner = NULL,
              lease_expires_at = NULL, updated_at = now()
          WHERE id = $1 AND lease_owner = $2 AND status = 'generating'",
         id,
@@ -184,15 +234,18 @@ pub async fn fail(pool: &PgPool, id: &str, worker: &str, error: &str) -> sqlx::R
 }
 
 /// Fails generations whose workers died on every attempt (their last lease expired with no
-/// attempts left), so that they do not stay `generating` forever.
+/// attempts left), or died while a cancellation was pending, so that they do not stay
+/// `generating` forever.
 pub async fn fail_exhausted(pool: &PgPool) -> sqlx::Result<Vec<String>> {
     let mut tx = pool.begin().await?;
     let ids = sqlx::query_scalar!(
         "UPDATE generations
          SET status = 'failed', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
              updated_at = now(),
-             error = 'generation was interrupted ' || attempts || ' times (worker stopped); nothing was charged'
-         WHERE status = 'generating' AND attempts >= max_attempts AND lease_expires_at < now()
+             error = COALESCE(cancel_reason,
+                 'generation was interrupted ' || attempts || ' times (worker stopped); nothing was charged')
+         WHERE status = 'generating' AND lease_expires_at < now()
+           AND (attempts >= max_attempts OR cancel_reason IS NOT NULL)
          RETURNING id"
     )
     .fetch_all(&mut *tx)
@@ -204,6 +257,42 @@ pub async fn fail_exhausted(pool: &PgPool) -> sqlx::Result<Vec<String>> {
     }
     tx.commit().await?;
     Ok(ids)
+}
+
+/// Cancels a generation whose caller went away (`reason` starts with `cancelled:`). One that no
+/// worker is running fails at once; a running one is flagged and its worker is told on
+/// [`CANCEL_CHANNEL`] (it stops at the next sentence boundary and fails it). Either way nothing
+/// is charged and its reservation ends with it. A finished generation is left as it is.
+pub async fn cancel(pool: &PgPool, id: &str, reason: &str) -> sqlx::Result<()> {
+    let mut tx = pool.begin().await?;
+    let state = sqlx::query_scalar!(
+        r#"UPDATE generations
+           SET cancel_reason = $2,
+               status = CASE WHEN lease_owner IS NULL OR lease_expires_at < now()
+                             THEN 'failed' ELSE status END,
+               error = CASE WHEN lease_owner IS NULL OR lease_expires_at < now()
+                            THEN $2 ELSE error END,
+               finished_at = CASE WHEN lease_owner IS NULL OR lease_expires_at < now()
+                                  THEN now() ELSE finished_at END,
+               lease_owner = CASE WHEN lease_owner IS NULL OR lease_expires_at < now()
+                                  THEN NULL ELSE lease_owner END,
+               updated_at = now()
+           WHERE id = $1 AND status = 'generating' AND cancel_reason IS NULL
+           RETURNING status"#,
+        id,
+        reason
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let channel = match state.as_deref() {
+        None => return Ok(()),
+        Some("failed") => DONE_CHANNEL,
+        Some(_) => CANCEL_CHANNEL,
+    };
+    sqlx::query!("SELECT pg_notify($1, $2)", channel, id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await
 }
 
 /// Status of a generation, for waiters (`None`: no such generation).

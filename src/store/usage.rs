@@ -1,31 +1,65 @@
 //! The usage ledger: generated audio per account and key per calendar month (UTC).
 
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
-use sqlx::PgPool;
+use sqlx::PgConnection;
 
 /// First day of `at`'s calendar month (UTC): the ledger's month key.
 pub fn month_of(at: DateTime<Utc>) -> NaiveDate {
     NaiveDate::from_ymd_opt(at.year(), at.month(), 1).expect("day 1 exists")
 }
 
-/// Milliseconds of generated audio this month: the account's total and the key's total.
-pub async fn month_totals(
-    pool: &PgPool,
+/// What admission weighs a new generation against, read under the account's admission lock.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AdmissionLoad {
+    /// Charged this month (the ledger), account and key.
+    pub account_charged_ms: i64,
+    pub key_charged_ms: i64,
+    /// Estimated audio of queued and running generations (the reservations), account and key.
+    pub account_reserved_ms: i64,
+    pub key_reserved_ms: i64,
+    /// Queued and running generations of the account.
+    pub account_pending: i64,
+}
+
+/// Locks the account for admission (admissions of one account are serialised, so that two
+/// concurrent requests cannot both see the same room under a ceiling) and reads its load. Call
+/// inside the transaction that then enqueues; the lock ends with it. `FOR NO KEY UPDATE` does not
+/// block workers writing ledger rows that reference the account.
+pub async fn lock_for_admission(
+    conn: &mut PgConnection,
     account_id: &str,
     key_id: &str,
     month: NaiveDate,
-) -> sqlx::Result<(i64, i64)> {
+) -> sqlx::Result<AdmissionLoad> {
+    sqlx::query!(
+        "SELECT id FROM accounts WHERE id = $1 FOR NO KEY UPDATE",
+        account_id
+    )
+    .fetch_one(&mut *conn)
+    .await?;
     let row = sqlx::query!(
-        r#"SELECT COALESCE(sum(audio_ms), 0)::BIGINT AS "account_ms!",
-                  COALESCE(sum(audio_ms) FILTER (WHERE api_key_id = $2), 0)::BIGINT AS "key_ms!"
-           FROM usage_ledger WHERE account_id = $1 AND month = $3"#,
+        r#"SELECT
+             (SELECT COALESCE(sum(audio_ms), 0) FROM usage_ledger
+              WHERE account_id = $1 AND month = $3)::BIGINT AS "account_charged_ms!",
+             (SELECT COALESCE(sum(audio_ms), 0) FROM usage_ledger
+              WHERE account_id = $1 AND api_key_id = $2 AND month = $3)::BIGINT AS "key_charged_ms!",
+             COALESCE(sum(estimated_ms), 0)::BIGINT AS "account_reserved_ms!",
+             COALESCE(sum(estimated_ms) FILTER (WHERE api_key_id = $2), 0)::BIGINT AS "key_reserved_ms!",
+             count(*) AS "account_pending!"
+           FROM generations WHERE account_id = $1 AND status = 'generating'"#,
         account_id,
         key_id,
         month
     )
-    .fetch_one(pool)
+    .fetch_one(&mut *conn)
     .await?;
-    Ok((row.account_ms, row.key_ms))
+    Ok(AdmissionLoad {
+        account_charged_ms: row.account_charged_ms,
+        key_charged_ms: row.key_charged_ms,
+        account_reserved_ms: row.account_reserved_ms,
+        key_reserved_ms: row.key_reserved_ms,
+        account_pending: row.account_pending,
+    })
 }
 
 #[cfg(test)]

@@ -77,9 +77,17 @@ fn recogniser_thread(config: &WhisperConfig, inbox: &Mutex<mpsc::Receiver<Job>>)
         if job.reply.is_closed() {
             continue; // the client went away before its turn
         }
-        let result = load(config, &mut recognizer)
-            .and_then(|r| r.transcribe(&job.samples_16k))
-            .map_err(|e| e.to_string());
+        // A panic fails this one transcription; the model is loaded afresh for the next.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            load(config, &mut recognizer)
+                .and_then(|r| r.transcribe(&job.samples_16k))
+                .map_err(|e| e.to_string())
+        }));
+        let result = outcome.unwrap_or_else(|_| {
+            tracing::error!("recogniser panicked; reloading the model");
+            recognizer = None;
+            Err("the recogniser failed unexpectedly".into())
+        });
         let _ = job.reply.send(result);
     }
 }

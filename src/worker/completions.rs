@@ -2,6 +2,7 @@
 //! connection per process fans the completion notifications out to the waiting requests.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,7 +12,10 @@ use tokio::sync::oneshot;
 
 use crate::store::queue;
 
-type Waiters = Arc<Mutex<HashMap<String, Vec<oneshot::Sender<()>>>>>;
+/// Per generation id, the waiting requests: each with its own number, so that one that stops
+/// waiting (time limit, disconnect) removes exactly its own entry.
+type WaiterMap = HashMap<String, Vec<(u64, oneshot::Sender<()>)>>;
+type Waiters = Arc<Mutex<WaiterMap>>;
 
 #[derive(Clone)]
 pub struct Completions {
@@ -37,7 +41,7 @@ impl Completions {
                 match received {
                     Ok(Some(notification)) => {
                         let senders = lock(&fan_out).remove(notification.payload());
-                        for sender in senders.into_iter().flatten() {
+                        for (_, sender) in senders.into_iter().flatten() {
                             let _ = sender.send(());
                         }
                     }
@@ -46,7 +50,7 @@ impl Completions {
                     Ok(None) | Err(_) => {
                         let all: Vec<_> = lock(&fan_out).drain().collect();
                         for (_, senders) in all {
-                            for sender in senders {
+                            for (_, sender) in senders {
                                 let _ = sender.send(());
                             }
                         }
@@ -59,14 +63,22 @@ impl Completions {
     }
 
     /// Waits until generation `id` is no longer `generating`; returns its final status.
-    /// `recheck` bounds how long a missed notification could delay the answer.
+    /// `recheck` bounds how long a missed notification could delay the answer. A waiter that is
+    /// dropped (its request timed out or its client went away) leaves nothing behind.
     pub async fn wait(&self, id: &str, recheck: Duration) -> sqlx::Result<String> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
         loop {
             let (sender, receiver) = oneshot::channel();
+            let ticket = NEXT.fetch_add(1, Ordering::Relaxed);
             lock(&self.waiters)
                 .entry(id.to_owned())
                 .or_default()
-                .push(sender);
+                .push((ticket, sender));
+            let _registered = Registered {
+                waiters: &self.waiters,
+                id,
+                ticket,
+            };
             // Subscribed first, then read: a completion in between is not missed.
             match queue::status(&self.pool, id).await? {
                 Some(status) if status != "generating" => return Ok(status),
@@ -76,9 +88,33 @@ impl Completions {
             let _ = tokio::time::timeout(recheck, receiver).await;
         }
     }
+
+    /// How many waiters are registered (for tests: none may be left behind).
+    pub fn waiting(&self) -> usize {
+        lock(&self.waiters).values().map(Vec::len).sum()
+    }
 }
 
-fn lock(waiters: &Waiters) -> std::sync::MutexGuard<'_, HashMap<String, Vec<oneshot::Sender<()>>>> {
+/// Removes its waiter's entry when the wait ends, however it ends.
+struct Registered<'a> {
+    waiters: &'a Waiters,
+    id: &'a str,
+    ticket: u64,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        let mut waiters = lock(self.waiters);
+        if let Some(entries) = waiters.get_mut(self.id) {
+            entries.retain(|(ticket, _)| *ticket != self.ticket);
+            if entries.is_empty() {
+                waiters.remove(self.id);
+            }
+        }
+    }
+}
+
+fn lock(waiters: &Waiters) -> std::sync::MutexGuard<'_, WaiterMap> {
     waiters
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -1,8 +1,14 @@
 //! The dedicated OS thread a worker's engines run on. Inference and encoding are CPU-bound and
 //! synchronous: they never run on a tokio worker thread.
+//!
+//! Supervision: a panic inside an engine fails that one job (the reply says so) and ends the
+//! thread, whose engine state may be broken; the worker then replaces it with
+//! [`EngineThread::restart`], which loads the engines afresh for the next job.
 
 use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 
 use tokio::sync::oneshot;
@@ -10,7 +16,7 @@ use tokio::sync::oneshot;
 use crate::audio::{self, AudioFormat};
 use crate::domain::EngineId;
 use crate::engines::registry::EngineRegistry;
-use crate::engines::{Engine, SynthesisInput};
+use crate::engines::{Engine, EngineError, SynthesisInput};
 use crate::store::queue::Job;
 
 /// Encoded audio of one generation.
@@ -22,57 +28,145 @@ pub struct Rendered {
     pub engine_ms: u128,
 }
 
-struct Task {
-    job: Job,
-    reply: oneshot::Sender<Result<Rendered, String>>,
+/// Why a job produced no audio.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RenderError {
+    /// The caller cancelled it; it stopped at a sentence boundary.
+    Cancelled,
+    /// The engine panicked; the thread is gone and must be replaced.
+    Panicked,
+    /// The engine or the encoder failed; the message is for the generation's `error`.
+    Failed(String),
+}
+
+enum Task {
+    Render {
+        job: Job,
+        cancel: Arc<AtomicBool>,
+        reply: oneshot::Sender<Result<Rendered, RenderError>>,
+    },
+    /// Load `engine` now (start-up warm-up), so that a broken install shows before a job fails.
+    Load {
+        engine: EngineId,
+        reply: oneshot::Sender<Result<(), RenderError>>,
+    },
 }
 
 /// Handle to one engine thread. Dropping it ends the thread after its current task.
 pub struct EngineThread {
+    name: String,
+    registry: Arc<EngineRegistry>,
     tasks: mpsc::Sender<Task>,
 }
 
 impl EngineThread {
     pub fn spawn(name: &str, registry: Arc<EngineRegistry>) -> std::io::Result<Self> {
-        let (tasks, inbox) = mpsc::channel::<Task>();
-        std::thread::Builder::new()
-            .name(format!("engine-{name}"))
-            .spawn(move || {
-                let mut loaded: HashMap<EngineId, Box<dyn Engine>> = HashMap::new();
-                for task in inbox {
-                    let result = render(&registry, &mut loaded, &task.job);
-                    let _ = task.reply.send(result);
-                }
-            })?;
-        Ok(Self { tasks })
+        let tasks = start(name, registry.clone())?;
+        Ok(Self {
+            name: name.to_owned(),
+            registry,
+            tasks,
+        })
     }
 
-    /// Hands `job` to the thread; the receiver yields its result.
-    pub fn submit(&self, job: Job) -> oneshot::Receiver<Result<Rendered, String>> {
+    /// Replaces the thread (after a panic): a new thread with freshly loaded engines.
+    pub fn restart(&mut self) -> std::io::Result<()> {
+        self.tasks = start(&self.name, self.registry.clone())?;
+        tracing::warn!(worker = %self.name, "engine thread replaced");
+        Ok(())
+    }
+
+    /// Hands `job` to the thread; the receiver yields its result. `cancel` is checked between
+    /// sentences.
+    pub fn submit(
+        &self,
+        job: Job,
+        cancel: Arc<AtomicBool>,
+    ) -> oneshot::Receiver<Result<Rendered, RenderError>> {
         let (reply, receiver) = oneshot::channel();
-        if let Err(mpsc::SendError(task)) = self.tasks.send(Task { job, reply }) {
-            let _ = task.reply.send(Err("engine thread stopped".into()));
+        if let Err(mpsc::SendError(Task::Render { reply, .. })) =
+            self.tasks.send(Task::Render { job, cancel, reply })
+        {
+            let _ = reply.send(Err(RenderError::Panicked));
         }
         receiver
     }
+
+    /// Loads `engine` on the thread.
+    pub async fn load(&self, engine: EngineId) -> Result<(), RenderError> {
+        let (reply, receiver) = oneshot::channel();
+        if self.tasks.send(Task::Load { engine, reply }).is_err() {
+            return Err(RenderError::Panicked);
+        }
+        receiver.await.unwrap_or(Err(RenderError::Panicked))
+    }
+}
+
+fn start(name: &str, registry: Arc<EngineRegistry>) -> std::io::Result<mpsc::Sender<Task>> {
+    let (tasks, inbox) = mpsc::channel::<Task>();
+    std::thread::Builder::new()
+        .name(format!("engine-{name}"))
+        .spawn(move || {
+            let mut loaded: HashMap<EngineId, Box<dyn Engine>> = HashMap::new();
+            for task in inbox {
+                match task {
+                    Task::Render { job, cancel, reply } => {
+                        let outcome = catch_unwind(AssertUnwindSafe(|| {
+                            render(&registry, &mut loaded, &job, &cancel)
+                        }));
+                        match outcome {
+                            Ok(result) => {
+                                let _ = reply.send(result);
+                            }
+                            Err(_) => {
+                                tracing::error!(generation_id = %job.id, "engine panicked");
+                                let _ = reply.send(Err(RenderError::Panicked));
+                                return; // the engines' state is suspect: the worker replaces us
+                            }
+                        }
+                    }
+                    Task::Load { engine, reply } => {
+                        let outcome = catch_unwind(AssertUnwindSafe(|| {
+                            engine_for(&registry, &mut loaded, engine).map(drop)
+                        }));
+                        let result = match outcome {
+                            Ok(Ok(())) => Ok(()),
+                            Ok(Err(e)) => Err(RenderError::Failed(e.to_string())),
+                            Err(_) => Err(RenderError::Panicked),
+                        };
+                        let panicked = result == Err(RenderError::Panicked);
+                        let _ = reply.send(result);
+                        if panicked {
+                            return;
+                        }
+                    }
+                }
+            }
+        })?;
+    Ok(tasks)
+}
+
+fn engine_for<'a>(
+    registry: &EngineRegistry,
+    loaded: &'a mut HashMap<EngineId, Box<dyn Engine>>,
+    engine_id: EngineId,
+) -> Result<&'a mut Box<dyn Engine>, EngineError> {
+    Ok(match loaded.entry(engine_id) {
+        std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+        std::collections::hash_map::Entry::Vacant(entry) => entry.insert(registry.load(engine_id)?),
+    })
 }
 
 fn render(
     registry: &EngineRegistry,
     loaded: &mut HashMap<EngineId, Box<dyn Engine>>,
     job: &Job,
-) -> Result<Rendered, String> {
-    let engine_id: EngineId = job.engine.parse()?;
-    let format: AudioFormat = job
-        .format
-        .parse()
-        .map_err(|_| format!("unknown format {}", job.format))?;
-    let engine = match loaded.entry(engine_id) {
-        std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
-        std::collections::hash_map::Entry::Vacant(entry) => {
-            entry.insert(registry.load(engine_id).map_err(|e| e.to_string())?)
-        }
-    };
+    cancel: &AtomicBool,
+) -> Result<Rendered, RenderError> {
+    let failed = |e: &dyn std::fmt::Display| RenderError::Failed(e.to_string());
+    let engine_id: EngineId = job.engine.parse().map_err(|e: String| failed(&e))?;
+    let format: AudioFormat = job.format.parse().map_err(|e| failed(&e))?;
+    let engine = engine_for(registry, loaded, engine_id).map_err(|e| failed(&e))?;
     let preset = job.preset.as_deref().unwrap_or_default();
     let started = std::time::Instant::now();
     let pcm = engine
@@ -82,11 +176,15 @@ fn render(
             language: &job.language,
             seed: job.seed as u64,
             temperature: job.temperature,
+            cancel: Some(cancel),
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| match e {
+            EngineError::Cancelled => RenderError::Cancelled,
+            other => failed(&other),
+        })?;
     let engine_ms = started.elapsed().as_millis();
     let duration_ms = pcm.duration_ms();
-    let bytes = audio::encode(&pcm.samples, pcm.sample_rate, format).map_err(|e| e.to_string())?;
+    let bytes = audio::encode(&pcm.samples, pcm.sample_rate, format).map_err(|e| failed(&e))?;
     Ok(Rendered {
         bytes,
         format,

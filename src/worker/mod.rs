@@ -8,8 +8,10 @@
 pub mod asr;
 pub mod completions;
 mod engine_thread;
+pub mod health;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sqlx::PgPool;
@@ -17,10 +19,12 @@ use sqlx::postgres::PgListener;
 use tokio::sync::watch;
 use tracing::Instrument;
 
+use crate::domain::EngineId;
 use crate::engines::registry::EngineRegistry;
 use crate::store::blobs::{Blob, BlobStore};
-use crate::store::queue::{self, Job};
-pub use engine_thread::{EngineThread, Rendered};
+use crate::store::queue::{self, Completion, Job, Lease};
+pub use engine_thread::{EngineThread, RenderError, Rendered};
+use health::WorkerHealth;
 
 #[derive(Debug, Clone)]
 pub struct WorkerOptions {
@@ -36,6 +40,7 @@ pub struct WorkerDeps {
     pub pool: PgPool,
     pub blobs: Arc<dyn BlobStore>,
     pub registry: Arc<EngineRegistry>,
+    pub health: Arc<WorkerHealth>,
 }
 
 /// Runs one worker until `shutdown` turns true. A job in progress is finished first.
@@ -44,9 +49,14 @@ pub async fn run(
     options: WorkerOptions,
     mut shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
-    let engine = EngineThread::spawn(&options.name, deps.registry.clone())?;
+    let mut engine = EngineThread::spawn(&options.name, deps.registry.clone())?;
     let mut listener = PgListener::connect_with(&deps.pool).await?;
-    listener.listen(queue::JOBS_CHANNEL).await?;
+    listener
+        .listen_all([queue::JOBS_CHANNEL, queue::CANCEL_CHANNEL])
+        .await?;
+    if !warm_up(&deps, &options, &mut engine, &mut shutdown).await {
+        return Ok(());
+    }
     tracing::info!(worker = %options.name, "worker started");
     loop {
         if *shutdown.borrow() {
@@ -61,13 +71,16 @@ pub async fn run(
         }
         match queue::claim(&deps.pool, &options.name, options.lease).await {
             Ok(Some(job)) => {
-                process(&deps, &options, &engine, job).await;
+                process(&deps, &options, &mut engine, &mut listener, job).await;
                 continue;
             }
             Ok(None) => {}
             Err(err) => {
                 tracing::warn!(error = %err, "claim failed; retrying after a pause");
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = shutdown.changed() => {}
+                }
                 continue;
             }
         }
@@ -85,29 +98,104 @@ pub async fn run(
     Ok(())
 }
 
-async fn process(deps: &WorkerDeps, options: &WorkerOptions, engine: &EngineThread, job: Job) {
+/// Loads every installed engine before the first claim. An engine that cannot start makes the
+/// worker report it (so `/readyz` answers 503 with the reason) and retry with backoff, without
+/// claiming jobs it would only fail. `false` when shutdown came first.
+async fn warm_up(
+    deps: &WorkerDeps,
+    options: &WorkerOptions,
+    engine: &mut EngineThread,
+    shutdown: &mut watch::Receiver<bool>,
+) -> bool {
+    let installed: Vec<EngineId> = EngineId::ALL
+        .into_iter()
+        .filter(|e| deps.registry.is_installed(*e))
+        .collect();
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        let mut failure = None;
+        for id in &installed {
+            match engine.load(*id).await {
+                Ok(()) => {}
+                Err(err) => {
+                    if err == RenderError::Panicked
+                        && let Err(e) = engine.restart()
+                    {
+                        tracing::error!(error = %e, "cannot start an engine thread");
+                    }
+                    failure = Some((*id, err));
+                    break;
+                }
+            }
+        }
+        let Some((id, err)) = failure else {
+            deps.health.report(&options.name, None);
+            return true;
+        };
+        tracing::error!(worker = %options.name, engine = %id, error = ?err, retry_in_secs = backoff.as_secs(), "engine cannot start");
+        deps.health.report(
+            &options.name,
+            Some(format!(
+                "the {id} engine cannot start on a generation worker (details in the server log); retrying"
+            )),
+        );
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            _ = shutdown.changed() => {}
+        }
+        if *shutdown.borrow() {
+            return false;
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(60));
+    }
+}
+
+async fn process(
+    deps: &WorkerDeps,
+    options: &WorkerOptions,
+    engine: &mut EngineThread,
+    listener: &mut PgListener,
+    job: Job,
+) {
     let span = tracing::info_span!("generation", generation_id = %job.id, engine = %job.engine, attempt = job.attempts);
-    process_job(deps, options, engine, job)
+    process_job(deps, options, engine, listener, job)
         .instrument(span)
         .await;
 }
 
-async fn process_job(deps: &WorkerDeps, options: &WorkerOptions, engine: &EngineThread, job: Job) {
+async fn process_job(
+    deps: &WorkerDeps,
+    options: &WorkerOptions,
+    engine: &mut EngineThread,
+    listener: &mut PgListener,
+    job: Job,
+) {
     let id = job.id.clone();
     let started = std::time::Instant::now();
-    let mut result = engine.submit(job);
+    let cancel = Arc::new(AtomicBool::new(false));
+    let mut result = engine.submit(job, cancel.clone());
     let deadline = tokio::time::sleep(options.timeout);
     tokio::pin!(deadline);
     let mut renew = tokio::time::interval(options.lease / 3);
     renew.tick().await;
     let outcome = loop {
         tokio::select! {
-            rendered = &mut result => break rendered.unwrap_or_else(|_| Err("engine thread stopped".into())),
+            rendered = &mut result => break rendered.unwrap_or(Err(RenderError::Panicked)),
+            notification = listener.recv() => {
+                if let Ok(n) = notification
+                    && n.channel() == queue::CANCEL_CHANNEL
+                    && n.payload() == id
+                {
+                    cancel.store(true, Ordering::Relaxed);
+                }
+            }
             _ = renew.tick() => {
                 match queue::renew(&deps.pool, &id, &options.name, options.lease).await {
-                    Ok(true) => {}
-                    Ok(false) => {
+                    Ok(Lease::Held) => {}
+                    Ok(Lease::CancelRequested) => cancel.store(true, Ordering::Relaxed),
+                    Ok(Lease::Lost) => {
                         tracing::warn!("lease lost; another worker owns the generation");
+                        cancel.store(true, Ordering::Relaxed);
                         let _ = result.await;
                         return;
                     }
@@ -117,8 +205,11 @@ async fn process_job(deps: &WorkerDeps, options: &WorkerOptions, engine: &Engine
             () = &mut deadline => {
                 let message = format!("generation ran past the time limit of {} s", options.timeout.as_secs());
                 finish_failed(deps, options, &id, &message).await;
-                // The engine cannot be interrupted mid-inference: wait for it before the next job.
-                let _ = result.await;
+                // Stop at the next sentence boundary, and wait for the engine before the next job.
+                cancel.store(true, Ordering::Relaxed);
+                if result.await.is_err() {
+                    replace_engine(engine);
+                }
                 return;
             }
         }
@@ -137,17 +228,42 @@ async fn process_job(deps: &WorkerDeps, options: &WorkerOptions, engine: &Engine
             }
             match queue::complete(&deps.pool, &id, &options.name, &key, rendered.duration_ms).await
             {
-                Ok(true) => tracing::info!(
+                Ok(Completion::Completed) => tracing::info!(
                     audio_ms = rendered.duration_ms,
                     engine_ms = rendered.engine_ms as u64,
                     total_ms = started.elapsed().as_millis() as u64,
                     "generation completed"
                 ),
-                Ok(false) => tracing::warn!("lease lost before completion; result discarded"),
+                Ok(Completion::Cancelled) => {
+                    tracing::info!("generation cancelled by its caller; not charged")
+                }
+                Ok(Completion::LeaseLost) => {
+                    tracing::warn!("lease lost before completion; result discarded")
+                }
                 Err(err) => tracing::error!(error = %err, "marking completed failed"),
             }
         }
-        Err(message) => finish_failed(deps, options, &id, &message).await,
+        Err(RenderError::Cancelled) => {
+            // `fail` records the cancellation's own reason.
+            finish_failed(deps, options, &id, "cancelled").await;
+        }
+        Err(RenderError::Panicked) => {
+            finish_failed(
+                deps,
+                options,
+                &id,
+                "the engine failed unexpectedly on this generation; nothing was charged",
+            )
+            .await;
+            replace_engine(engine);
+        }
+        Err(RenderError::Failed(message)) => finish_failed(deps, options, &id, &message).await,
+    }
+}
+
+fn replace_engine(engine: &mut EngineThread) {
+    if let Err(err) = engine.restart() {
+        tracing::error!(error = %err, "cannot replace the engine thread");
     }
 }
 

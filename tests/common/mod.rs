@@ -2,6 +2,7 @@
 //! listener, and account/key/voice set-up through the same store functions `voiced admin` uses.
 #![allow(dead_code)]
 
+pub mod child;
 pub mod db;
 
 use std::os::unix::fs::PermissionsExt;
@@ -83,6 +84,7 @@ impl TestApp {
             pool: pool.clone(),
             blobs: state.blobs.clone(),
             registry: state.engines.clone(),
+            health: state.health.clone(),
         };
         let worker_handles = voiced::app::spawn_workers(&config, &deps, workers, &shutdown);
         let completions = state.completions.clone();
@@ -208,6 +210,26 @@ impl TestApp {
         .await
         .expect("voice");
         id
+    }
+}
+
+/// Polls `check` until it yields a value, at most `within` (then the test fails naming `what`).
+/// The pause between polls is short and bounded by the deadline: tests never wait a fixed time.
+pub async fn poll_until<T, F, Fut>(within: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {within:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

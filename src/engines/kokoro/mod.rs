@@ -6,6 +6,7 @@
 
 mod noise;
 mod phonemize;
+pub mod readable;
 pub mod session;
 mod split;
 mod voices;
@@ -164,6 +165,10 @@ impl Engine for KokoroEngine {
         let mut samples = Vec::new();
         let last = pieces.len() - 1;
         for (i, piece) in pieces.iter().enumerate() {
+            // A cancelled generation stops at the sentence boundary; its audio is never stored.
+            if input.is_cancelled() {
+                return Err(EngineError::Cancelled);
+            }
             // Drawn for every piece in order, so the audio is a function of (text, voice, seed).
             let source = SourceNoise::draw(&mut rng);
             let row = self.style(input.preset)?.row(piece.tokens.len()).to_vec();

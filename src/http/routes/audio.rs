@@ -1,10 +1,13 @@
 //! `GET /v1/audio/{generationId}?sig=…`: the signed, key-less download.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
+use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::header;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use futures_util::stream;
 
 use crate::domain::Plan;
 use crate::http::AppState;
@@ -12,6 +15,10 @@ use crate::http::error::{ApiError, ErrorCode};
 use crate::http::models::Problem;
 use crate::http::routes::generations::check_id;
 use crate::store;
+use crate::store::blobs::BlobStore;
+
+/// Bytes read from the blob store per chunk of a streamed download.
+const CHUNK: u64 = 256 * 1024;
 
 fn invalid_signature() -> ApiError {
     ApiError::new(
@@ -27,7 +34,9 @@ fn invalid_signature() -> ApiError {
         ("sig" = String, Query, description = "Signature from `audio_url`; never built by clients"),
     ),
     responses(
-        (status = 200, description = "The audio", content((Vec<u8> = "audio/mpeg"), (Vec<u8> = "audio/ogg"), (Vec<u8> = "audio/wav"))),
+        (status = 200, description = "The audio, streamed (`Accept-Ranges: bytes`)", content((Vec<u8> = "audio/mpeg"), (Vec<u8> = "audio/ogg"), (Vec<u8> = "audio/wav"))),
+        (status = 206, description = "The part a `Range: bytes=…` header asked for, with `Content-Range`", content((Vec<u8> = "audio/mpeg"), (Vec<u8> = "audio/ogg"), (Vec<u8> = "audio/wav"))),
+        (status = 416, description = "`range_not_satisfiable`: the range starts past the end (`Content-Range: bytes */<length>`)", body = Problem, content_type = "application/problem+json"),
         (status = 400, description = "`invalid_request`: id longer than 200 characters", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`invalid_signature` (missing, tampered or expired `sig`) or `pro_plan_required`", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`not_found`", body = Problem, content_type = "application/problem+json"),
@@ -37,6 +46,7 @@ pub async fn download_audio(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     check_id(&id)?;
     let sig = query.get("sig").ok_or_else(invalid_signature)?;
@@ -52,18 +62,131 @@ pub async fn download_audio(
         return Err(ApiError::pro_plan_required());
     }
     let key = row.audio_key.ok_or_else(ApiError::not_found)?;
-    let blob = state
+    let head = state
         .blobs
-        .get(&key)
+        .head(&key)
         .await
         .map_err(ApiError::internal)?
         .ok_or_else(|| ApiError::internal(format!("audio blob {key} is missing")))?;
-    Ok((
-        [
-            (header::CONTENT_TYPE, blob.content_type),
-            (header::CACHE_CONTROL, "private, max-age=900".to_owned()),
-        ],
-        blob.bytes,
-    )
-        .into_response())
+    let (status, start, end) = match requested_range(&headers, head.len) {
+        Range::Whole => (StatusCode::OK, 0, head.len),
+        Range::Part(start, end) => (StatusCode::PARTIAL_CONTENT, start, end),
+        Range::Unsatisfiable => {
+            let mut response = ApiError::new(
+                ErrorCode::RangeNotSatisfiable,
+                format!(
+                    "The audio is {} bytes long; the requested range starts past its end.",
+                    head.len
+                ),
+            )
+            .into_response();
+            response.headers_mut().insert(
+                header::CONTENT_RANGE,
+                HeaderValue::from_str(&format!("bytes */{}", head.len)).expect("ASCII"),
+            );
+            return Ok(response);
+        }
+    };
+    let mut response = Response::new(stream_body(state.blobs.clone(), key, start, end));
+    *response.status_mut() = status;
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(&head.content_type).map_err(ApiError::internal)?,
+    );
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(end - start));
+    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, max-age=900"),
+    );
+    if status == StatusCode::PARTIAL_CONTENT {
+        h.insert(
+            header::CONTENT_RANGE,
+            HeaderValue::from_str(&format!("bytes {start}-{}/{}", end - 1, head.len))
+                .expect("ASCII"),
+        );
+    }
+    Ok(response)
+}
+
+/// Bytes `start..end` of the blob, read from the store a chunk at a time as the client takes them.
+fn stream_body(blobs: Arc<dyn BlobStore>, key: String, start: u64, end: u64) -> Body {
+    let chunks = stream::try_unfold(start, move |offset| {
+        let (blobs, key) = (blobs.clone(), key.clone());
+        async move {
+            if offset >= end {
+                return Ok(None);
+            }
+            let bytes = blobs.read(&key, offset, CHUNK.min(end - offset)).await?;
+            if bytes.is_empty() {
+                return Err(anyhow::anyhow!("blob {key} ended early"));
+            }
+            let next = offset + bytes.len() as u64;
+            Ok::<_, anyhow::Error>(Some((axum::body::Bytes::from(bytes), next)))
+        }
+    });
+    Body::from_stream(chunks)
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Range {
+    Whole,
+    /// `start..end` (end exclusive).
+    Part(u64, u64),
+    Unsatisfiable,
+}
+
+/// One `bytes=` range (RFC 9110 §14.1.2): `a-b`, `a-` or `-n`. Anything else (several ranges,
+/// other units, bad syntax) is ignored and the whole file is sent, as the RFC allows.
+fn requested_range(headers: &HeaderMap, len: u64) -> Range {
+    let Some(spec) = headers
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().strip_prefix("bytes="))
+    else {
+        return Range::Whole;
+    };
+    if spec.contains(',') {
+        return Range::Whole;
+    }
+    let Some((first, last)) = spec.split_once('-') else {
+        return Range::Whole;
+    };
+    let (first, last) = (first.trim(), last.trim());
+    let parsed = match (first.parse::<u64>(), last.parse::<u64>()) {
+        (Ok(a), Ok(b)) if a <= b => Some((a, b.saturating_add(1).min(len))),
+        (Ok(a), Err(_)) if last.is_empty() => Some((a, len)),
+        (Err(_), Ok(n)) if first.is_empty() && n > 0 => Some((len.saturating_sub(n), len)),
+        _ => None,
+    };
+    match parsed {
+        None => Range::Whole,
+        Some((start, _)) if start >= len => Range::Unsatisfiable,
+        Some((start, end)) => Range::Part(start, end),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(value: &str, len: u64) -> Range {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::RANGE, HeaderValue::from_str(value).unwrap());
+        requested_range(&headers, len)
+    }
+
+    #[test]
+    fn byte_ranges() {
+        assert_eq!(requested_range(&HeaderMap::new(), 10), Range::Whole);
+        assert_eq!(range("bytes=2-5", 10), Range::Part(2, 6));
+        assert_eq!(range("bytes=2-", 10), Range::Part(2, 10));
+        assert_eq!(range("bytes=-3", 10), Range::Part(7, 10));
+        assert_eq!(range("bytes=8-100", 10), Range::Part(8, 10));
+        assert_eq!(range("bytes=10-", 10), Range::Unsatisfiable);
+        assert_eq!(range("bytes=5-2", 10), Range::Whole);
+        assert_eq!(range("bytes=0-1,4-5", 10), Range::Whole);
+        assert_eq!(range("items=0-1", 10), Range::Whole);
+    }
 }

@@ -1,8 +1,8 @@
 use axum::Json;
 use axum::extract::State;
-use sqlx::PgPool;
 
-use crate::http::error::ApiError;
+use crate::http::AppState;
+use crate::http::error::{ApiError, ErrorCode};
 use crate::http::models::Health;
 
 /// Liveness: the process answers.
@@ -14,16 +14,23 @@ pub async fn healthz() -> Json<Health> {
     })
 }
 
-/// Readiness: the database answers.
+/// Readiness: the database answers, and this process's generation workers have their engines.
 #[utoipa::path(get, path = "/readyz", tag = "health",
     responses(
         (status = 200, description = "Ready to serve", body = Health),
-        (status = 503, description = "`service_unavailable`: the database does not answer",
+        (status = 503, description = "`service_unavailable`: the database does not answer, or a generation worker's engine cannot start (`detail` says which)",
             body = crate::http::models::Problem, content_type = "application/problem+json"),
     ))]
-pub async fn readyz(State(pool): State<PgPool>) -> Result<Json<Health>, ApiError> {
+pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
+    if let Some(problem) = state.health.problem() {
+        return Err(ApiError::new(
+            ErrorCode::ServiceUnavailable,
+            format!("Not ready: {problem}."),
+        )
+        .with_retry_after(5));
+    }
     sqlx::query_scalar!("SELECT 1 AS one")
-        .fetch_one(&pool)
+        .fetch_one(&state.pool)
         .await
         .map_err(|err| {
             tracing::warn!(error = %err, "readiness check failed");

@@ -7,18 +7,30 @@ use std::time::Duration;
 
 use axum::Extension;
 use axum::extract::State;
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::speech::{self, SpeechOrder};
+use super::speech;
 use crate::domain::EngineId;
 use crate::http::AppState;
 use crate::http::auth::Principal;
-use crate::http::error::ApiError;
+use crate::http::error::{ApiError, ErrorCode};
+use crate::http::idempotency;
 use crate::http::json::JsonObject;
+use crate::service::idempotency::{self as idem, Begun, Render, StoredResponse};
+use crate::service::speech::{
+    self as service, Admitted, CANCELLED_TIME_LIMIT, CancelOnDrop, Fields, SpeechOrder,
+};
 use crate::store;
+
+/// Field names of this dialect for the service's errors.
+const FIELDS_OF_OPENAI: Fields = Fields {
+    text: "input",
+    voice: "voice",
+    temperature: "temperature",
+};
 
 const FIELDS: [&str; 9] = [
     "model",
@@ -142,8 +154,13 @@ fn refuse_unsupported(body: &JsonObject) -> Result<(), ApiError> {
 }
 
 /// Speaks `input` and answers with the audio once it is ready (OpenAI-compatible).
+///
+/// A client that disconnects, or a request that runs past the server's time limit, cancels the
+/// generation: it never runs, or stops at its next sentence boundary, and is not charged.
 #[utoipa::path(post, path = "/v1/audio/speech", tag = "speech",
     security(("api_key" = []), ("bearer" = [])),
+    params(("Idempotency-Key" = Option<String>, Header, max_length = 255,
+        description = "Same key and body within 48 h answers with the first request's audio without generating again")),
     request_body(content = OpenAiSpeechRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The audio", content((Vec<u8> = "audio/mpeg"), (Vec<u8> = "audio/ogg"), (Vec<u8> = "audio/wav")),
@@ -154,17 +171,21 @@ fn refuse_unsupported(body: &JsonObject) -> Result<(), ApiError> {
         (status = 400, description = "`invalid_request` (`error.param` names the field)", body = crate::http::models::OpenAiError),
         (status = 401, description = "`invalid_api_key`", body = crate::http::models::OpenAiError),
         (status = 403, description = "`pro_plan_required`, `insufficient_scope` or `feature_not_enabled`", body = crate::http::models::OpenAiError),
+        (status = 409, description = "`idempotency_key_in_use`", body = crate::http::models::OpenAiError),
         (status = 413, description = "`payload_too_large`", body = crate::http::models::OpenAiError),
         (status = 415, description = "`unsupported_media_type`", body = crate::http::models::OpenAiError),
+        (status = 422, description = "`idempotency_key_reused`", body = crate::http::models::OpenAiError),
         (status = 429, description = "`rate_limit_exceeded`, `quota_exhausted` or `key_ceiling_exceeded`", body = crate::http::models::OpenAiError),
-        (status = 500, description = "`internal_error`: the generation failed", body = crate::http::models::OpenAiError),
-        (status = 503, description = "`service_unavailable`", body = crate::http::models::OpenAiError),
+        (status = 500, description = "`internal_error`: the generation failed (the message names only the generation id)", body = crate::http::models::OpenAiError),
+        (status = 503, description = "`service_unavailable`: database unavailable, or the generation ran past the server's time limit (it is cancelled)", body = crate::http::models::OpenAiError),
     ))]
 pub async fn create_openai_speech(
     State(state): State<AppState>,
     Extension(principal): Extension<Arc<Principal>>,
+    headers: HeaderMap,
     body: JsonObject,
 ) -> Result<Response, ApiError> {
+    let key = idempotency::key_from(&headers)?;
     body.only(&FIELDS)?;
     let (model, choice) = parse_model(&body)?;
     let text = speech::parse_text(&body, "input")?;
@@ -173,61 +194,122 @@ pub async fn create_openai_speech(
     refuse_unsupported(&body)?;
     let seed = speech::parse_seed(&body)?;
     let temperature = speech::parse_temperature(&body)?;
-
-    let voice = store::voices::find(&state.pool, &principal.account_id, &voice_ref)
-        .await?
-        .ok_or_else(|| {
-            ApiError::invalid(
-                "voice",
-                format!("No voice profile of this account has the id or name {voice_ref:?}."),
-            )
-        })?;
-    let voice_engine: EngineId = voice.engine.parse().map_err(ApiError::internal)?;
-    let engine = match choice {
-        ModelChoice::VoiceDefault => voice_engine,
-        ModelChoice::Engine(engine) if engine == voice_engine => engine,
-        ModelChoice::Engine(engine) => {
+    let fingerprint = match key {
+        Some(_) => idempotency::fingerprint("POST /v1/audio/speech", &body.value()),
+        None => Vec::new(),
+    };
+    let claim = match idem::begin(
+        &state.pool,
+        &principal.account_id,
+        key,
+        fingerprint,
+        state.request_timeout,
+    )
+    .await?
+    {
+        // The first request's answer is its generation's audio: answer with it again.
+        Begun::Replay(stored) => {
+            let id = stored
+                .generation_id
+                .ok_or_else(|| ApiError::internal("sync speech record without a generation"))?;
+            return deliver(&state, &id, &model).await;
+        }
+        Begun::Fresh(claim) => claim,
+    };
+    let admitted = async {
+        let voice = store::voices::find(&state.pool, &principal.account_id, &voice_ref)
+            .await?
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "voice",
+                    format!("No voice profile of this account has the id or name {voice_ref:?}."),
+                )
+            })?;
+        let voice_engine: EngineId = voice.engine.parse().map_err(ApiError::internal)?;
+        let engine = match choice {
+            ModelChoice::VoiceDefault => voice_engine,
+            ModelChoice::Engine(engine) if engine == voice_engine => engine,
+            ModelChoice::Engine(engine) => {
+                return Err(ApiError::invalid(
+                    "model",
+                    format!(
+                        "Voice {:?} is a preset of the {voice_engine} engine; model {engine} cannot render it. Use model {voice_engine} or tts-1.",
+                        voice.name
+                    ),
+                ));
+            }
+        };
+        if !state.engines.is_installed(engine) {
             return Err(ApiError::invalid(
                 "model",
-                format!(
-                    "Voice {:?} is a preset of the {voice_engine} engine; model {engine} cannot render it. Use model {voice_engine} or tts-1.",
-                    voice.name
-                ),
+                format!("The {engine} engine is not installed on this deployment."),
             ));
         }
-    };
-    if !state.engines.is_installed(engine) {
-        return Err(ApiError::invalid(
-            "model",
-            format!("The {engine} engine is not installed on this deployment."),
-        ));
+        let order = SpeechOrder {
+            text,
+            voice,
+            engine,
+            seed,
+            temperature,
+            format,
+        };
+        let render = |admitted: &Admitted| StoredResponse {
+            status: 200,
+            headers: Vec::new(),
+            body: Vec::new(),
+            generation_id: Some(admitted.id.clone()),
+        };
+        service::admit(
+            &state.pool,
+            &state.engines,
+            state.admission,
+            &principal,
+            order,
+            FIELDS_OF_OPENAI,
+            claim
+                .as_ref()
+                .map(|c| (c, &render as Render<Admitted>)),
+        )
+        .await
     }
-    let order = SpeechOrder {
-        text,
-        voice,
-        engine,
-        seed,
-        temperature,
-        format,
-    };
-    let admitted = speech::admit(&state, &principal, order).await?;
+    .await;
+    let admitted = idem::settle(&state.pool, claim, admitted).await?;
+    deliver(&state, &admitted.id, &model).await
+}
 
-    // The wait rides on the durable queue; a client that goes away leaves the generation to finish.
-    let status = state
-        .completions
-        .wait(&admitted.id, Duration::from_secs(5))
-        .await?;
-    let row = store::generations::find(&state.pool, &principal.account_id, &admitted.id)
-        .await?
-        .ok_or_else(|| ApiError::internal("generation vanished"))?;
+/// Waits for the generation and answers with its audio. While waiting, a dropped request (the
+/// client disconnected) cancels the generation; so does running past the time limit.
+async fn deliver(state: &AppState, id: &str, model: &str) -> Result<Response, ApiError> {
+    let mut cancel_on_drop = CancelOnDrop::new(&state.pool, id);
+    let limit = service::sync_wait_limit(state.request_timeout);
+    // The wait rides on the durable queue's completion notifications.
+    let waited =
+        tokio::time::timeout(limit, state.completions.wait(id, Duration::from_secs(5))).await;
+    cancel_on_drop.disarm();
+    let status = match waited {
+        Ok(status) => status?,
+        Err(_) => {
+            service::cancel(&state.pool, id, CANCELLED_TIME_LIMIT).await?;
+            return Err(ApiError::new(
+                ErrorCode::ServiceUnavailable,
+                format!(
+                    "The generation {id} did not finish within the server's time limit and was cancelled; nothing was charged."
+                ),
+            )
+            .with_retry_after(5));
+        }
+    };
     if status != "completed" {
-        let reason = row.error.unwrap_or_else(|| "unknown error".into());
+        // The reason stays in the generation's `error` (readable with the id); the answer names
+        // only the id, never the engine's text.
         return Err(ApiError::new(
-            crate::http::error::ErrorCode::InternalError,
-            format!("The generation {} failed: {reason}", admitted.id),
+            ErrorCode::InternalError,
+            format!(
+                "The generation {id} failed; nothing was charged. GET /v1/generations/{id} tells why."
+            ),
         ));
     }
-    let key = store::generations::for_download(&state.pool, &admitted.id)
+    let key = store::generations::for_download(&state.pool, id)
         .await?
         .and_then(|d| d.audio_key)
         .ok_or_else(|| ApiError::internal("completed generation without audio"))?;
@@ -237,15 +319,20 @@ pub async fn create_openai_speech(
         .await
         .map_err(ApiError::internal)?
         .ok_or_else(|| ApiError::internal("audio blob missing"))?;
-    let mut response = ([(header::CONTENT_TYPE, blob.content_type)], blob.bytes).into_response();
+    let mut response = (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, blob.content_type)],
+        blob.bytes,
+    )
+        .into_response();
     let headers = response.headers_mut();
     headers.insert(
         "x-service-generation-id",
-        HeaderValue::from_str(&admitted.id).map_err(ApiError::internal)?,
+        HeaderValue::from_str(id).map_err(ApiError::internal)?,
     );
     headers.insert(
         "x-service-engine",
-        HeaderValue::from_str(&model).map_err(ApiError::internal)?,
+        HeaderValue::from_str(model).map_err(ApiError::internal)?,
     );
     Ok(response)
 }

@@ -1,42 +1,26 @@
-//! `POST /v1/speech`, and the admission both speech endpoints share.
+//! `POST /v1/speech` (asynchronous), and the field parsing both speech endpoints share.
+//! Admission is the service core's (`service::speech`).
 
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::audio::AudioFormat;
-use crate::domain::{EngineId, Seed, SpeechText, Temperature, new_id};
+use crate::domain::{EngineId, Seed, SpeechText, Temperature};
 use crate::http::AppState;
 use crate::http::auth::Principal;
-use crate::http::error::{ApiError, ErrorCode, SettingsPage};
+use crate::http::error::ApiError;
 use crate::http::idempotency;
 use crate::http::json::JsonObject;
 use crate::http::models::Problem;
+use crate::service::idempotency::{self as idem, Begun, Render};
+use crate::service::speech::{self as service, Admitted, Fields, SpeechOrder};
 use crate::store;
-use crate::store::voices::VoiceRow;
-
-/// A validated speech request, whichever endpoint it came through.
-pub struct SpeechOrder {
-    pub text: SpeechText,
-    pub voice: VoiceRow,
-    /// The engine that renders it (the voice's default unless the request chose one).
-    pub engine: EngineId,
-    pub seed: Option<Seed>,
-    pub temperature: Option<Temperature>,
-    pub format: AudioFormat,
-}
-
-/// An admitted generation.
-pub struct Admitted {
-    pub id: String,
-    pub voice_name: String,
-    pub engine: EngineId,
-}
 
 pub fn parse_seed(body: &JsonObject) -> Result<Option<Seed>, ApiError> {
     body.optional("seed")
@@ -66,94 +50,6 @@ pub fn parse_format(body: &JsonObject, field: &str) -> Result<AudioFormat, ApiEr
 pub fn parse_text(body: &JsonObject, field: &str) -> Result<SpeechText, ApiError> {
     SpeechText::new(body.required_str(field)?)
         .map_err(|m| ApiError::invalid(field, format!("{field} {m}")))
-}
-
-/// Checks what depends on the voice: the temperature (request or pin) against the engine.
-pub fn check_temperature(
-    order: &SpeechOrder,
-    param: &str,
-) -> Result<Option<Temperature>, ApiError> {
-    let pinned = order
-        .voice
-        .pinned_temperature
-        .and_then(|t| Temperature::new(f64::from(t)).ok());
-    let temperature = order.temperature.or(pinned);
-    if temperature.is_some() && !order.engine.accepts_temperature() {
-        let source = if order.temperature.is_some() {
-            ""
-        } else {
-            " (pinned on the voice)"
-        };
-        return Err(ApiError::invalid(
-            param,
-            format!(
-                "The {} engine takes no temperature{source}; only chatterbox and chatterbox_turbo do.",
-                order.engine
-            ),
-        ));
-    }
-    Ok(temperature)
-}
-
-/// Admission and enqueue: allowance and key ceiling, then the generation row (and its worker
-/// wake-up) in one transaction.
-pub async fn admit(
-    state: &AppState,
-    principal: &Principal,
-    order: SpeechOrder,
-) -> Result<Admitted, ApiError> {
-    let temperature = check_temperature(&order, "temperature")?;
-    let pinned_seed = order
-        .voice
-        .pinned_seed
-        .and_then(|s| Seed::new(s as u64).ok());
-    let seed = order.seed.or(pinned_seed).unwrap_or_else(Seed::random);
-
-    let month = store::usage::month_of(chrono::Utc::now());
-    let (account_ms, key_ms) =
-        store::usage::month_totals(&state.pool, &principal.account_id, &principal.key_id, month)
-            .await?;
-    if account_ms >= principal.plan.monthly_allowance_secs() * 1000 {
-        return Err(ApiError::new(
-            ErrorCode::QuotaExhausted,
-            "This month's audio allowance is used up; it renews on the 1st (UTC) or with an upgrade.",
-        )
-        .with_settings(SettingsPage::Billing));
-    }
-    if let Some(minutes) = principal.ceiling_minutes
-        && key_ms >= i64::from(minutes) * 60_000
-    {
-        return Err(ApiError::new(
-            ErrorCode::KeyCeilingExceeded,
-            format!("This key reached its ceiling of {minutes} minutes this month; raise or remove it in the console."),
-        )
-        .with_settings(SettingsPage::Console));
-    }
-
-    let id = new_id("gen");
-    let mut tx = state.pool.begin().await?;
-    store::queue::enqueue(
-        &mut tx,
-        store::queue::NewGeneration {
-            id: &id,
-            account_id: &principal.account_id,
-            api_key_id: &principal.key_id,
-            voice_id: &order.voice.id,
-            engine: order.engine.as_str(),
-            text: order.text.as_str(),
-            seed: seed.as_i64(),
-            temperature: temperature.map(Temperature::get),
-            format: order.format.as_str(),
-        },
-    )
-    .await?;
-    tx.commit().await?;
-    tracing::info!(generation_id = %id, engine = %order.engine, "generation accepted");
-    Ok(Admitted {
-        id,
-        voice_name: order.voice.name,
-        engine: order.engine,
-    })
 }
 
 /// Answer of `POST /v1/speech`.
@@ -228,47 +124,71 @@ pub async fn create_speech(
     let seed = parse_seed(&body)?;
     let temperature = parse_temperature(&body)?;
     let format = parse_format(&body, "response_format")?;
-    let fingerprint = || idempotency::fingerprint("POST /v1/speech", &body.value());
-
-    idempotency::run_once(
+    let fingerprint = match key {
+        Some(_) => idempotency::fingerprint("POST /v1/speech", &body.value()),
+        None => Vec::new(),
+    };
+    let claim = match idem::begin(
         &state.pool,
         &principal.account_id,
         key,
         fingerprint,
         state.request_timeout,
-        || async {
-            let voice = store::voices::find(&state.pool, &principal.account_id, voice_name)
-                .await?
-                .filter(|v| v.name == voice_name)
-                .ok_or_else(|| {
-                    ApiError::invalid(
-                        "voice_name",
-                        "No voice profile of this account has that name.",
-                    )
-                })?;
-            let engine: EngineId = voice.engine.parse().map_err(ApiError::internal)?;
-            let order = SpeechOrder {
-                text,
-                voice,
-                engine,
-                seed,
-                temperature,
-                format,
-            };
-            let admitted = admit(&state, &principal, order).await?;
-            let location = format!("/v1/generations/{}", admitted.id);
-            let body = SpeechAccepted {
-                id: admitted.id,
-                status: "generating".into(),
-                voice: admitted.voice_name,
-            };
-            Ok((
-                StatusCode::ACCEPTED,
-                [(header::LOCATION, location)],
-                Json(body),
-            )
-                .into_response())
-        },
     )
-    .await
+    .await?
+    {
+        Begun::Replay(stored) => return Ok(idempotency::respond(stored, true)),
+        Begun::Fresh(claim) => claim,
+    };
+    let result = async {
+        let voice = store::voices::find(&state.pool, &principal.account_id, voice_name)
+            .await?
+            .filter(|v| v.name == voice_name)
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "voice_name",
+                    "No voice profile of this account has that name.",
+                )
+            })?;
+        let engine: EngineId = voice.engine.parse().map_err(ApiError::internal)?;
+        let order = SpeechOrder {
+            text,
+            voice,
+            engine,
+            seed,
+            temperature,
+            format,
+        };
+        let render = |admitted: &Admitted| {
+            idempotency::stored_json(
+                StatusCode::ACCEPTED,
+                &[("location", format!("/v1/generations/{}", admitted.id))],
+                &SpeechAccepted {
+                    id: admitted.id.clone(),
+                    status: "generating".into(),
+                    voice: admitted.voice_name.clone(),
+                },
+            )
+        };
+        let admitted = service::admit(
+            &state.pool,
+            &state.engines,
+            state.admission,
+            &principal,
+            order,
+            FIELDS_OF_SPEECH,
+            claim.as_ref().map(|c| (c, &render as Render<Admitted>)),
+        )
+        .await?;
+        Ok(idempotency::respond(render(&admitted), false))
+    }
+    .await;
+    idem::settle(&state.pool, claim, result).await
 }
+
+/// Field names of `POST /v1/speech` for the service's errors.
+const FIELDS_OF_SPEECH: Fields = Fields {
+    text: "text",
+    voice: "voice_name",
+    temperature: "temperature",
+};

@@ -1,27 +1,29 @@
 //! `POST /v1/transcriptions`: base64 audio in, a stored capture out (synchronous).
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
+use axum::Extension;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use futures_util::StreamExt;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
-use crate::audio::{self, Base64Error, DecodeError, DecodeLimits};
-use crate::domain::new_id;
+use crate::audio;
 use crate::http::AppState;
 use crate::http::auth::Principal;
-use crate::http::error::{ApiError, ErrorCode};
+use crate::http::error::ApiError;
 use crate::http::idempotency;
-use crate::http::json::JsonObject;
+use crate::http::json;
 use crate::http::models::Problem;
-use crate::store;
+use crate::service::idempotency::{self as idem, Begun, Render};
+use crate::service::transcription::{self as service, Transcribed, Upload};
 
-/// Longest clip accepted (DECISIONS: 15 minutes).
-pub const MAX_DURATION: Duration = Duration::from_secs(15 * 60);
 /// Body limit of this route: 25 MiB of audio as base64 (4/3 larger) plus a data-URL prefix
 /// and the JSON around it.
 pub const BODY_LIMIT: usize = audio::MAX_AUDIO_BYTES / 3 * 4 + 1024 * 1024;
@@ -50,45 +52,6 @@ pub struct TranscriptionResult {
     pub duration_ms: i64,
 }
 
-fn undecodable() -> ApiError {
-    ApiError::invalid(
-        "audio",
-        "audio could not be decoded: send base64 of a wav, mp3, flac, ogg (vorbis or opus) or webm/opus clip",
-    )
-}
-
-/// Base64 → bytes → 16 kHz mono samples, off the async runtime (it is CPU work).
-async fn decode(audio_b64: String) -> Result<audio::DecodedAudio, ApiError> {
-    tokio::task::spawn_blocking(move || {
-        let bytes = audio::decode_base64_audio(&audio_b64, audio::MAX_AUDIO_BYTES).map_err(
-            |e| match e {
-                Base64Error::TooLarge { .. } => ApiError::new(
-                    ErrorCode::PayloadTooLarge,
-                    "audio is larger than 25 MiB once decoded.",
-                )
-                .with_param("audio"),
-                _ => ApiError::invalid("audio", "audio must be base64 (standard alphabet)"),
-            },
-        )?;
-        let limits = DecodeLimits {
-            max_duration: MAX_DURATION,
-            ..DecodeLimits::default()
-        };
-        audio::decode_for_asr(&bytes, &limits).map_err(|e| match e {
-            DecodeError::TooLong { max_seconds } => ApiError::invalid(
-                "audio",
-                format!("audio is longer than {} minutes", max_seconds / 60),
-            ),
-            DecodeError::Undecodable(reason) => {
-                tracing::info!(%reason, "undecodable upload");
-                undecodable()
-            }
-        })
-    })
-    .await
-    .map_err(ApiError::internal)?
-}
-
 /// Transcribes a clip and stores the result as a capture.
 #[utoipa::path(post, path = "/v1/transcriptions", tag = "captures",
     security(("api_key" = []), ("bearer" = [])),
@@ -105,73 +68,123 @@ async fn decode(audio_b64: String) -> Result<audio::DecodedAudio, ApiError> {
         (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`idempotency_key_reused`", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`: the recogniser's queue is full (see `Retry-After`) or no model is installed", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`service_unavailable`: the recogniser's queue is full (answered before the upload is decoded; see `Retry-After`), no model is installed, or the database is unavailable", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn create_transcription(
     State(state): State<AppState>,
     Extension(principal): Extension<Arc<Principal>>,
-    headers: HeaderMap,
-    body: JsonObject,
+    request: Request,
 ) -> Result<Response, ApiError> {
-    let key = idempotency::key_from(&headers)?;
-    body.only(&["audio"])?;
-    let audio_b64 = match body.0.get("audio") {
-        Some(serde_json::Value::String(s)) if !s.trim().is_empty() => s.clone(),
-        Some(serde_json::Value::String(_)) => {
-            return Err(ApiError::invalid("audio", "audio must not be empty"));
+    let (parts, body) = request.into_parts();
+    let key = idempotency::key_from(&parts.headers)?;
+    json::require_json(&parts.headers)?;
+    // Admission before work: the place is taken before the upload is read, parsed or decoded.
+    // A refused upload is drained (never buffered) so the client reads the answer.
+    let place = match service::take_place(&state.asr) {
+        Ok(place) => place,
+        Err(err) => {
+            drain(body, BODY_LIMIT).await;
+            return Err(err);
         }
-        Some(_) => return Err(ApiError::invalid("audio", "audio must be a base64 string")),
-        None => return Err(ApiError::invalid("audio", "audio is required")),
     };
-    let fingerprint = || idempotency::fingerprint("POST /v1/transcriptions", &body.value());
-
-    idempotency::run_once(
+    let bytes = read_limited(body, BODY_LIMIT).await?;
+    let wants_fingerprint = key.is_some();
+    let (audio, fingerprint) =
+        tokio::task::spawn_blocking(move || parse_upload(&bytes, wants_fingerprint))
+            .await
+            .map_err(ApiError::internal)??;
+    let claim = match idem::begin(
         &state.pool,
         &principal.account_id,
         key,
         fingerprint,
         state.request_timeout,
-        || async {
-            let decoded = decode(audio_b64).await?;
-            if !state.asr.is_installed() {
-                tracing::error!("transcription requested but no Whisper model is installed");
-                return Err(ApiError::unavailable(60));
-            }
-            // Held until the answer: a client that goes away gives its place back.
-            let _place = state
-                .asr
-                .try_admit()
-                .ok_or_else(|| ApiError::unavailable(2))?;
-            let transcript = state
-                .asr
-                .transcribe(decoded.samples_16k)
-                .await
-                .map_err(|e| ApiError::internal(format!("recogniser: {e}")))?;
-            let refined = crate::engines::whisper::refine(&transcript.text);
-            let id = new_id("cap");
-            let duration_ms = i64::try_from(decoded.duration_ms).unwrap_or(i64::MAX);
-            store::captures::insert(
-                &state.pool,
-                store::captures::NewCapture {
-                    id: &id,
-                    account_id: &principal.account_id,
-                    api_key_id: Some(&principal.key_id),
-                    source: "api",
-                    language: &transcript.language,
-                    duration_ms,
-                    transcript_raw: &transcript.text,
-                    transcript_refined: &refined,
-                },
-            )
-            .await?;
-            Ok(Json(TranscriptionResult {
-                id,
-                text: transcript.text,
-                language: transcript.language,
-                duration_ms,
-            })
-            .into_response())
-        },
     )
-    .await
+    .await?
+    {
+        Begun::Replay(stored) => return Ok(idempotency::respond(stored, true)),
+        Begun::Fresh(claim) => claim,
+    };
+    let render = |done: &Transcribed| {
+        idempotency::stored_json(
+            StatusCode::OK,
+            &[],
+            &TranscriptionResult {
+                id: done.capture_id.clone(),
+                text: done.text.clone(),
+                language: done.language.clone(),
+                duration_ms: done.duration_ms,
+            },
+        )
+    };
+    let result = service::transcribe(
+        &state.pool,
+        &state.asr,
+        &principal,
+        place,
+        Upload {
+            audio,
+            source: "api",
+            param: "audio",
+        },
+        claim.as_ref().map(|c| (c, &render as Render<Transcribed>)),
+    )
+    .await;
+    let done = idem::settle(&state.pool, claim, result).await?;
+    Ok(idempotency::respond(render(&done), false))
+}
+
+/// The JSON body → the audio file's bytes, and the request's fingerprint when one is needed.
+/// Blocking work (it scans, hashes and decodes up to 34 MiB): run it off the async workers.
+/// The base64 text is borrowed from the body, never copied into a JSON value.
+fn parse_upload(body: &[u8], fingerprint: bool) -> Result<(Vec<u8>, Vec<u8>), ApiError> {
+    let members: BTreeMap<Cow<'_, str>, &RawValue> = serde_json::from_slice(body).map_err(|e| {
+        if e.classify() == serde_json::error::Category::Data {
+            json::not_an_object()
+        } else {
+            json::not_json(&e)
+        }
+    })?;
+    if let Some(unknown) = members.keys().find(|k| k.as_ref() != "audio") {
+        return Err(ApiError::invalid(
+            unknown.as_ref(),
+            format!("Unknown field {unknown:?}; accepted fields: audio."),
+        ));
+    }
+    let raw = members
+        .get("audio")
+        .filter(|raw| raw.get() != "null")
+        .ok_or_else(|| ApiError::invalid("audio", "audio is required"))?;
+    let audio_b64: Cow<'_, str> = serde_json::from_str(raw.get())
+        .map_err(|_| ApiError::invalid("audio", "audio must be a base64 string"))?;
+    let fingerprint = if fingerprint {
+        idem::fingerprint("POST /v1/transcriptions", &[audio_b64.as_bytes()])
+    } else {
+        Vec::new()
+    };
+    let audio = service::decode_base64(&audio_b64, "audio")?;
+    Ok((audio, fingerprint))
+}
+
+/// Reads the body up to `limit` bytes (413 beyond).
+async fn read_limited(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, limit).await.map_err(|err| {
+        if err.into_inner().is::<http_body_util::LengthLimitError>() {
+            json::too_large()
+        } else {
+            json::unreadable()
+        }
+    })
+}
+
+/// Reads and discards the body, up to `limit` bytes: nothing is kept in memory.
+async fn drain(body: Body, limit: usize) {
+    let mut stream = body.into_data_stream();
+    let mut seen = 0usize;
+    while let Some(Ok(chunk)) = stream.next().await {
+        seen += chunk.len();
+        if seen > limit {
+            break;
+        }
+    }
 }

@@ -1,0 +1,13 @@
+//! The service core: the operations every door (REST, the console, the agent interface) calls.
+//! It takes a [`Principal`] and validated domain types and returns domain results or a
+//! [`ServiceError`]; transports only translate. Admission (allowance, key ceiling, pending cap),
+//! metering and idempotency live here, once.
+
+pub mod error;
+pub mod idempotency;
+pub mod principal;
+pub mod speech;
+pub mod transcription;
+
+pub use error::{ErrorCode, ServiceError, SettingsPage};
+pub use principal::Principal;

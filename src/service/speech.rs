@@ -1,0 +1,251 @@
+//! Speech admission, shared by `POST /v1/speech`, `POST /v1/audio/speech` and every later door.
+//!
+//! A request is admitted (one transaction, under the account's admission lock) when:
+//! - the account has fewer than `max_pending_per_account` generations queued or running
+//!   (429 `rate_limit_exceeded` otherwise);
+//! - its charged audio plus the estimated audio of its queued and running generations (the
+//!   reservations) is below the plan's allowance (429 `quota_exhausted`);
+//! - the same for the key against its ceiling (429 `key_ceiling_exceeded`).
+//!
+//! The new generation's own estimate need not fit: a key may overshoot by what is in flight at
+//! the crossing (spec §8.4), but never by an unbounded queue. Completion replaces the estimate by
+//! the measured charge in one transaction; failure or cancellation releases it.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+
+use super::error::{ErrorCode, ServiceError, SettingsPage};
+use super::idempotency::{Claim, Render, failpoint};
+use super::principal::Principal;
+use crate::audio::AudioFormat;
+use crate::domain::{EngineId, Seed, SpeechText, Temperature, new_id};
+use crate::engines::registry::EngineRegistry;
+use crate::store;
+use crate::store::voices::VoiceRow;
+
+/// The admission settings (`max_pending_per_account`).
+#[derive(Debug, Clone, Copy)]
+pub struct AdmissionPolicy {
+    pub max_pending_per_account: i64,
+}
+
+/// Names of the request fields errors point at (they differ between the two speech dialects).
+#[derive(Debug, Clone, Copy)]
+pub struct Fields {
+    pub text: &'static str,
+    pub voice: &'static str,
+    pub temperature: &'static str,
+}
+
+/// A validated speech request, whichever door it came through.
+pub struct SpeechOrder {
+    pub text: SpeechText,
+    pub voice: VoiceRow,
+    /// The engine that renders it (the voice's default unless the request chose one).
+    pub engine: EngineId,
+    pub seed: Option<Seed>,
+    pub temperature: Option<Temperature>,
+    pub format: AudioFormat,
+}
+
+/// An admitted generation.
+#[derive(Debug, Clone)]
+pub struct Admitted {
+    pub id: String,
+    pub voice_name: String,
+    pub engine: EngineId,
+    pub estimated_ms: i64,
+}
+
+/// Checks what depends on the voice before anything is queued: the temperature (request or pin)
+/// against the engine, and whether the voice's language can read the text (so that input the
+/// engine cannot speak is a 400 now, not a failed generation later).
+pub fn check_order(
+    engines: &EngineRegistry,
+    order: &SpeechOrder,
+    fields: Fields,
+) -> Result<Option<Temperature>, ServiceError> {
+    let pinned = order
+        .voice
+        .pinned_temperature
+        .and_then(|t| Temperature::new(f64::from(t)).ok());
+    let temperature = order.temperature.or(pinned);
+    if temperature.is_some() && !order.engine.accepts_temperature() {
+        let source = if order.temperature.is_some() {
+            ""
+        } else {
+            " (pinned on the voice)"
+        };
+        return Err(ServiceError::invalid(
+            fields.temperature,
+            format!(
+                "The {} engine takes no temperature{source}; only chatterbox and chatterbox_turbo do.",
+                order.engine
+            ),
+        ));
+    }
+    if let Err(reason) = engines.readable(order.engine, &order.voice.language, order.text.as_str())
+    {
+        return Err(ServiceError::invalid(fields.text, reason));
+    }
+    Ok(temperature)
+}
+
+/// Admission and enqueue (see the module docs), in one transaction with the idempotency record
+/// when the caller holds a claim: `respond` renders the answer replays will get.
+pub async fn admit(
+    pool: &PgPool,
+    engines: &EngineRegistry,
+    policy: AdmissionPolicy,
+    principal: &Principal,
+    order: SpeechOrder,
+    fields: Fields,
+    idempotency: Option<(&Claim, Render<'_, Admitted>)>,
+) -> Result<Admitted, ServiceError> {
+    let temperature = check_order(engines, &order, fields)?;
+    let pinned_seed = order
+        .voice
+        .pinned_seed
+        .and_then(|s| Seed::new(s as u64).ok());
+    let seed = order.seed.or(pinned_seed).unwrap_or_else(Seed::random);
+    let estimated_ms = order.engine.estimated_audio_ms(order.text.as_str());
+
+    let mut tx = pool.begin().await?;
+    let month = store::usage::month_of(chrono::Utc::now());
+    let load =
+        store::usage::lock_for_admission(&mut tx, &principal.account_id, &principal.key_id, month)
+            .await?;
+    refuse_over_limits(principal, policy, &load)?;
+
+    let admitted = Admitted {
+        id: new_id("gen"),
+        voice_name: order.voice.name.clone(),
+        engine: order.engine,
+        estimated_ms,
+    };
+    store::queue::enqueue(
+        &mut tx,
+        store::queue::NewGeneration {
+            id: &admitted.id,
+            account_id: &principal.account_id,
+            api_key_id: &principal.key_id,
+            voice_id: &order.voice.id,
+            engine: order.engine.as_str(),
+            text: order.text.as_str(),
+            seed: seed.as_i64(),
+            temperature: temperature.map(Temperature::get),
+            format: order.format.as_str(),
+            estimated_ms,
+        },
+    )
+    .await?;
+    if let Some((claim, respond)) = idempotency {
+        claim.complete_in(&mut tx, &respond(&admitted)).await?;
+    }
+    tx.commit().await?;
+    failpoint("after_speech_commit");
+    tracing::info!(generation_id = %admitted.id, engine = %order.engine, estimated_ms, "generation accepted");
+    Ok(admitted)
+}
+
+fn refuse_over_limits(
+    principal: &Principal,
+    policy: AdmissionPolicy,
+    load: &store::usage::AdmissionLoad,
+) -> Result<(), ServiceError> {
+    if load.account_pending >= policy.max_pending_per_account {
+        // About one generation's time frees a place; the engines run near real time.
+        let retry_after =
+            (load.account_reserved_ms / load.account_pending.max(1) / 1000).clamp(1, 60);
+        return Err(ServiceError::new(
+            ErrorCode::RateLimitExceeded,
+            format!(
+                "This account already has {} generations queued or running (the limit is {}); retry when some have finished.",
+                load.account_pending, policy.max_pending_per_account
+            ),
+        )
+        .with_retry_after(retry_after as u64));
+    }
+    let allowance_ms = principal.plan.monthly_allowance_secs() * 1000;
+    if load.account_charged_ms + load.account_reserved_ms >= allowance_ms {
+        let detail = if load.account_charged_ms >= allowance_ms {
+            "This month's audio allowance is used up; it renews on the 1st (UTC) or with an upgrade."
+        } else {
+            "This month's audio allowance is taken by what was generated and what is still queued or running; it renews on the 1st (UTC) or with an upgrade."
+        };
+        return Err(ServiceError::new(ErrorCode::QuotaExhausted, detail)
+            .with_settings(SettingsPage::Billing));
+    }
+    if let Some(minutes) = principal.ceiling_minutes
+        && load.key_charged_ms + load.key_reserved_ms >= i64::from(minutes) * 60_000
+    {
+        return Err(ServiceError::new(
+            ErrorCode::KeyCeilingExceeded,
+            format!(
+                "This key reached its ceiling of {minutes} minutes this month (counting generations still queued or running); raise or remove it in the console."
+            ),
+        )
+        .with_settings(SettingsPage::Console));
+    }
+    Ok(())
+}
+
+/// Why a synchronous generation is cancelled (its `error` once failed).
+pub const CANCELLED_DISCONNECTED: &str = "cancelled: the client disconnected";
+pub const CANCELLED_TIME_LIMIT: &str = "cancelled: the request ran past the time limit";
+
+/// Cancels a generation whose synchronous caller is gone: it never runs, or stops at its next
+/// sentence boundary; it fails with `reason` and nothing is charged.
+pub async fn cancel(pool: &PgPool, id: &str, reason: &str) -> Result<(), ServiceError> {
+    store::queue::cancel(pool, id, reason).await?;
+    tracing::info!(generation_id = %id, reason, "generation cancelled");
+    Ok(())
+}
+
+/// Cancels the generation when dropped while armed: the synchronous request's future is dropped
+/// when its client disconnects, and this is how the service hears of it.
+pub struct CancelOnDrop {
+    pool: PgPool,
+    id: String,
+    armed: bool,
+}
+
+impl CancelOnDrop {
+    pub fn new(pool: &PgPool, id: &str) -> Self {
+        Self {
+            pool: pool.clone(),
+            id: id.to_owned(),
+            armed: true,
+        }
+    }
+
+    pub fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (pool, id) = (self.pool.clone(), std::mem::take(&mut self.id));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(err) = cancel(&pool, &id, CANCELLED_DISCONNECTED).await {
+                    tracing::warn!(generation_id = %id, error = %err.detail, "could not cancel");
+                }
+            });
+        }
+    }
+}
+
+/// How long a synchronous request may wait for its generation: a little under the server's own
+/// request time limit, so that the generation is cancelled with that reason before the limit
+/// cuts the connection.
+pub fn sync_wait_limit(request_timeout: Duration) -> Duration {
+    request_timeout
+        .saturating_sub(Duration::from_secs(1))
+        .max(Duration::from_millis(500))
+}

@@ -1,0 +1,149 @@
+//! Transcription, shared by every door: a place in the recogniser's bounded queue is taken
+//! FIRST (before the upload is read, parsed or decoded), then the audio is decoded off the async
+//! workers, recognised on a recogniser thread, and stored as a capture in one transaction with
+//! the request's idempotency record.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+use tokio::sync::OwnedSemaphorePermit;
+
+use super::error::{ErrorCode, ServiceError};
+use super::idempotency::{Claim, Render, failpoint};
+use super::principal::Principal;
+use crate::audio::{self, Base64Error, DecodeError, DecodeLimits};
+use crate::domain::new_id;
+use crate::store;
+use crate::worker::asr::AsrService;
+
+/// Longest clip accepted (DECISIONS: 15 minutes).
+pub const MAX_DURATION: Duration = Duration::from_secs(15 * 60);
+
+/// A place in the recogniser's queue, held until the answer. Dropping it (a client that went
+/// away) gives it back.
+pub struct Place(#[allow(dead_code)] OwnedSemaphorePermit);
+
+/// Takes a place, or refuses with 503 and `Retry-After` while the queue is full (or no model
+/// is installed), before any of the upload is looked at.
+pub fn take_place(asr: &AsrService) -> Result<Place, ServiceError> {
+    if !asr.is_installed() {
+        tracing::error!("transcription requested but no Whisper model is installed");
+        return Err(ServiceError::unavailable(60));
+    }
+    asr.try_admit().map(Place).ok_or_else(|| {
+        ServiceError::new(
+            ErrorCode::ServiceUnavailable,
+            "The recogniser is busy with other transcriptions; retry shortly.",
+        )
+        .with_retry_after(2)
+    })
+}
+
+/// The `audio` field's base64 → file bytes. CPU work: call it off the async workers.
+pub fn decode_base64(audio_b64: &str, param: &str) -> Result<Vec<u8>, ServiceError> {
+    if audio_b64.trim().is_empty() {
+        return Err(ServiceError::invalid(param, "audio must not be empty"));
+    }
+    audio::decode_base64_audio(audio_b64, audio::MAX_AUDIO_BYTES).map_err(|e| match e {
+        Base64Error::TooLarge { .. } => ServiceError::new(
+            ErrorCode::PayloadTooLarge,
+            "audio is larger than 25 MiB once decoded.",
+        )
+        .with_param(param),
+        Base64Error::Invalid(_) => {
+            ServiceError::invalid(param, "audio must be base64 (standard alphabet)")
+        }
+    })
+}
+
+/// What a transcription created.
+#[derive(Debug, Clone)]
+pub struct Transcribed {
+    pub capture_id: String,
+    pub text: String,
+    pub language: String,
+    pub duration_ms: i64,
+}
+
+/// An upload to transcribe.
+pub struct Upload<'a> {
+    /// The file's bytes (wav, mp3, flac, ogg, webm).
+    pub audio: Vec<u8>,
+    /// The capture's `source`: `api`, `app` or `agent`.
+    pub source: &'a str,
+    /// The request field errors about the audio name.
+    pub param: &'a str,
+}
+
+/// Decodes the upload, recognises it and stores the capture, with the idempotency record in the
+/// same transaction when there is a claim.
+pub async fn transcribe(
+    pool: &PgPool,
+    asr: &AsrService,
+    principal: &Principal,
+    _place: Place,
+    upload: Upload<'_>,
+    idempotency: Option<(&Claim, Render<'_, Transcribed>)>,
+) -> Result<Transcribed, ServiceError> {
+    let Upload {
+        audio,
+        source,
+        param,
+    } = upload;
+    let param_owned = param.to_owned();
+    let decoded = tokio::task::spawn_blocking(move || decode_audio(audio, &param_owned))
+        .await
+        .map_err(ServiceError::internal)??;
+    let transcript = asr
+        .transcribe(decoded.samples_16k)
+        .await
+        .map_err(|e| ServiceError::internal(format!("recogniser: {e}")))?;
+    let refined = crate::engines::whisper::refine(&transcript.text);
+    let done = Transcribed {
+        capture_id: new_id("cap"),
+        text: transcript.text,
+        language: transcript.language,
+        duration_ms: i64::try_from(decoded.duration_ms).unwrap_or(i64::MAX),
+    };
+    let mut tx = pool.begin().await?;
+    store::captures::insert(
+        &mut *tx,
+        store::captures::NewCapture {
+            id: &done.capture_id,
+            account_id: &principal.account_id,
+            api_key_id: Some(&principal.key_id),
+            source,
+            language: &done.language,
+            duration_ms: done.duration_ms,
+            transcript_raw: &done.text,
+            transcript_refined: &refined,
+        },
+    )
+    .await?;
+    if let Some((claim, respond)) = idempotency {
+        claim.complete_in(&mut tx, &respond(&done)).await?;
+    }
+    tx.commit().await?;
+    failpoint("after_capture_commit");
+    Ok(done)
+}
+
+fn decode_audio(bytes: Vec<u8>, param: &str) -> Result<audio::DecodedAudio, ServiceError> {
+    let limits = DecodeLimits {
+        max_duration: MAX_DURATION,
+        ..DecodeLimits::default()
+    };
+    audio::decode_for_asr(&bytes, &limits).map_err(|e| match e {
+        DecodeError::TooLong { max_seconds } => ServiceError::invalid(
+            param,
+            format!("audio is longer than {} minutes", max_seconds / 60),
+        ),
+        DecodeError::Undecodable(reason) => {
+            tracing::info!(%reason, "undecodable upload");
+            ServiceError::invalid(
+                param,
+                "audio could not be decoded: send base64 of a wav, mp3, flac, ogg (vorbis or opus) or webm/opus clip",
+            )
+        }
+    })
+}

@@ -1,0 +1,722 @@
+//! No tenant can crash, starve or overcharge the service (issue 8): spend bounded at admission,
+//! the pending cap, the fair queue, cancellation of synchronous speech, idempotency that commits
+//! with the work, supervised engines, readiness, and honest errors.
+
+mod common;
+
+use std::time::Duration;
+
+use common::child::ChildServer;
+use common::{TestApp, assert_problem, json, poll_until};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use voiced::domain::{EngineId, Plan, Scope, new_id};
+use voiced::service::speech::{CANCELLED_DISCONNECTED, CANCELLED_TIME_LIMIT};
+
+/// 262 characters: Kokoro's estimate for it is 600 + 74 × 262 ms ≈ 20 s of audio.
+fn twenty_seconds_of_text() -> String {
+    let text = "Every request is admitted against what was charged and what is still in flight. "
+        .repeat(4);
+    let text = text[..262].trim().to_owned();
+    assert_eq!(text.chars().count(), 262);
+    text
+}
+
+async fn speak(app: &TestApp, secret: &str, body: Value) -> (u16, Value) {
+    json(
+        app.post("/v1/speech")
+            .bearer_auth(secret)
+            .json(&body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+async fn generation_row(app: &TestApp, id: &str) -> (String, Option<String>) {
+    sqlx::query_as("SELECT status, error FROM generations WHERE id = $1")
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+async fn charges(app: &TestApp, account: &str) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM usage_ledger WHERE account_id = $1")
+        .bind(account)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_ceiling_bounds_what_concurrent_requests_can_reserve() {
+    let app = TestApp::start().await; // no workers: everything admitted stays queued
+    let account = app.account(Plan::Pro).await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let (key_id, secret) = app.key_with_ceiling(&account, &Scope::ALL, Some(1)).await;
+    let text = twenty_seconds_of_text();
+    let estimate = EngineId::Kokoro.estimated_audio_ms(&text);
+    assert!((19_000..=21_000).contains(&estimate), "{estimate}");
+
+    let requests = (0..50).map(|_| {
+        speak(
+            &app,
+            &secret,
+            json!({"text": text, "voice_name": "Narrator"}),
+        )
+    });
+    let answers = futures_util::future::join_all(requests).await;
+    let admitted = answers.iter().filter(|(s, _)| *s == 202).count();
+    for (status, body) in answers.iter().filter(|(s, _)| *s != 202) {
+        assert_eq!(*status, 429, "{body}");
+        assert_problem(body, 429, "key_ceiling_exceeded", "/v1/speech");
+    }
+    let reserved: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(sum(estimated_ms), 0)::BIGINT FROM generations WHERE api_key_id = $1",
+    )
+    .bind(&key_id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(admitted >= 1, "the first request fits");
+    assert!(
+        reserved <= 60_000 + estimate,
+        "{admitted} admitted, {reserved} ms reserved against a 60 000 ms ceiling"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_pending_cap_refuses_one_account_not_the_others() {
+    let app = TestApp::start().await;
+    let (busy, busy_secret) = app.pro_user().await;
+    let (calm, calm_secret) = app.pro_user().await;
+    for account in [&busy, &calm] {
+        app.voice(account, "Narrator", EngineId::Kokoro, "jf_alpha")
+            .await;
+    }
+    let body = json!({"text": "Hi.", "voice_name": "Narrator"});
+    for n in 0..32 {
+        let (status, answer) = speak(&app, &busy_secret, body.clone()).await;
+        assert_eq!(status, 202, "request {n}: {answer}");
+    }
+    let response = app
+        .post("/v1/speech")
+        .bearer_auth(&busy_secret)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let retry_after: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry_after));
+    let (status, refused) = json(response).await;
+    assert_eq!(status, 429, "{refused}");
+    assert_problem(&refused, 429, "rate_limit_exceeded", "/v1/speech");
+    assert!(
+        refused["detail"].as_str().unwrap().contains("32"),
+        "{refused}"
+    );
+    let (status, other) = speak(&app, &calm_secret, body).await;
+    assert_eq!(status, 202, "another account is still admitted: {other}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_queue_is_fair_across_accounts() {
+    let app = TestApp::start_with_workers(1).await;
+    let (a, a_secret) = app.pro_user().await;
+    let (b, b_secret) = app.pro_user().await;
+    for account in [&a, &b] {
+        app.voice(account, "Narrator", EngineId::Kokoro, "jf_alpha")
+            .await;
+    }
+    let body = json!({"text": "Hi.", "voice_name": "Narrator"});
+    let mut a_ids = Vec::new();
+    for _ in 0..30 {
+        let (status, accepted) = speak(&app, &a_secret, body.clone()).await;
+        assert_eq!(status, 202, "{accepted}");
+        a_ids.push(accepted["id"].as_str().unwrap().to_owned());
+    }
+    let (status, accepted) = speak(&app, &b_secret, body).await;
+    assert_eq!(status, 202, "{accepted}");
+    let b_id = accepted["id"].as_str().unwrap().to_owned();
+
+    for id in [&b_id, &a_ids[3]] {
+        let status = tokio::time::timeout(
+            Duration::from_secs(600),
+            app.completions.wait(id, Duration::from_secs(2)),
+        )
+        .await
+        .expect("finishes")
+        .unwrap();
+        assert_eq!(status, "completed");
+    }
+    type Times = (
+        chrono::DateTime<chrono::Utc>,
+        chrono::DateTime<chrono::Utc>,
+        chrono::DateTime<chrono::Utc>,
+    );
+    let times = |id: String| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_as::<_, Times>(
+                "SELECT created_at, started_at, finished_at FROM generations WHERE id = $1",
+            )
+            .bind(id)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let b_times = times(b_id).await;
+    let a4 = times(a_ids[3].clone()).await;
+    assert!(
+        b_times.2 < a4.2,
+        "B's only generation finished after A's fourth: {b_times:?} vs {a4:?}"
+    );
+    // The figure for docs/benchmarks.md: B's wait in units of one generation's time.
+    let mut job_ms = Vec::new();
+    for id in &a_ids[..3] {
+        let (_, started, finished) = times(id.clone()).await;
+        job_ms.push((finished - started).num_milliseconds() as f64);
+    }
+    let one_job = job_ms.iter().sum::<f64>() / job_ms.len() as f64;
+    let waited = (b_times.2 - b_times.0).num_milliseconds() as f64;
+    println!(
+        "fair queue: B waited {waited:.0} ms = {:.2} generations of {one_job:.0} ms behind A's 30",
+        waited / one_job
+    );
+    app.stop().await;
+}
+
+/// Sends a request on a raw socket, then hangs up once `ready` says so: a real disconnect.
+async fn hang_up(
+    base: &str,
+    path: &str,
+    secret: &str,
+    body: &Value,
+    ready: impl std::future::Future<Output = ()>,
+) {
+    let address = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    let body = body.to_string();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {secret}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    ready.await;
+    drop(stream);
+}
+
+async fn only_generation(app: &TestApp, account: &str) -> Option<String> {
+    sqlx::query_scalar("SELECT id FROM generations WHERE account_id = $1")
+        .bind(account)
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap()
+}
+
+async fn final_row(app: &TestApp, id: &str) -> (String, Option<String>) {
+    poll_until(Duration::from_secs(120), "the generation to end", || {
+        let (app, id) = (app, id.to_owned());
+        async move {
+            let row = generation_row(app, &id).await;
+            (row.0 != "generating").then_some(row)
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_disconnected_synchronous_request_never_runs_and_costs_nothing() {
+    let app = TestApp::start().await; // no workers: the generation waits in the queue
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let body = json!({"model": "tts-1", "input": "Hello there.", "voice": "Narrator"});
+    hang_up(&app.base, "/v1/audio/speech", &secret, &body, async {
+        poll_until(
+            Duration::from_secs(60),
+            "the generation to be queued",
+            || only_generation(&app, &account),
+        )
+        .await;
+    })
+    .await;
+    let id = only_generation(&app, &account).await.unwrap();
+    let (status, error) = final_row(&app, &id).await;
+    assert_eq!(status, "failed");
+    assert_eq!(error.as_deref(), Some(CANCELLED_DISCONNECTED));
+    assert_eq!(charges(&app, &account).await, 0);
+    // Its reservation ended with it: the account has nothing pending.
+    let pending: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM generations WHERE account_id = $1 AND status = 'generating'",
+    )
+    .bind(&account)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(pending, 0);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_disconnected_synchronous_request_stops_its_running_generation() {
+    let app = TestApp::start_with_workers(1).await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let long = "This is one sentence of a long text that nobody will hear. ".repeat(12);
+    let body = json!({"model": "kokoro", "input": long, "voice": "Narrator"});
+    hang_up(&app.base, "/v1/audio/speech", &secret, &body, async {
+        poll_until(
+            Duration::from_secs(120),
+            "a worker to start the generation",
+            || {
+                let app = &app;
+                let account = account.clone();
+                async move {
+                    sqlx::query_scalar::<_, String>(
+                    "SELECT id FROM generations WHERE account_id = $1 AND started_at IS NOT NULL",
+                )
+                .bind(account)
+                .fetch_optional(&app.pool)
+                .await
+                .unwrap()
+                }
+            },
+        )
+        .await;
+    })
+    .await;
+    let id = only_generation(&app, &account).await.unwrap();
+    let (status, error) = final_row(&app, &id).await;
+    assert_eq!(status, "failed");
+    assert_eq!(error.as_deref(), Some(CANCELLED_DISCONNECTED));
+    assert_eq!(charges(&app, &account).await, 0);
+    let audio: Option<String> =
+        sqlx::query_scalar("SELECT audio_key FROM generations WHERE id = $1")
+            .bind(&id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(audio, None, "no audio is stored for a cancelled generation");
+
+    // The worker goes on with the next job; the asynchronous route is unaffected.
+    let (status, accepted) = speak(
+        &app,
+        &secret,
+        json!({"text": "Still here.", "voice_name": "Narrator"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{accepted}");
+    let id = accepted["id"].as_str().unwrap();
+    let (status, _) = final_row(&app, id).await;
+    assert_eq!(status, "completed");
+    assert_eq!(charges(&app, &account).await, 1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_synchronous_request_past_the_time_limit_is_cancelled() {
+    let app = TestApp::start_with(0, &[("VOICED_REQUEST_TIMEOUT_SECS", "2")]).await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let response = app
+        .post("/v1/audio/speech")
+        .bearer_auth(&secret)
+        .json(&json!({"model": "tts-1", "input": "Too late.", "voice": "Narrator"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.headers().get("retry-after").is_some());
+    let (status, body) = json(response).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "service_unavailable", "{body}");
+    let id = only_generation(&app, &account).await.unwrap();
+    let (status, error) = generation_row(&app, &id).await;
+    assert_eq!(status, "failed");
+    assert_eq!(error.as_deref(), Some(CANCELLED_TIME_LIMIT));
+    assert_eq!(charges(&app, &account).await, 0);
+    // The completion waiter it left is gone with it.
+    assert_eq!(app.completions.waiting(), 0);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn completion_waiters_are_removed_when_they_give_up() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let (_, accepted) = speak(
+        &app,
+        &secret,
+        json!({"text": "Wait.", "voice_name": "Narrator"}),
+    )
+    .await;
+    let id = accepted["id"].as_str().unwrap();
+    for _ in 0..5 {
+        let gave_up = tokio::time::timeout(
+            Duration::from_millis(200),
+            app.completions.wait(id, Duration::from_millis(30)),
+        )
+        .await;
+        assert!(gave_up.is_err(), "the generation is still queued");
+    }
+    assert_eq!(app.completions.waiting(), 0);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn text_the_voice_cannot_read_is_refused_before_it_is_queued() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "af_heart")
+        .await;
+    let japanese = new_id("voice");
+    voiced::store::voices::insert_preset(
+        &app.pool,
+        voiced::store::voices::NewVoice {
+            id: &japanese,
+            account_id: &account,
+            name: "Kana",
+            description: "",
+            language: "ja",
+            engine: "kokoro",
+            preset: "jf_alpha",
+            pinned_seed: None,
+            pinned_temperature: None,
+            personality_prompt: None,
+        },
+    )
+    .await
+    .unwrap();
+    for (voice, text) in [
+        ("Narrator", "Привет, мир"),
+        ("Narrator", "😀🎉"),
+        ("Kana", "日本語です"),
+    ] {
+        let (status, body) = speak(&app, &secret, json!({"text": text, "voice_name": voice})).await;
+        assert_eq!(status, 400, "{text}: {body}");
+        assert_problem(&body, 400, "invalid_request", "/v1/speech");
+        assert_eq!(body["param"], "text", "{body}");
+    }
+    let (status, body) = json(
+        app.post("/v1/audio/speech")
+            .bearer_auth(&secret)
+            .json(&json!({"model": "tts-1", "input": "Привет", "voice": "Narrator"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["param"], "input", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot read"),
+        "{body}"
+    );
+    assert!(
+        only_generation(&app, &account).await.is_none(),
+        "nothing queued"
+    );
+    app.stop().await;
+}
+
+/// A one-second 440 Hz tone as WAV, base64-encoded (a valid clip for the recogniser).
+fn tone_wav_base64() -> String {
+    use base64::Engine as _;
+    let mut cursor = std::io::Cursor::new(Vec::new());
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 16_000,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut writer = hound::WavWriter::new(&mut cursor, spec).unwrap();
+    for n in 0..16_000 {
+        let t = n as f32 / 16_000.0;
+        writer
+            .write_sample(((t * 440.0 * std::f32::consts::TAU).sin() * 8000.0) as i16)
+            .unwrap();
+    }
+    writer.finalize().unwrap();
+    base64::engine::general_purpose::STANDARD.encode(cursor.into_inner())
+}
+
+async fn count(app: &TestApp, table: &str, account: &str) -> i64 {
+    sqlx::query_scalar(&format!(
+        "SELECT count(*) FROM {table} WHERE account_id = $1"
+    ))
+    .bind(account)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn idempotency_survives_a_crash_between_commit_and_answer() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let url = app.db.url();
+    let client = reqwest::Client::new();
+    let cases = [
+        (
+            "after_speech_commit",
+            "/v1/speech",
+            json!({"text": "Crash after commit.", "voice_name": "Narrator"}),
+            "generations",
+            202,
+        ),
+        (
+            "after_capture_commit",
+            "/v1/transcriptions",
+            json!({"audio": tone_wav_base64()}),
+            "captures",
+            200,
+        ),
+    ];
+    for (failpoint, path, body, table, success) in cases {
+        let key = new_id("idem");
+        let mut dying = ChildServer::start(&url, &[("VOICED_FAILPOINT", failpoint)]).await;
+        let first = client
+            .post(format!("{}{path}", dying.base))
+            .bearer_auth(&secret)
+            .header("Idempotency-Key", &key)
+            .json(&body)
+            .send()
+            .await;
+        assert!(
+            first.is_err(),
+            "{failpoint}: the process dies before answering"
+        );
+        assert!(!dying.exited().await.success());
+        drop(dying);
+        assert_eq!(
+            count(&app, table, &account).await,
+            1,
+            "{failpoint}: the work committed"
+        );
+
+        let server = ChildServer::start(&url, &[]).await;
+        let retry = client
+            .post(format!("{}{path}", server.base))
+            .bearer_auth(&secret)
+            .header("Idempotency-Key", &key)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(retry.status().as_u16(), success, "{failpoint}");
+        assert_eq!(
+            retry.headers()["idempotent-replayed"],
+            "true",
+            "{failpoint}"
+        );
+        let (_, answer) = json(retry).await;
+        let stored: String =
+            sqlx::query_scalar(&format!("SELECT id FROM {table} WHERE account_id = $1"))
+                .bind(&account)
+                .fetch_one(&app.pool)
+                .await
+                .unwrap();
+        assert_eq!(answer["id"], stored, "{failpoint}: the stored answer");
+        assert_eq!(
+            count(&app, table, &account).await,
+            1,
+            "{failpoint}: nothing ran twice"
+        );
+    }
+    app.stop().await;
+}
+
+async fn poll_generation(client: &reqwest::Client, base: &str, secret: &str, id: &str) -> Value {
+    poll_until(Duration::from_secs(180), "the generation to end", || {
+        let request = client
+            .get(format!("{base}/v1/generations/{id}"))
+            .bearer_auth(secret)
+            .send();
+        async move {
+            let body: Value = request.await.ok()?.json().await.ok()?;
+            (body["status"] != "generating").then_some(body)
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_panicking_engine_fails_one_job_and_is_replaced() {
+    const MARKER: &str = "PANIC-MARKER-7f3a";
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let server = ChildServer::start(
+        &app.db.url(),
+        &[
+            ("VOICED_WORKERS", "1"),
+            ("VOICED_TEST_ENGINE_PANIC_MARKER", MARKER),
+        ],
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let post = |path: &str, body: Value| {
+        client
+            .post(format!("{}{path}", server.base))
+            .bearer_auth(&secret)
+            .json(&body)
+            .send()
+    };
+    let (_, accepted) = json(
+        post(
+            "/v1/speech",
+            json!({"text": format!("Say {MARKER} now."), "voice_name": "Narrator"}),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    let failed = poll_generation(
+        &client,
+        &server.base,
+        &secret,
+        accepted["id"].as_str().unwrap(),
+    )
+    .await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let error = failed["error"].as_str().unwrap();
+    assert!(
+        error.contains("failed unexpectedly") && !error.contains("panic"),
+        "{error}"
+    );
+
+    // The synchronous route answers 500 naming only the generation.
+    let (status, body) = json(
+        post(
+            "/v1/audio/speech",
+            json!({"model": "tts-1", "input": format!("Again {MARKER}."), "voice": "Narrator"}),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 500, "{body}");
+    assert_eq!(body["error"]["code"], "internal_error");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("gen_") && !message.contains("panic"),
+        "{message}"
+    );
+
+    // The replaced engine thread serves the next job.
+    let (_, accepted) = json(
+        post(
+            "/v1/speech",
+            json!({"text": "All is well.", "voice_name": "Narrator"}),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    let done = poll_generation(
+        &client,
+        &server.base,
+        &secret,
+        accepted["id"].as_str().unwrap(),
+    )
+    .await;
+    assert_eq!(done["status"], "completed", "{done}");
+    drop(server);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_worker_whose_engine_cannot_start_is_not_ready_and_retries() {
+    let real = voiced::models::default_models_dir();
+    let models = common::TempDir::new("broken-models", 0o755);
+    let kokoro = models.path().join("kokoro");
+    std::fs::create_dir_all(&kokoro).unwrap();
+    std::fs::create_dir_all(models.path().join("onnxruntime")).unwrap();
+    let ort = "onnxruntime/libonnxruntime.so.1.31.1";
+    std::os::unix::fs::symlink(real.join(ort), models.path().join(ort)).unwrap();
+    for file in ["vocab.json", "voices_ja.npz"] {
+        std::os::unix::fs::symlink(real.join("kokoro").join(file), kokoro.join(file)).unwrap();
+    }
+    let model = kokoro.join("kokoro-v1.0.int8.seeded.onnx");
+    std::fs::write(&model, b"this is not an ONNX graph").unwrap();
+
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let server = ChildServer::start(
+        &app.db.url(),
+        &[
+            ("VOICED_WORKERS", "1"),
+            ("VOICED_MODELS_DIR", models.path().to_str().unwrap()),
+        ],
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let readyz = format!("{}/readyz", server.base);
+    let unready = poll_until(
+        Duration::from_secs(60),
+        "/readyz to report the engine",
+        || {
+            let request = client.get(&readyz).send();
+            async move {
+                let response = request.await.ok()?;
+                (response.status() == 503).then_some(())?;
+                response.json::<Value>().await.ok()
+            }
+        },
+    )
+    .await;
+    let detail = unready["detail"].as_str().unwrap();
+    assert!(detail.contains("kokoro engine cannot start"), "{unready}");
+    assert!(!detail.contains('/'), "no paths in the body: {detail}");
+
+    // Accepted work waits for the engine instead of failing.
+    let (status, accepted) = json(
+        client
+            .post(format!("{}/v1/speech", server.base))
+            .bearer_auth(&secret)
+            .json(&json!({"text": "Patience.", "voice_name": "Narrator"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 202, "{accepted}");
+    let id = accepted["id"].as_str().unwrap();
+    assert_eq!(generation_row(&app, id).await.0, "generating");
+
+    // Repair the install: the worker's backoff retry finds it, and the job completes.
+    std::fs::remove_file(&model).unwrap();
+    std::os::unix::fs::symlink(real.join("kokoro/kokoro-v1.0.int8.seeded.onnx"), &model).unwrap();
+    poll_until(Duration::from_secs(120), "/readyz to recover", || {
+        let request = client.get(&readyz).send();
+        async move { (request.await.ok()?.status() == 200).then_some(()) }
+    })
+    .await;
+    let done = poll_generation(&client, &server.base, &secret, id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    drop(server);
+    app.stop().await;
+}
