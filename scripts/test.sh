@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one command that runs the tests: installs what is missing, fetches the models, runs the
-# Rust suites (real PostgreSQL, real models) and the OpenAI SDK compatibility test.
+# Rust suites (real PostgreSQL, real models), the OpenAI SDK compatibility test and the
+# TypeScript SDK's tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -20,3 +21,4 @@ trap stop_test_cluster EXIT
 
 cargo test --locked --no-fail-fast -- --test-threads="${VOICED_TEST_THREADS:-2}"
 ./scripts/sdk-test.sh "$bin"
+./scripts/sdk-ts-test.sh "$bin"
