@@ -105,7 +105,8 @@ try {
   delete testEnv.VOICED_BASE_URL;
   const runner = spawn(
     process.execPath,
-    ["--test", "--test-concurrency=2", ...(only.length ? only : files)],
+    // A test that hangs fails after 3 minutes instead of holding CI up.
+    ["--test", "--test-concurrency=2", "--test-timeout=180000", ...(only.length ? only : files)],
     { env: testEnv, stdio: "inherit" },
   );
   status = await new Promise((resolve) => runner.once("exit", (code) => resolve(code ?? 1)));
