@@ -2,7 +2,7 @@
 // audio) and `GET /v1/generations/{id}`.
 import { APIPromise } from "../api-promise.js";
 import { sleep, type CreateOptions, type RequestOptions, type Transport } from "../core.js";
-import { VoicedError } from "../errors.js";
+import { parseRetryAfter, VoicedError } from "../errors.js";
 import type { AudioFormat, Generation, SpeechAccepted, SpeechRequest } from "../types.js";
 
 export interface SpeechCreateParams {
@@ -75,8 +75,8 @@ export class Generations {
           generation,
         });
       }
-      const retryAfter = response.headers.get("retry-after");
-      const pause = retryAfter !== null && /^\d+$/.test(retryAfter) ? Number(retryAfter) * 1000 : interval;
+      const retryAfter = parseRetryAfter(response.headers.get("retry-after"));
+      const pause = retryAfter !== undefined ? retryAfter * 1000 : interval;
       if (Date.now() + pause > deadline) {
         throw new VoicedError({
           code: "timeout",
