@@ -5,7 +5,7 @@ import { VoicedError } from "../dist/index.js";
 import { client, fixtures, recordingFetch, rejection } from "./fixtures.mjs";
 
 // The `captures` key's account is used by this file alone: it holds exactly the captures made here.
-test("transcriptions from a file path, a stream and a Blob; captures.iterate pages through them all", async () => {
+test("transcriptions from a file path, a stream and a Blob (btoa); captures.iterate pages through them all", async () => {
   const voiced = client("captures");
   const fromPath = await voiced.transcriptions.create({ audio: fixtures.wav });
   assert.match(fromPath.id, /^cap_/);
@@ -15,7 +15,21 @@ test("transcriptions from a file path, a stream and a Blob; captures.iterate pag
 
   const fromStream = await voiced.transcriptions.create({ audio: createReadStream(fixtures.wav) });
   const wav = readFileSync(fixtures.wav);
-  const fromBlob = await voiced.transcriptions.create({ audio: new Blob([wav], { type: "audio/wav" }) });
+  // With Node's Buffer hidden the SDK encodes with btoa, as in browsers; the fetch puts it back.
+  const buffer = globalThis.Buffer;
+  const restoring = (url, init) => {
+    globalThis.Buffer = buffer;
+    return fetch(url, init);
+  };
+  let fromBlob;
+  try {
+    globalThis.Buffer = undefined;
+    fromBlob = await client("captures", { fetch: restoring }).transcriptions.create({
+      audio: new Blob([wav], { type: "audio/wav" }),
+    });
+  } finally {
+    globalThis.Buffer = buffer;
+  }
   // The same audio, however it was handed over, reads the same.
   assert.equal(fromStream.text, fromPath.text);
   assert.equal(fromBlob.text, fromPath.text);
