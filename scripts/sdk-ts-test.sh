@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TypeScript SDK (sdk/typescript): installs its pinned dev tools (npm ci), checks that the
+# TypeScript SDK (sdk/typescript): installs its pinned dev tools (npm ci), checks its formatting and that the
 # committed generated types match openapi/openapi.json, builds it, and runs its tests with
 # `node --test` against one real `voiced serve` that the test setup starts (test/run.mjs).
 set -euo pipefail
@@ -14,5 +14,6 @@ fi
 cd sdk/typescript
 npm ci --no-audit --no-fund --loglevel=error
 npm run --silent check:types
+npm run --silent check:format
 npm run --silent build
 VOICED_BIN="$bin" npm test --silent

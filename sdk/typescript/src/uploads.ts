@@ -8,7 +8,8 @@ export type ChunkIterable = AsyncIterable<Uint8Array | string>;
  * `Buffer`), a web `ReadableStream`, a Node `Readable` (any async iterable of chunks), or on
  * server runtimes (Node, Deno, Bun) a file path.
  */
-export type AudioInput = Blob | ArrayBuffer | ArrayBufferView | ReadableStream<Uint8Array> | ChunkIterable | string;
+export type AudioInput =
+  Blob | ArrayBuffer | ArrayBufferView | ReadableStream<Uint8Array> | ChunkIterable | string;
 
 export async function readAudio(audio: AudioInput): Promise<Uint8Array> {
   if (typeof audio === "string") return readFilePath(audio);
@@ -28,7 +29,9 @@ async function readFilePath(path: string): Promise<Uint8Array> {
   try {
     fs = await import("node:fs/promises");
   } catch {
-    throw new TypeError("a file path as audio needs a server runtime (Node, Deno, Bun); pass a Blob or bytes");
+    throw new TypeError(
+      "a file path as audio needs a server runtime (Node, Deno, Bun); pass a Blob or bytes",
+    );
   }
   return new Uint8Array(await fs.readFile(path));
 }
@@ -64,7 +67,11 @@ async function concat(chunks: ChunkIterable): Promise<Uint8Array> {
 
 /** Standard base64 (with padding), through `Buffer` where the runtime has it, else `btoa`. */
 export function toBase64(bytes: Uint8Array): string {
-  const buffer = (globalThis as { Buffer?: { from(b: ArrayBufferLike, o: number, l: number): { toString(e: string): string } } }).Buffer;
+  const buffer = (
+    globalThis as {
+      Buffer?: { from(b: ArrayBufferLike, o: number, l: number): { toString(e: string): string } };
+    }
+  ).Buffer;
   if (buffer) return buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
   let binary = "";
   for (let i = 0; i < bytes.length; i += 0x8000) {

@@ -11,7 +11,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 test("npm pack makes a package that installs in a scratch project, type-checks and works", () => {
   const scratch = join(fixtures.work, "scratch");
   mkdirSync(scratch);
-  const npm = (args, cwd) => execFileSync("npm", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  const npm = (args, cwd) =>
+    execFileSync("npm", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
   // dist/ is built by the time the tests run (scripts/sdk-ts-test.sh, or `npm run build`).
   const packed = JSON.parse(npm(["pack", "--json", "--ignore-scripts", "--pack-destination", scratch], root));
   const files = packed[0].files.map((f) => f.path).sort();
@@ -19,10 +20,16 @@ test("npm pack makes a package that installs in a scratch project, type-checks a
   assert.ok(files.includes("LICENSE") && files.includes("README.md"));
   assert.ok(!files.some((f) => f.startsWith("src/") || f.startsWith("test/")), files.join(" "));
 
-  writeFileSync(join(scratch, "package.json"), JSON.stringify({ name: "scratch", private: true, type: "module" }));
+  writeFileSync(
+    join(scratch, "package.json"),
+    JSON.stringify({ name: "scratch", private: true, type: "module" }),
+  );
   // No dependencies: installing the tarball needs no registry.
   npm(["install", "--offline", "--no-audit", "--no-fund", join(scratch, packed[0].filename)], scratch);
-  assert.deepEqual(readdirSync(join(scratch, "node_modules")).filter((f) => !f.startsWith(".")), ["@voiced"]);
+  assert.deepEqual(
+    readdirSync(join(scratch, "node_modules")).filter((f) => !f.startsWith(".")),
+    ["@voiced"],
+  );
 
   writeFileSync(
     join(scratch, "list.mjs"),
@@ -70,6 +77,9 @@ export async function status(id: string): Promise<Generation["status"] | VoicedE
       files: ["typed.ts"],
     }),
   );
-  const tsc = spawnSync(join(root, "node_modules", ".bin", "tsc"), ["-p", "."], { cwd: scratch, encoding: "utf8" });
+  const tsc = spawnSync(join(root, "node_modules", ".bin", "tsc"), ["-p", "."], {
+    cwd: scratch,
+    encoding: "utf8",
+  });
   assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
 });

@@ -18,7 +18,10 @@ test("voices.list answers the account's voices with the rate-limit state", async
   assert.ok(response.rateLimit.remaining >= 0 && response.rateLimit.remaining < 300);
   assert.deepEqual(
     response.rateLimit.policies.map((p) => [p.name, p.quota, p.window]),
-    [["writes", 600, 3600], ["read-burst", 300, 60]],
+    [
+      ["writes", 600, 3600],
+      ["read-burst", 300, 60],
+    ],
   );
 });
 
@@ -100,7 +103,10 @@ test("the client reads VOICED_API_KEY and VOICED_BASE_URL, and refuses to start 
     assert.equal(voiced.baseURL, fixtures.baseURL);
     assert.ok((await voiced.voices.list()).data.some((v) => v.name === fixtures.voice));
   } finally {
-    for (const [name, value] of [["VOICED_API_KEY", saved.key], ["VOICED_BASE_URL", saved.base]]) {
+    for (const [name, value] of [
+      ["VOICED_API_KEY", saved.key],
+      ["VOICED_BASE_URL", saved.base],
+    ]) {
       if (value === undefined) delete process.env[name];
       else process.env[name] = value;
     }

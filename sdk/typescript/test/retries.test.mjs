@@ -38,7 +38,10 @@ test("429: retried after Retry-After and then answered; without retries the erro
       .voices.list()
       .withResponse();
     if (log[0].status !== 429) continue;
-    assert.deepEqual(log.map((e) => e.status), [429, 200]);
+    assert.deepEqual(
+      log.map((e) => e.status),
+      [429, 200],
+    );
     assert.equal(response.retries, 1);
     assert.ok(data.data.some((v) => v.name === fixtures.voice));
     return;
@@ -51,7 +54,14 @@ test("503 is retried, keeping the POST's Idempotency-Key", async () => {
   // The first answer is a 503 problem document, as the server sends when its recogniser queue is full.
   const unavailableOnce = async (url, init) => {
     if (failures-- > 0) {
-      const body = { type: "about:blank", title: "Service unavailable", status: 503, detail: "busy", instance: "/v1/speech", code: "service_unavailable" };
+      const body = {
+        type: "about:blank",
+        title: "Service unavailable",
+        status: 503,
+        detail: "busy",
+        instance: "/v1/speech",
+        code: "service_unavailable",
+      };
       return new Response(JSON.stringify(body), {
         status: 503,
         headers: { "content-type": "application/problem+json", "retry-after": "0" },
@@ -62,7 +72,10 @@ test("503 is retried, keeping the POST's Idempotency-Key", async () => {
   const voiced = client("main", { fetch: recordingFetch(log, unavailableOnce) });
   const accepted = await voiced.speech.create({ text: "Retry me.", voice: fixtures.voice });
   assert.match(accepted.id, /^gen_/);
-  assert.deepEqual(log.map((e) => e.status), [503, 202]);
+  assert.deepEqual(
+    log.map((e) => e.status),
+    [503, 202],
+  );
   assert.equal(log[0].headers["idempotency-key"], log[1].headers["idempotency-key"]);
 });
 

@@ -49,7 +49,20 @@ function key(accountId, scopes) {
 
 const main = account("sdk-ts@example.com", "pro");
 const voice = "SDK Voice";
-admin("voice", "create", "--account", main, "--name", voice, "--engine", "kokoro", "--preset", "jf_alpha", "--language", "en");
+admin(
+  "voice",
+  "create",
+  "--account",
+  main,
+  "--name",
+  voice,
+  "--engine",
+  "kokoro",
+  "--preset",
+  "jf_alpha",
+  "--language",
+  "en",
+);
 const captures = account("sdk-ts-captures@example.com", "pro");
 const unpaid = account("sdk-ts-unpaid@example.com", "none");
 const both = "voice:read,voice:generate";

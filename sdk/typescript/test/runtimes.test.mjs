@@ -10,7 +10,10 @@ import { fixtures } from "./fixtures.mjs";
 
 const smoke = join(dirname(fileURLToPath(import.meta.url)), "smoke.mjs");
 const onPath = (name) =>
-  (process.env.PATH ?? "").split(delimiter).map((dir) => join(dir, name)).find((p) => existsSync(p));
+  (process.env.PATH ?? "")
+    .split(delimiter)
+    .map((dir) => join(dir, name))
+    .find((p) => existsSync(p));
 const args = [fixtures.baseURL, fixtures.keys.main, fixtures.voice, fixtures.wav];
 const runtimes = {
   deno: (bin) => [bin, ["run", "--quiet", "--allow-net", "--allow-read", "--allow-env", smoke, ...args]],

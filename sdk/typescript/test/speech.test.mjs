@@ -67,9 +67,7 @@ test("audio.speech.create answers the audio and the generation id (OpenAI-compat
 });
 
 test("audio.speech errors are parsed from the OpenAI envelope", async () => {
-  const err = await rejection(
-    client().audio.speech.create({ model: "tts-1", input: "Hi.", voice: "alloy" }),
-  );
+  const err = await rejection(client().audio.speech.create({ model: "tts-1", input: "Hi.", voice: "alloy" }));
   assert.ok(err instanceof VoicedError);
   assert.equal(err.status, 400);
   assert.equal(err.code, "invalid_request");

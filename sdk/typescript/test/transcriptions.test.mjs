@@ -38,10 +38,7 @@ test("transcriptions from a file path, a stream and a Blob (btoa); captures.iter
   const paging = client("captures", { fetch: recordingFetch(log) });
   const seen = [];
   for await (const capture of paging.captures.iterate({ pageSize: 2 })) seen.push(capture);
-  assert.deepEqual(
-    seen.map((c) => c.id).sort(),
-    [fromPath.id, fromStream.id, fromBlob.id].sort(),
-  );
+  assert.deepEqual(seen.map((c) => c.id).sort(), [fromPath.id, fromStream.id, fromBlob.id].sort());
   assert.ok(seen.every((c) => c.source === "api" && c.transcript_raw === fromPath.text));
   assert.deepEqual(
     log.map((entry) => entry.path + " " + entry.status),

@@ -70,7 +70,10 @@ export class AudioSpeech {
     const body: OpenAiSpeechRequest = { ...params };
     return new APIPromise(
       this.#transport
-        .send({ method: "POST", path: "/v1/audio/speech", body, accept: "audio/*, application/json" }, options)
+        .send(
+          { method: "POST", path: "/v1/audio/speech", body, accept: "audio/*, application/json" },
+          options,
+        )
         .then(({ data, response }) => ({ data: new SpeechAudio(data.bytes, response), response })),
     );
   }

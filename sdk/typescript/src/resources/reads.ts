@@ -52,7 +52,7 @@ export class Captures {
   async *iterate(options: CaptureIterateOptions = {}): AsyncGenerator<Capture, void, undefined> {
     const { pageSize = 100, ...requestOptions } = options;
     const seen = new Set<string>();
-    for (let offset = 0; ; ) {
+    for (let offset = 0; ;) {
       const page = await this.list({ limit: pageSize, offset }, requestOptions);
       for (const capture of page.data) {
         if (seen.has(capture.id)) continue;
