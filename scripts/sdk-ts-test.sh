@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# TypeScript SDK (sdk/typescript): installs its pinned dev tools (npm ci), checks its formatting and that the
-# committed generated types match openapi/openapi.json, builds it, and runs its tests with
-# `node --test` against one real `voiced serve` that the test setup starts (test/run.mjs).
+# TypeScript SDK (sdk/typescript): installs its pinned dev tools (npm ci), checks its formatting
+# and that the committed generated types match openapi/openapi.json, builds it, and runs its tests
+# with `node --test` against one real `voiced serve` that the test setup starts (test/run.mjs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
