@@ -47,39 +47,39 @@ function key(accountId, scopes) {
   return admin("key", "create", "--account", accountId, "--scopes", scopes).key;
 }
 
-const main = account("sdk-ts@example.com", "pro");
-const voice = "SDK Voice";
-admin(
-  "voice",
-  "create",
-  "--account",
-  main,
-  "--name",
-  voice,
-  "--engine",
-  "kokoro",
-  "--preset",
-  "jf_alpha",
-  "--language",
-  "en",
-);
-const captures = account("sdk-ts-captures@example.com", "pro");
-const unpaid = account("sdk-ts-unpaid@example.com", "none");
-const both = "voice:read,voice:generate";
-const fixtures = {
-  baseURL,
-  voice,
-  keys: {
-    main: key(main, both),
-    readOnly: key(main, "voice:read"),
-    rateLimited: key(main, both), // burnt by the 429 test, used by nothing else
-    captures: key(captures, both), // the only key of an account whose captures the iterator counts
-    unpaid: key(unpaid, both),
-  },
-  wav: join(work, "hello.wav"),
-  work,
-};
-execFileSync("espeak-ng", ["-w", fixtures.wav, "Hello, this is a test of the transcription endpoint."]);
+/** Accounts, keys and a voice made with `voiced admin` (before serve: it owns the cluster then). */
+function setUp() {
+  const wav = join(work, "hello.wav");
+  execFileSync("espeak-ng", ["-w", wav, "Hello, this is a test of the transcription endpoint."]);
+  const main = account("sdk-ts@example.com", "pro");
+  const voice = "SDK Voice";
+  const voiceArgs = "voice create --engine kokoro --preset jf_alpha --language en".split(" ");
+  admin(...voiceArgs, "--account", main, "--name", voice);
+  const captures = account("sdk-ts-captures@example.com", "pro");
+  const unpaid = account("sdk-ts-unpaid@example.com", "none");
+  const both = "voice:read,voice:generate";
+  return {
+    baseURL,
+    voice,
+    keys: {
+      main: key(main, both),
+      readOnly: key(main, "voice:read"),
+      rateLimited: key(main, both), // burnt by the 429 test, used by nothing else
+      captures: key(captures, both), // the only key of an account whose captures the iterator counts
+      unpaid: key(unpaid, both),
+    },
+    wav,
+    work,
+  };
+}
+
+let fixtures;
+try {
+  fixtures = setUp();
+} catch (err) {
+  rmSync(work, { recursive: true, force: true });
+  throw err;
+}
 const fixturesFile = join(work, "fixtures.json");
 writeFileSync(fixturesFile, JSON.stringify(fixtures));
 
