@@ -1,0 +1,66 @@
+// Reads: `GET /v1/voices` and `GET /v1/captures` (one page, or every capture page by page).
+import { APIPromise } from "../api-promise.js";
+import type { RequestOptions, Transport } from "../core.js";
+import type { Capture, CaptureList, VoiceList } from "../types.js";
+
+export class Voices {
+  readonly #transport: Transport;
+
+  constructor(transport: Transport) {
+    this.#transport = transport;
+  }
+
+  /** The account's voice profiles, oldest first. */
+  list(options?: RequestOptions): APIPromise<VoiceList> {
+    return new APIPromise(this.#transport.json<VoiceList>({ method: "GET", path: "/v1/voices" }, options));
+  }
+}
+
+export interface CaptureListParams {
+  /** 1 to 200 (server default 50). */
+  limit?: number;
+  /** Captures to skip (default 0). */
+  offset?: number;
+}
+
+export interface CaptureIterateOptions extends RequestOptions {
+  /** Captures per request, 1 to 200 (default 100). */
+  pageSize?: number;
+}
+
+export class Captures {
+  readonly #transport: Transport;
+
+  constructor(transport: Transport) {
+    this.#transport = transport;
+  }
+
+  /** One page of captures, newest first, with the `total`. */
+  list(params: CaptureListParams = {}, options?: RequestOptions): APIPromise<CaptureList> {
+    return new APIPromise(
+      this.#transport.json<CaptureList>(
+        { method: "GET", path: "/v1/captures", query: { limit: params.limit, offset: params.offset } },
+        options,
+      ),
+    );
+  }
+
+  /**
+   * Every capture, newest first, fetching page after page as the loop asks for more. A capture
+   * made while iterating shifts the pages; one that would come twice is skipped.
+   */
+  async *iterate(options: CaptureIterateOptions = {}): AsyncGenerator<Capture, void, undefined> {
+    const { pageSize = 100, ...requestOptions } = options;
+    const seen = new Set<string>();
+    for (let offset = 0; ;) {
+      const page = await this.list({ limit: pageSize, offset }, requestOptions);
+      for (const capture of page.data) {
+        if (seen.has(capture.id)) continue;
+        seen.add(capture.id);
+        yield capture;
+      }
+      offset += page.data.length;
+      if (page.data.length === 0 || offset >= page.total) return;
+    }
+  }
+}
