@@ -192,6 +192,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             header::LOCATION,
             header::CONTENT_RANGE,
             header::ACCEPT_RANGES,
+            HeaderName::from_static("idempotent-replayed"),
             REQUEST_ID,
             HeaderName::from_static("x-service-engine"),
             HeaderName::from_static("x-service-generation-id"),

@@ -17,6 +17,7 @@ export type ApiErrorCode =
   | "conflict"
   | "idempotency_key_in_use"
   | "payload_too_large"
+  | "range_not_satisfiable"
   | "unsupported_media_type"
   | "idempotency_key_reused"
   | "rate_limit_exceeded"
@@ -47,6 +48,7 @@ const API_CODES: ReadonlySet<string> = new Set<ApiErrorCode>([
   "conflict",
   "idempotency_key_in_use",
   "payload_too_large",
+  "range_not_satisfiable",
   "unsupported_media_type",
   "idempotency_key_reused",
   "rate_limit_exceeded",
@@ -64,6 +66,7 @@ const STATUS_CODES: Record<number, ApiErrorCode> = {
   405: "method_not_allowed",
   413: "payload_too_large",
   415: "unsupported_media_type",
+  416: "range_not_satisfiable",
   429: "rate_limit_exceeded",
   500: "internal_error",
   503: "service_unavailable",

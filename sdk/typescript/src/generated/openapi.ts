@@ -28,7 +28,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: the database answers. */
+        /** Readiness: the database answers, and this process's generation workers have their engines. */
         get: operations["readyz"];
         put?: never;
         post?: never;
@@ -47,7 +47,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Speaks `input` and answers with the audio once it is ready (OpenAI-compatible). */
+        /**
+         * Speaks `input` and answers with the audio once it is ready (OpenAI-compatible).
+         * @description A client that disconnects, or a request that runs past the server's time limit, cancels the
+         *     generation: it never runs, or stops at its next sentence boundary, and is not charged.
+         */
         post: operations["create_openai_speech"];
         delete?: never;
         options?: never;
@@ -451,7 +455,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description `service_unavailable`: the database does not answer */
+            /** @description `service_unavailable`: the database does not answer, or a generation worker's engine cannot start (`detail` says which) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -465,7 +469,10 @@ export interface operations {
     create_openai_speech: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Same key and body within 48 h answers with the first request's audio without generating again */
+                "Idempotency-Key"?: string | null;
+            };
             path?: never;
             cookie?: never;
         };
@@ -517,6 +524,15 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAiError"];
                 };
             };
+            /** @description `idempotency_key_in_use` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
             /** @description `payload_too_large` */
             413: {
                 headers: {
@@ -535,6 +551,15 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAiError"];
                 };
             };
+            /** @description `idempotency_key_reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
             /** @description `rate_limit_exceeded`, `quota_exhausted` or `key_ceiling_exceeded` */
             429: {
                 headers: {
@@ -544,7 +569,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAiError"];
                 };
             };
-            /** @description `internal_error`: the generation failed */
+            /** @description `internal_error`: the generation failed (the message names only the generation id) */
             500: {
                 headers: {
                     [name: string]: unknown;
@@ -553,7 +578,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAiError"];
                 };
             };
-            /** @description `service_unavailable` */
+            /** @description `service_unavailable`: database unavailable, or the generation ran past the server's time limit (it is cancelled) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -578,8 +603,19 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The audio */
+            /** @description The audio, streamed (`Accept-Ranges: bytes`) */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/mpeg": number[];
+                    "audio/ogg": number[];
+                    "audio/wav": number[];
+                };
+            };
+            /** @description The part a `Range: bytes=…` header asked for, with `Content-Range` */
+            206: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -609,6 +645,15 @@ export interface operations {
             };
             /** @description `not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `range_not_satisfiable`: the range starts past the end (`Content-Range: bytes *\/<length>`) */
+            416: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -981,7 +1026,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `service_unavailable`: the recogniser's queue is full (see `Retry-After`) or no model is installed */
+            /** @description `service_unavailable`: the recogniser's queue is full (answered before the upload is decoded; see `Retry-After`), no model is installed, or the database is unavailable */
             503: {
                 headers: {
                     [name: string]: unknown;
