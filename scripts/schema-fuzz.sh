@@ -36,7 +36,7 @@ for _ in $(seq 300); do
   kill -0 "$server" 2>/dev/null || { echo "voiced serve exited" >&2; exit 1; }
   sleep 0.2
 done
-"$venv/bin/st" run "http://127.0.0.1:$port/openapi.json" \
+"$venv/bin/st" --config-file scripts/schemathesis.toml run "http://127.0.0.1:$port/openapi.json" \
   --header "x-api-key: $key" \
   --checks all \
   --max-examples "$examples" \

@@ -65,7 +65,7 @@ pub struct OpenAiSpeechRequest {
     input: String,
     /// A voice profile id or name of this account (string, or an object `{"id": …}`). OpenAI's
     /// built-in voice names are refused.
-    voice: Value,
+    voice: VoiceRef,
     /// `mp3` (default), `opus`, `wav`.
     response_format: Option<String>,
     /// Only 1.
@@ -76,6 +76,20 @@ pub struct OpenAiSpeechRequest {
     seed: Option<i64>,
     /// Extension: 0.05 to 2, chatterbox engines only.
     temperature: Option<f64>,
+}
+
+/// How `voice` names a profile (for the document; parsing is by hand).
+#[derive(Debug, ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum VoiceRef {
+    /// A profile's name or id.
+    Name(String),
+    /// OpenAI's object form.
+    Object {
+        #[schema(min_length = 1)]
+        id: String,
+    },
 }
 
 /// The engine a `model` value selects, if it names one.

@@ -71,6 +71,7 @@ pub struct SpeechRequest {
     #[schema(min_length = 1, max_length = 10000)]
     text: String,
     /// Name of one of the account's voice profiles.
+    #[schema(min_length = 1)]
     voice_name: String,
     /// 0 to 2^53−1. Omitted: the voice's pinned seed, else random. Same seed, text and voice →
     /// the same audio.

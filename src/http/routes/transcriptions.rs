@@ -35,6 +35,7 @@ pub struct TranscriptionRequest {
     /// Base64 (standard alphabet; missing padding and a `data:audio/…;base64,` prefix are
     /// accepted) of a wav, mp3, flac, ogg (vorbis or opus) or webm/opus clip: at most 25 MiB
     /// decoded and 15 minutes long.
+    #[schema(min_length = 1)]
     audio: String,
 }
 
