@@ -16,6 +16,7 @@ command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v sox >/dev/null 2>&1 || need+=(sox libsox-fmt-all)
 command -v ffmpeg >/dev/null 2>&1 || need+=(ffmpeg)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 if ! command -v python3 >/dev/null 2>&1; then
   need+=(python3 python3-pip python3-venv)
 elif ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then

@@ -301,3 +301,322 @@ fn serve_runs_and_stops_its_embedded_postgresql() {
     assert!(exit.success(), "{log}");
     assert!(!pid_file.exists(), "the cluster is stopped on exit: {log}");
 }
+
+/// An operator who lost an id finds the account again by email, sees its plan, usage, keys and
+/// voices, and uses the email wherever a command takes ACCOUNT.
+#[tokio::test]
+async fn admin_lists_and_shows_accounts_and_keys_by_id_or_email() {
+    let app = TestApp::start().await;
+    let url = app.db.url();
+    let ada = json_of(&voiced(
+        &url,
+        &[
+            "admin",
+            "--json",
+            "account",
+            "create",
+            "--email",
+            "ada@example.com",
+        ],
+    ));
+    let ada_id = ada["id"].as_str().unwrap().to_owned();
+    json_of(&voiced(
+        &url,
+        &[
+            "admin",
+            "--json",
+            "account",
+            "create",
+            "--email",
+            "grace@navy.example",
+            "--plan",
+            "trial",
+        ],
+    ));
+
+    // By email: a key with a ceiling, a second key then revoked, a voice.
+    let key = json_of(&voiced(
+        &url,
+        &[
+            "admin",
+            "--json",
+            "key",
+            "create",
+            "--account",
+            "ada@example.com",
+            "--scopes",
+            "voice:read,voice:generate",
+            "--name",
+            "laptop",
+            "--ceiling-minutes",
+            "30",
+        ],
+    ));
+    let other = json_of(&voiced(
+        &url,
+        &[
+            "admin",
+            "--json",
+            "key",
+            "create",
+            "--account",
+            &ada_id,
+            "--scopes",
+            "voice:read",
+        ],
+    ));
+    json_of(&voiced(
+        &url,
+        &[
+            "admin",
+            "--json",
+            "key",
+            "revoke",
+            other["id"].as_str().unwrap(),
+        ],
+    ));
+    let voice = json_of(&voiced(
+        &url,
+        &[
+            "admin",
+            "--json",
+            "voice",
+            "create",
+            "--account",
+            "ada@example.com",
+            "--name",
+            "Narrator",
+            "--engine",
+            "kokoro",
+            "--preset",
+            "jf_alpha",
+        ],
+    ));
+    // 90 s of audio charged to the first key this month.
+    sqlx::query(
+        "INSERT INTO generations (id, account_id, api_key_id, voice_id, engine, text, seed, format,
+                                  status, duration_ms)
+         VALUES ('gen_t1', $1, $2, $3, 'kokoro', 'hi', 1, 'mp3', 'completed', 90000);
+         ",
+    )
+    .bind(&ada_id)
+    .bind(key["id"].as_str().unwrap())
+    .bind(voice["id"].as_str().unwrap())
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO usage_ledger (account_id, api_key_id, generation_id, month, audio_ms)
+         VALUES ($1, $2, 'gen_t1', date_trunc('month', now() AT TIME ZONE 'UTC')::date, 90000)",
+    )
+    .bind(&ada_id)
+    .bind(key["id"].as_str().unwrap())
+    .execute(&app.pool)
+    .await
+    .unwrap();
+
+    let all = json_of(&voiced(&url, &["admin", "--json", "account", "list"]));
+    assert_eq!(all["total"], 2, "{all}");
+    assert_eq!(all["data"][0]["email"], "ada@example.com");
+    assert_eq!(all["data"][1]["plan"], "trial");
+    let found = json_of(&voiced(
+        &url,
+        &["admin", "--json", "account", "list", "--email-like", "NAVY"],
+    ));
+    assert_eq!(found["total"], 1, "{found}");
+    assert_eq!(found["data"][0]["email"], "grace@navy.example");
+    let pattern = json_of(&voiced(
+        &url,
+        &[
+            "admin",
+            "--json",
+            "account",
+            "list",
+            "--email-like",
+            "%@example.com",
+        ],
+    ));
+    assert_eq!(pattern["total"], 1, "{pattern}");
+
+    let shown = json_of(&voiced(
+        &url,
+        &["admin", "--json", "account", "show", "ada@example.com"],
+    ));
+    assert_eq!(shown["id"], ada_id.as_str());
+    assert_eq!(shown["plan"], "pro");
+    assert_eq!(
+        shown["features"],
+        serde_json::json!(["speech", "transcription"])
+    );
+    assert_eq!(shown["usage"]["audio_ms"], 90000);
+    assert_eq!(shown["usage"]["allowance_ms"], 120 * 60 * 1000);
+    assert_eq!(shown["voice_count"], 1);
+    let keys = shown["keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[0]["id"], key["id"]);
+    assert_eq!(keys[0]["prefix"], key["prefix"]);
+    assert_eq!(keys[0]["name"], "laptop");
+    assert_eq!(keys[0]["ceiling_minutes"], 30);
+    assert_eq!(keys[0]["month_audio_ms"], 90000);
+    assert_eq!(keys[0]["revoked"], false);
+    assert_eq!(keys[1]["revoked"], true);
+    assert_eq!(keys[1]["scopes"], serde_json::json!(["voice:read"]));
+    // Never the secret.
+    let secret = key["key"].as_str().unwrap();
+    assert!(!shown.to_string().contains(secret));
+
+    let text = voiced(&url, &["admin", "account", "show", &ada_id]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("1.5 of 120 minutes"), "{text}");
+    assert!(text.contains(key["prefix"].as_str().unwrap()), "{text}");
+    assert!(text.contains("revoked"), "{text}");
+
+    let listed = json_of(&voiced(
+        &url,
+        &[
+            "admin",
+            "--json",
+            "key",
+            "list",
+            "--account",
+            "ada@example.com",
+        ],
+    ));
+    assert_eq!(listed["total"], 2);
+    assert_eq!(listed["data"], shown["keys"]);
+
+    // The email works for set-plan too; an unknown one is refused by name.
+    let plan = json_of(&voiced(
+        &url,
+        &[
+            "admin",
+            "--json",
+            "account",
+            "set-plan",
+            "grace@navy.example",
+            "--plan",
+            "none",
+        ],
+    ));
+    assert_eq!(plan["plan"], "none");
+    let missing = voiced(&url, &["admin", "account", "show", "nobody@example.com"]);
+    assert!(!missing.status.success());
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(stderr.contains("no account nobody@example.com"), "{stderr}");
+    app.stop().await;
+}
+
+/// `voiced admin` on the embedded default prints its answer and nothing else: the routine fact
+/// of where the cluster lives is INFO, said once when the cluster is created. As root the data
+/// dir sits in a 0700 directory, which moves the cluster to /var/lib/voiced (the case that used
+/// to print a WARN on every command).
+#[test]
+fn admin_on_the_embedded_default_is_quiet() {
+    let dir = TempDir::new("quiet", 0o700);
+    let data_dir = dir.path().join("data");
+    let run = |log: Option<&str>, args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_voiced"));
+        command
+            .args(args)
+            .env_remove("VOICED_DATABASE_URL")
+            .env_remove("DATABASE_URL")
+            .env_remove("VOICED_LOG")
+            .env("VOICED_DATA_DIR", &data_dir);
+        if let Some(log) = log {
+            command.env("VOICED_LOG", log);
+        }
+        command.output().expect("voiced runs")
+    };
+    let relocation = "cannot reach";
+
+    // First creation, with INFO logging on: the fact is said (as root, where it applies).
+    let first = run(
+        Some("info"),
+        &[
+            "admin",
+            "--json",
+            "account",
+            "create",
+            "--email",
+            "q@example.com",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&first.stderr);
+    assert!(first.status.success(), "{stderr}");
+    if common::running_as_root() {
+        assert!(stderr.contains(relocation), "{stderr}");
+        assert!(!stderr.contains("WARN"), "{stderr}");
+    }
+
+    // Later commands at the default level: the answer on stdout, nothing on stderr.
+    for args in [
+        &["admin", "account", "list"][..],
+        &["admin", "--json", "account", "show", "q@example.com"][..],
+        &[
+            "admin",
+            "key",
+            "create",
+            "--account",
+            "q@example.com",
+            "--scopes",
+            "voice:read",
+        ][..],
+    ] {
+        let output = run(None, args);
+        assert!(output.status.success(), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&output.stderr), "", "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains("q@example.com")
+                || String::from_utf8_lossy(&output.stdout).contains("secret"),
+            "{args:?}"
+        );
+    }
+    // And once created, not even INFO repeats it.
+    let again = run(Some("info"), &["admin", "account", "list"]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(again.status.success(), "{stderr}");
+    assert!(!stderr.contains(relocation), "{stderr}");
+
+    if let Ok(base) = std::fs::read_to_string(data_dir.join("pg.location")) {
+        let _ = std::fs::remove_dir_all(base.trim());
+    }
+}
+
+/// `voiced --help` and every subcommand's help end with an example.
+#[test]
+fn every_command_gives_an_example_in_its_help() {
+    fn subcommands(help: &str) -> Vec<String> {
+        help.lines()
+            .skip_while(|l| !l.starts_with("Commands:"))
+            .skip(1)
+            .take_while(|l| l.starts_with("  "))
+            .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+            .filter(|name| name != "help")
+            .collect()
+    }
+    let mut pending = vec![Vec::<String>::new()];
+    let mut seen = 0;
+    while let Some(path) = pending.pop() {
+        let output = Command::new(env!("CARGO_BIN_EXE_voiced"))
+            .args(&path)
+            .arg("--help")
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{path:?}");
+        let example = help.split_once("Example").map_or("", |(_, rest)| rest);
+        assert!(
+            example.contains("voiced") && path.last().is_none_or(|c| example.contains(c.as_str())),
+            "`voiced {} --help` gives no example:\n{help}",
+            path.join(" ")
+        );
+        seen += 1;
+        for name in subcommands(&help) {
+            let mut child = path.clone();
+            child.push(name);
+            pending.push(child);
+        }
+    }
+    // voiced; serve, worker, migrate, models (fetch), admin (account ×6, key ×5, voice ×3), openapi
+    assert!(seen >= 22, "only {seen} commands found");
+}

@@ -1,5 +1,8 @@
 //! `voiced admin …` (DECISIONS, "Accounts, plans, keys"). Human text by default, JSON with
-//! `--json`.
+//! `--json`. Wherever a command takes ACCOUNT, the account's id or its email works. The
+//! read-only commands (`account list|show`, `key list`) are in [`inspect`].
+
+mod inspect;
 
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -12,6 +15,12 @@ use crate::engines::registry::EngineRegistry;
 use crate::store;
 
 #[derive(Args)]
+#[command(after_help = "Examples:
+  voiced admin account create --email ada@example.com --plan pro
+  voiced admin account list
+  voiced admin --json account show ada@example.com
+  voiced admin key create --account ada@example.com --scopes voice:read,voice:generate
+  voiced admin voice presets")]
 pub struct AdminArgs {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
@@ -23,33 +32,76 @@ pub struct AdminArgs {
 #[derive(Subcommand)]
 enum AdminCommand {
     /// Accounts and their plans.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  voiced admin account list --email-like example.com\n  \
+                      voiced admin account show ada@example.com"
+    )]
     Account(AccountCommand),
     /// API keys.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  voiced admin key list --account ada@example.com\n  \
+                      voiced admin key revoke key_0193…"
+    )]
     Key(KeyCommand),
     /// Voice profiles.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  voiced admin voice presets\n  \
+                      voiced admin voice create --account ada@example.com --name Narrator \
+                      --engine kokoro --preset jf_alpha"
+    )]
     Voice(VoiceCommand),
 }
 
 #[derive(Subcommand)]
 enum AccountCommand {
     /// Create an account; prints its id.
+    #[command(
+        after_help = "Example:\n  voiced admin --json account create --email ada@example.com --plan pro\n  \
+                            {\"id\":\"acct_0193…\"}"
+    )]
     Create {
         #[arg(long)]
         email: String,
         #[arg(long, default_value = "pro", value_parser = parse_plan)]
         plan: Plan,
     },
+    /// List accounts (id, plan, email), oldest first.
+    #[command(after_help = "Examples:\n  voiced admin account list\n  \
+                            voiced admin --json account list --email-like %@example.com")]
+    List {
+        /// Only emails matching this pattern, case-insensitively: a plain text matches anywhere
+        /// in the email; `%` (any run) and `_` (one character) make it an SQL LIKE pattern.
+        #[arg(long, value_name = "PATTERN")]
+        email_like: Option<String>,
+    },
+    /// Show an account: plan, features, this month's usage, keys and voice count.
+    #[command(
+        after_help = "Examples:\n  voiced admin account show ada@example.com\n  \
+                            voiced admin --json account show acct_0193…"
+    )]
+    Show {
+        /// The account's id or email.
+        account: String,
+    },
     /// Change an account's plan (resets its feature set to the plan's).
+    #[command(
+        after_help = "Example:\n  voiced admin account set-plan ada@example.com --plan trial"
+    )]
     SetPlan {
+        /// The account's id or email.
         account: String,
         #[arg(long, value_parser = parse_plan)]
         plan: Plan,
     },
     /// Set the capabilities an account's plan includes (comma-separated: speech,transcription).
+    #[command(
+        after_help = "Example:\n  voiced admin account set-features ada@example.com --features speech"
+    )]
     SetFeatures {
+        /// The account's id or email.
         account: String,
         #[arg(long, value_parser = parse_features)]
         features: FeatureList,
@@ -59,7 +111,12 @@ enum AccountCommand {
 #[derive(Subcommand)]
 enum KeyCommand {
     /// Create a key; prints the secret this once.
+    #[command(
+        after_help = "Example:\n  voiced admin key create --account ada@example.com \
+                            --scopes voice:read,voice:generate --ceiling-minutes 30"
+    )]
     Create {
+        /// The account's id or email.
         #[arg(long)]
         account: String,
         /// Comma-separated: voice:read,voice:generate
@@ -71,9 +128,21 @@ enum KeyCommand {
         #[arg(long)]
         ceiling_minutes: Option<u32>,
     },
+    /// List an account's keys: prefix, scopes, ceiling, this month's usage, revoked or not.
+    #[command(after_help = "Example:\n  voiced admin key list --account ada@example.com")]
+    List {
+        /// The account's id or email.
+        #[arg(long)]
+        account: String,
+    },
     /// Revoke a key; it is refused from its next request on.
+    #[command(after_help = "Example:\n  voiced admin key revoke key_0193…")]
     Revoke { key_id: String },
     /// Set a key's monthly ceiling in minutes, or remove it with `none`.
+    #[command(
+        after_help = "Examples:\n  voiced admin key set-ceiling key_0193… --minutes 60\n  \
+                            voiced admin key set-ceiling key_0193… --minutes none"
+    )]
     SetCeiling {
         key_id: String,
         #[arg(long, value_parser = parse_ceiling)]
@@ -84,7 +153,12 @@ enum KeyCommand {
 #[derive(Subcommand)]
 enum VoiceCommand {
     /// Create a preset voice profile; prints its id.
+    #[command(
+        after_help = "Example:\n  voiced admin voice create --account ada@example.com --name Narrator \
+                            --engine kokoro --preset jf_alpha --language en"
+    )]
     Create {
+        /// The account's id or email.
         #[arg(long)]
         account: String,
         #[arg(long)]
@@ -109,6 +183,9 @@ enum VoiceCommand {
         personality: Option<String>,
     },
     /// List the presets each installed engine offers.
+    #[command(
+        after_help = "Examples:\n  voiced admin voice presets\n  voiced admin --json voice presets"
+    )]
     Presets,
 }
 
@@ -210,9 +287,27 @@ fn installed_names(registry: &EngineRegistry) -> String {
     }
 }
 
+/// The id of the account named by its id or email, or the operator's error.
+async fn resolve_account(pool: &PgPool, account: &str) -> anyhow::Result<String> {
+    store::accounts::find_id(pool, account.trim())
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no account {account} (see `voiced admin account list`)"))
+}
+
 async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> anyhow::Result<()> {
     let as_json = args.json;
     match args.command {
+        AdminCommand::Account(AccountCommand::List { email_like }) => {
+            inspect::account_list(pool, as_json, email_like.as_deref()).await?;
+        }
+        AdminCommand::Account(AccountCommand::Show { account }) => {
+            let id = resolve_account(pool, &account).await?;
+            inspect::account_show(pool, as_json, &id).await?;
+        }
+        AdminCommand::Key(KeyCommand::List { account }) => {
+            let id = resolve_account(pool, &account).await?;
+            inspect::key_list(pool, as_json, &id).await?;
+        }
         AdminCommand::Account(AccountCommand::Create { email, plan }) => {
             let email = email.trim();
             anyhow::ensure!(email.contains('@'), "--email must be an email address");
@@ -227,6 +322,7 @@ async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> a
             );
         }
         AdminCommand::Account(AccountCommand::SetPlan { account, plan }) => {
+            let account = resolve_account(pool, &account).await?;
             anyhow::ensure!(
                 store::accounts::set_plan(pool, &account, plan).await?,
                 "no account {account}"
@@ -238,6 +334,7 @@ async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> a
             );
         }
         AdminCommand::Account(AccountCommand::SetFeatures { account, features }) => {
+            let account = resolve_account(pool, &account).await?;
             anyhow::ensure!(
                 store::accounts::set_features(pool, &account, &features.0).await?,
                 "no account {account}"
@@ -255,10 +352,7 @@ async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> a
             name,
             ceiling_minutes,
         }) => {
-            anyhow::ensure!(
-                store::accounts::exists(pool, &account).await?,
-                "no account {account}"
-            );
+            let account = resolve_account(pool, &account).await?;
             let ceiling = ceiling_minutes
                 .map(i32::try_from)
                 .transpose()
@@ -338,10 +432,7 @@ async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> a
                 temperature.is_none() || engine.accepts_temperature(),
                 "engine {engine} takes no temperature (only chatterbox and chatterbox_turbo do)"
             );
-            anyhow::ensure!(
-                store::accounts::exists(pool, &account).await?,
-                "no account {account}"
-            );
+            let account = resolve_account(pool, &account).await?;
             check_preset(registry, engine, &preset)?;
             let id = new_id("voice");
             store::voices::insert_preset(

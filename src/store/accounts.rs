@@ -1,3 +1,4 @@
+use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::PgPool;
 
 use crate::domain::{Feature, Plan};
@@ -52,4 +53,68 @@ pub async fn exists(pool: &PgPool, id: &str) -> sqlx::Result<bool> {
     .fetch_one(pool)
     .await?;
     Ok(row)
+}
+
+/// The id of the account whose id or email is `id_or_email` (DECISIONS: wherever `voiced admin`
+/// takes ACCOUNT, the id or the email works). Ids start with `acct_` and emails hold an `@`, so
+/// the two never name different accounts.
+pub async fn find_id(pool: &PgPool, id_or_email: &str) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar!(
+        "SELECT id FROM accounts WHERE id = $1 OR email = $1 ORDER BY (id = $1) DESC LIMIT 1",
+        id_or_email
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+/// An account as `voiced admin account list` shows it.
+pub struct AccountSummary {
+    pub id: String,
+    pub email: String,
+    pub plan: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Accounts, oldest first; `email_like` is an ILIKE pattern (`%` any run, `_` one character).
+pub async fn list(pool: &PgPool, email_like: Option<&str>) -> sqlx::Result<Vec<AccountSummary>> {
+    sqlx::query_as!(
+        AccountSummary,
+        "SELECT id, email, plan, created_at FROM accounts
+         WHERE $1::TEXT IS NULL OR email ILIKE $1
+         ORDER BY created_at, id",
+        email_like
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// One account with what an operator asks about it: plan, features, this month's generated
+/// audio and its voice count.
+pub struct AccountDetail {
+    pub id: String,
+    pub email: String,
+    pub plan: String,
+    pub features: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    pub month_audio_ms: i64,
+    pub voice_count: i64,
+}
+
+pub async fn detail(
+    pool: &PgPool,
+    id: &str,
+    month: NaiveDate,
+) -> sqlx::Result<Option<AccountDetail>> {
+    sqlx::query_as!(
+        AccountDetail,
+        r#"SELECT a.id, a.email, a.plan, a.features, a.created_at,
+                  (SELECT COALESCE(sum(u.audio_ms), 0) FROM usage_ledger u
+                    WHERE u.account_id = a.id AND u.month = $2)::BIGINT AS "month_audio_ms!",
+                  (SELECT count(*) FROM voice_profiles v WHERE v.account_id = a.id) AS "voice_count!"
+           FROM accounts a WHERE a.id = $1"#,
+        id,
+        month
+    )
+    .fetch_optional(pool)
+    .await
 }

@@ -106,8 +106,11 @@ impl EmbeddedPostgres {
     pub async fn start(cfg: &EmbeddedConfig) -> Result<Self, EmbeddedError> {
         let run_as = RunAs::detect().await?;
         let layout = plan_layout(cfg, &run_as).await?;
-        for note in layout.notes() {
-            tracing::warn!("{note}");
+        // Routine facts about where the cluster lives: said once, when it is first created.
+        if !layout.pgdata.join("PG_VERSION").exists() {
+            for note in layout.notes() {
+                tracing::info!("{note}");
+            }
         }
         let _lock = lock(&layout).await?;
         blocking({

@@ -1,3 +1,4 @@
+use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::PgPool;
 
 use crate::domain::SecretHash;
@@ -75,4 +76,37 @@ pub async fn set_ceiling(pool: &PgPool, key_id: &str, minutes: Option<i32>) -> s
     .execute(pool)
     .await?;
     Ok(result.rows_affected() == 1)
+}
+
+/// A key as `voiced admin key list` and `account show` show it: never the secret or its hash.
+pub struct KeySummary {
+    pub id: String,
+    pub name: String,
+    pub prefix: String,
+    pub scopes: Vec<String>,
+    pub ceiling_minutes: Option<i32>,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// Generated audio charged to the key in `month`.
+    pub month_audio_ms: i64,
+}
+
+/// The account's keys, oldest first, revoked ones included.
+pub async fn list(
+    pool: &PgPool,
+    account_id: &str,
+    month: NaiveDate,
+) -> sqlx::Result<Vec<KeySummary>> {
+    sqlx::query_as!(
+        KeySummary,
+        r#"SELECT k.id, k.name, k.prefix, k.scopes, k.ceiling_minutes, k.created_at, k.revoked_at,
+                  (SELECT COALESCE(sum(u.audio_ms), 0) FROM usage_ledger u
+                    WHERE u.api_key_id = k.id AND u.month = $2)::BIGINT AS "month_audio_ms!"
+           FROM api_keys k WHERE k.account_id = $1
+           ORDER BY k.created_at, k.id"#,
+        account_id,
+        month
+    )
+    .fetch_all(pool)
+    .await
 }

@@ -5,7 +5,8 @@
 //! - `D/pg-socket/`: the Unix socket directory (0700); the server has no TCP listener;
 //! - `D/pg.lock`: serialises initdb/start/stop between processes.
 //!
-//! Two exceptions, both logged at start and visible through [`super::EmbeddedPostgres`]:
+//! Two exceptions, both logged (INFO) when the cluster is first created and visible through
+//! [`super::EmbeddedPostgres`]:
 //! - the socket path would pass the ~107-byte Unix socket limit (or holds characters other than
 //!   `[A-Za-z0-9/._-]`): the socket goes to `/tmp/voiced-pg-<hash>/` (0700) instead;
 //! - running as root, and the `postgres` account cannot walk down to `D` (e.g. `D` under `/root`,
