@@ -10,7 +10,7 @@ use sqlx::PgPool;
 
 use crate::app::Database;
 use crate::config::Config;
-use crate::domain::{ApiKeySecret, EngineId, Feature, Plan, Scope, Seed, Temperature, new_id};
+use crate::domain::{EngineId, Feature, Plan, Scope, Seed, Temperature, new_id};
 use crate::engines::registry::EngineRegistry;
 use crate::store;
 
@@ -67,6 +67,21 @@ enum AccountCommand {
         email: String,
         #[arg(long, default_value = "pro", value_parser = parse_plan)]
         plan: Plan,
+        /// Read a password (first line of standard input) so the account can sign in to the
+        /// console.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Set an account's console password from the first line of standard input.
+    #[command(
+        after_help = "Example:\n  printf '%s\\n' 'a long passphrase' | voiced admin account set-password ada@example.com --password-stdin"
+    )]
+    SetPassword {
+        /// The account's id or email.
+        account: String,
+        /// Required: the password is never taken as an argument (it would show in `ps`).
+        #[arg(long, required = true)]
+        password_stdin: bool,
     },
     /// List accounts (id, plan, email), oldest first.
     #[command(after_help = "Examples:\n  voiced admin account list\n  \
@@ -308,17 +323,33 @@ async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> a
             let id = resolve_account(pool, &account).await?;
             inspect::key_list(pool, as_json, &id).await?;
         }
-        AdminCommand::Account(AccountCommand::Create { email, plan }) => {
+        AdminCommand::Account(AccountCommand::Create {
+            email,
+            plan,
+            password_stdin,
+        }) => {
             let email = email.trim();
             anyhow::ensure!(email.contains('@'), "--email must be an email address");
-            let id = new_id("acct");
-            store::accounts::insert(pool, &id, email, plan)
-                .await
-                .map_err(|e| unique_violation(e, "an account with that email already exists"))?;
+            let id = create_account(pool, email, plan, password_stdin).await?;
             emit(
                 as_json,
                 json!({ "id": id }),
                 format!("account {id} ({plan})"),
+            );
+        }
+        AdminCommand::Account(AccountCommand::SetPassword { account, .. }) => {
+            let account = resolve_account(pool, &account).await?;
+            let password = read_password_stdin()?;
+            anyhow::ensure!(
+                crate::service::accounts::set_password(pool, &account, password)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{}", e.detail))?,
+                "no account {account}"
+            );
+            emit(
+                as_json,
+                json!({ "id": account, "password_set": true }),
+                format!("account {account}: password set"),
             );
         }
         AdminCommand::Account(AccountCommand::SetPlan { account, plan }) => {
@@ -353,34 +384,18 @@ async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> a
             ceiling_minutes,
         }) => {
             let account = resolve_account(pool, &account).await?;
-            let ceiling = ceiling_minutes
-                .map(i32::try_from)
-                .transpose()
-                .map_err(|_| anyhow::anyhow!("--ceiling-minutes is too large"))?;
-            let secret = ApiKeySecret::generate();
-            let id = new_id("key");
-            let prefix = secret.prefix();
-            let scope_names: Vec<String> = scopes.0.iter().map(|s| s.as_str().to_owned()).collect();
-            store::keys::insert(
-                pool,
-                store::keys::NewKey {
-                    id: &id,
-                    account_id: &account,
-                    name: &name,
-                    prefix: &prefix,
-                    hash: &secret.hash(),
-                    scopes: &scope_names,
-                    ceiling_minutes: ceiling,
-                },
-            )
-            .await?;
+            let key =
+                crate::service::keys::create(pool, &account, &name, &scopes.0, ceiling_minutes)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
             emit(
                 as_json,
-                json!({ "id": id, "key": secret.expose(), "prefix": prefix }),
+                json!({ "id": key.id, "key": key.secret.expose(), "prefix": key.prefix }),
                 format!(
-                    "key {id} ({}) for account {account}\nsecret (shown only now): {}",
-                    scope_names.join(","),
-                    secret.expose()
+                    "key {} ({}) for account {account}\nsecret (shown only now): {}",
+                    key.id,
+                    key.scopes.join(","),
+                    key.secret.expose()
                 ),
             );
         }
@@ -493,6 +508,42 @@ fn presets(config: &Config, as_json: bool) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Creates the account, with the password read from standard input when asked.
+async fn create_account(
+    pool: &PgPool,
+    email: &str,
+    plan: Plan,
+    password_stdin: bool,
+) -> anyhow::Result<String> {
+    let taken = "an account with that email already exists";
+    let id = new_id("acct");
+    if password_stdin {
+        let password = read_password_stdin()?;
+        crate::service::accounts::valid_password(&password)
+            .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+        let hash = crate::service::accounts::hash_password(password)
+            .await
+            .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+        store::accounts::insert_with_password(pool, &id, email, plan, &hash)
+            .await
+            .map_err(|e| unique_violation(e, taken))?;
+    } else {
+        store::accounts::insert(pool, &id, email, plan)
+            .await
+            .map_err(|e| unique_violation(e, taken))?;
+    }
+    Ok(id)
+}
+
+/// The first line of standard input, without its line ending.
+fn read_password_stdin() -> anyhow::Result<String> {
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    let password = line.trim_end_matches(['\n', '\r']).to_owned();
+    anyhow::ensure!(!password.is_empty(), "no password on standard input");
+    Ok(password)
 }
 
 /// A unique-constraint violation becomes the operator's message; anything else stays an error.

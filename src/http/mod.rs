@@ -62,6 +62,8 @@ pub struct AppState {
     pub admission: AdmissionPolicy,
     /// What this process's generation workers report (for `/readyz`).
     pub health: Arc<WorkerHealth>,
+    /// The developer console's settings (`/console`).
+    pub console: Arc<crate::console::ConsoleSettings>,
 }
 
 impl FromRef<AppState> for PgPool {
@@ -206,6 +208,10 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
                 }
             }),
         )
+        .merge(crate::console::router(
+            state.pool.clone(),
+            state.console.secure_cookies,
+        ))
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(
             ServiceBuilder::new()
@@ -260,6 +266,8 @@ pub async fn serve(
     app: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    // The client address keys the console's sign-in limiter.
+    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await
