@@ -592,3 +592,134 @@ async fn operators_set_passwords_from_standard_input() {
     assert!(!hash.contains("operator chosen pass"));
     app.stop().await;
 }
+
+#[tokio::test]
+async fn voices_history_and_usage_follow_real_generations() {
+    let app = TestApp::start_with_workers(1).await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_up("ivy@example.com").await.status, 303);
+    let account = account_of(&app, "ivy@example.com").await;
+    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
+        .await
+        .unwrap();
+
+    // Add a preset voice; the page offers the installed engine's presets.
+    let voices = browser.get("/console/voices").await;
+    assert!(
+        voices.body.contains("value=\"kokoro:jf_alpha\""),
+        "{}",
+        voices.body
+    );
+    let page = browser
+        .submit(
+            "/console/voices",
+            "/console/voices",
+            &[
+                ("name", "Narrator"),
+                ("preset", "kokoro:jf_alpha"),
+                ("language", "en"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    let duplicate = browser
+        .submit(
+            "/console/voices",
+            "/console/voices",
+            &[
+                ("name", "Narrator"),
+                ("preset", "kokoro:jf_alpha"),
+                ("language", "en"),
+            ],
+        )
+        .await;
+    assert_eq!(duplicate.status, 400);
+    assert!(duplicate.body.contains("already has a voice"));
+
+    // Pin a seed and a personality; kokoro takes no temperature.
+    let voice = voiced::store::voices::find(&app.pool, &account, "Narrator")
+        .await
+        .unwrap()
+        .unwrap();
+    let path = format!("/console/voices/{}", voice.id);
+    let page = browser
+        .submit(
+            "/console/voices",
+            &path,
+            &[("seed", "42"), ("temperature", "0.7")],
+        )
+        .await;
+    assert_eq!(page.status, 400);
+    assert!(page.body.contains("takes no temperature"));
+    let page = browser
+        .submit(
+            "/console/voices",
+            &path,
+            &[("seed", "42"), ("personality", "Warm & calm <narrator>")],
+        )
+        .await;
+    assert_eq!(page.status, 303);
+    let pinned = voiced::store::voices::find(&app.pool, &account, "Narrator")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(pinned.pinned_seed, Some(42));
+    assert!(pinned.has_personality);
+    let voices = browser.get("/console/voices").await;
+    assert!(
+        voices.body.contains("Warm &#38; calm &#60;narrator&#62;"),
+        "{}",
+        voices.body
+    );
+
+    // A key from the console generates; history and usage show it.
+    let page = browser
+        .submit(
+            "/console/keys",
+            "/console/keys",
+            &[("scope_read", "on"), ("scope_generate", "on")],
+        )
+        .await;
+    let secret = secret_of(&page.body);
+    let (status, body) = json(
+        app.post("/v1/speech")
+            .header("x-api-key", &secret)
+            .json(&serde_json::json!({"text": "Hello from the console.", "voice_name": "Narrator"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    let id = body["id"].as_str().unwrap().to_owned();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(300),
+        app.completions.wait(&id, std::time::Duration::from_secs(5)),
+    )
+    .await
+    .expect("generation finishes")
+    .unwrap();
+
+    let history = browser.get("/console/history").await;
+    assert_eq!(history.status, 200);
+    assert!(history.body.contains("Hello from the console."));
+    assert!(history.body.contains("completed"));
+    let marker = "<audio controls preload=\"none\" src=\"";
+    let start = history.body.find(marker).expect("a player") + marker.len();
+    let src =
+        history.body[start..][..history.body[start..].find('"').unwrap()].replace("&amp;", "&");
+    assert!(src.starts_with(&format!("/v1/audio/{id}?sig=")), "{src}");
+    let audio = app.get(&src).send().await.unwrap();
+    assert_eq!(audio.status(), 200);
+    assert_eq!(audio.headers()["content-type"], "audio/mpeg");
+
+    let usage = browser.get("/console/usage").await;
+    assert_eq!(usage.status, 200);
+    assert!(
+        !usage.body.contains(">0.0 min</span>"),
+        "usage moved: {}",
+        usage.body
+    );
+    assert!(usage.body.contains("of 120.0 min"));
+    app.stop().await;
+}

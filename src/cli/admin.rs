@@ -269,39 +269,6 @@ pub async fn run(config: &Config, args: AdminArgs) -> anyhow::Result<()> {
     result
 }
 
-/// A voice must name an installed engine and one of its presets.
-fn check_preset(registry: &EngineRegistry, engine: EngineId, preset: &str) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        registry.is_installed(engine),
-        "engine {engine} is not installed on this deployment (installed: {})",
-        installed_names(registry)
-    );
-    let presets = registry
-        .presets()
-        .into_iter()
-        .find(|(id, _)| *id == engine)
-        .map(|(_, presets)| presets)
-        .unwrap_or_default();
-    anyhow::ensure!(
-        presets.iter().any(|p| p.name == preset),
-        "engine {engine} has no preset {preset:?} (see `voiced admin voice presets`)"
-    );
-    Ok(())
-}
-
-fn installed_names(registry: &EngineRegistry) -> String {
-    let names: Vec<&str> = EngineId::ALL
-        .iter()
-        .filter(|e| registry.is_installed(**e))
-        .map(|e| e.as_str())
-        .collect();
-    if names.is_empty() {
-        "none".into()
-    } else {
-        names.join(", ")
-    }
-}
-
 /// The id of the account named by its id or email, or the operator's error.
 async fn resolve_account(pool: &PgPool, account: &str) -> anyhow::Result<String> {
     store::accounts::find_id(pool, account.trim())
@@ -433,40 +400,25 @@ async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> a
             temperature,
             personality,
         }) => {
-            let name = name.trim();
-            anyhow::ensure!(
-                !name.is_empty() && name.chars().count() <= 100,
-                "--name must be 1 to 100 characters"
-            );
-            anyhow::ensure!(
-                language.len() == 2 && language.chars().all(|c| c.is_ascii_lowercase()),
-                "--language must be an ISO 639-1 code such as en"
-            );
-            anyhow::ensure!(!preset.trim().is_empty(), "--preset must not be empty");
-            anyhow::ensure!(
-                temperature.is_none() || engine.accepts_temperature(),
-                "engine {engine} takes no temperature (only chatterbox and chatterbox_turbo do)"
-            );
             let account = resolve_account(pool, &account).await?;
-            check_preset(registry, engine, &preset)?;
-            let id = new_id("voice");
-            store::voices::insert_preset(
+            let id = crate::service::voices::create_preset(
                 pool,
-                store::voices::NewVoice {
-                    id: &id,
-                    account_id: &account,
-                    name,
+                registry,
+                &account,
+                crate::service::voices::NewPresetVoice {
+                    name: &name,
                     description: &description,
                     language: &language,
-                    engine: engine.as_str(),
+                    engine,
                     preset: &preset,
-                    pinned_seed: seed.map(Seed::as_i64),
-                    pinned_temperature: temperature.map(Temperature::get),
-                    personality_prompt: personality.as_deref(),
+                    seed,
+                    temperature,
+                    personality: personality.as_deref(),
                 },
             )
             .await
-            .map_err(|e| unique_violation(e, "this account already has a voice with that name"))?;
+            .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+            let name = name.trim();
             emit(
                 as_json,
                 json!({ "id": id }),

@@ -8,11 +8,13 @@
 
 mod account;
 pub mod error_pages;
+mod history;
 mod keys;
 pub mod limiter;
 mod page;
 mod session;
 mod usage;
+mod voices;
 
 use axum::Router;
 use axum::http::header;
@@ -82,6 +84,12 @@ pub fn router(pool: PgPool, secure_cookies: bool) -> Router<AppState> {
         )
         .route("/console/usage", get(usage::usage))
         .route("/console/billing", get(usage::billing))
+        .route("/console/voices", get(voices::list).post(voices::add))
+        .route(
+            "/console/voices/{voice_id}",
+            axum::routing::post(voices::update),
+        )
+        .route("/console/history", get(history::history))
         .route(
             "/console/{*rest}",
             get(|| async { page::PageError::NotFound }),
@@ -115,9 +123,13 @@ async fn script() -> impl IntoResponse {
     )
 }
 
-/// Milliseconds of audio as minutes with one decimal ("1.5 min").
+/// Milliseconds of audio for people: seconds under a minute ("4.2 s"), else minutes ("1.5 min").
 pub fn format_minutes(ms: i64) -> String {
-    format!("{:.1} min", ms as f64 / 60_000.0)
+    if ms < 60_000 {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    } else {
+        format!("{:.1} min", ms as f64 / 60_000.0)
+    }
 }
 
 /// A timestamp as the pages show it (UTC, to the minute).

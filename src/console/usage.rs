@@ -159,6 +159,7 @@ mod tests {
         let svg = chart_svg(feb, &days);
         assert_eq!(svg.matches("<rect").count(), 28);
         assert!(svg.contains("2026-02-03: 1.5 min"), "{svg}");
+        assert!(svg.contains("2026-02-04: 0.0 s"), "{svg}");
         assert_eq!(
             days_in_month(NaiveDate::from_ymd_opt(2026, 12, 1).unwrap()),
             31

@@ -10,6 +10,7 @@ pub mod keys;
 pub mod principal;
 pub mod speech;
 pub mod transcription;
+pub mod voices;
 
 pub use error::{ErrorCode, ServiceError, SettingsPage};
 pub use principal::Principal;
