@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one command that runs the tests: installs what is missing, fetches the models, runs the
-# Rust suites (real PostgreSQL, real models), the OpenAI SDK compatibility test, and the README:
+# Rust suites (real PostgreSQL, real models), the OpenAI SDK compatibility test, the console in a
+# real browser (Playwright driving Debian's chromium), and the README:
 # its Markdown is linted and its walk-through run against a live server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,4 +23,5 @@ trap stop_test_cluster EXIT
 
 cargo test --locked --no-fail-fast -- --test-threads="${VOICED_TEST_THREADS:-2}"
 ./scripts/sdk-test.sh "$bin"
+./scripts/console-test.sh "$bin"
 ./scripts/readme-test.sh "$bin"
