@@ -3,6 +3,8 @@
 -- Argon2id PHC string (`$argon2id$v=19$m=19456,t=2,p=1$…`). NULL: the account cannot sign in
 -- (created by an operator without a password).
 ALTER TABLE accounts ADD COLUMN password_hash TEXT;
+-- Sign-in and sign-up look emails up case-insensitively.
+CREATE INDEX accounts_email_lower ON accounts (lower(email));
 
 -- Console sessions (tower-sessions records): the session id is the cookie's value; `data` is the
 -- record as JSON (account id, CSRF token). Expired rows are deleted every minute by `voiced serve`.

@@ -723,3 +723,28 @@ async fn voices_history_and_usage_follow_real_generations() {
     assert!(usage.body.contains("of 120.0 min"));
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_session_cookie_is_secure_behind_https() {
+    let app = TestApp::start_with(
+        0,
+        &[("VOICED_PUBLIC_BASE_URL", "https://voice.example.com")],
+    )
+    .await;
+    let mut browser = Browser::new(&app);
+    let page = browser.get("/console/sign-in").await;
+    let cookie = page
+        .set_cookie
+        .first()
+        .expect("a session cookie")
+        .to_lowercase();
+    assert!(cookie.contains("; secure"), "{cookie}");
+    assert!(cookie.contains("httponly"), "{cookie}");
+    // The problem `type` and `settings_url` follow the public base URL.
+    let (_, body) = json(app.get("/v1/voices").send().await.unwrap()).await;
+    assert_eq!(
+        body["type"],
+        "https://voice.example.com/errors/invalid_api_key"
+    );
+    app.stop().await;
+}
