@@ -493,6 +493,11 @@ async fn every_error_code_has_a_page_and_problem_types_resolve() {
         assert!(page.body.contains(&code.status().as_u16().to_string()));
         assert!(page.body.contains("What to do"));
     }
+    for path in ["/console/nowhere", "/console/keys/x/y/z"] {
+        let page = browser.get(path).await;
+        assert_eq!(page.status, 404, "{path}");
+        assert!(page.content_type.starts_with("text/html"), "{path}");
+    }
     let page = browser.get("/errors/no_such_code").await;
     assert_eq!(page.status, 404);
     assert!(page.content_type.starts_with("text/html"));

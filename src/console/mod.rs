@@ -92,7 +92,7 @@ pub fn router(pool: PgPool, secure_cookies: bool) -> Router<AppState> {
         .route("/console/history", get(history::history))
         .route(
             "/console/{*rest}",
-            get(|| async { page::PageError::NotFound }),
+            axum::routing::any(|| async { page::PageError::NotFound }),
         )
         .layer(sessions);
     Router::new()
