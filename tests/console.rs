@@ -23,6 +23,7 @@ struct Page {
     location: Option<String>,
     content_type: String,
     retry_after: Option<String>,
+    cache_control: Option<String>,
     set_cookie: Vec<String>,
     body: String,
 }
@@ -67,6 +68,7 @@ impl Browser {
             location: header(LOCATION),
             content_type: header(reqwest::header::CONTENT_TYPE).unwrap_or_default(),
             retry_after: header(reqwest::header::RETRY_AFTER),
+            cache_control: header(reqwest::header::CACHE_CONTROL),
             set_cookie,
             body: response.text().await.unwrap(),
         }
@@ -175,6 +177,7 @@ async fn sign_up_makes_a_key_that_works_until_revoked() {
         .await;
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(page.body.contains("shown only this once"));
+    assert_eq!(page.cache_control.as_deref(), Some("no-store"));
     let secret = secret_of(&page.body);
     assert_eq!(secret.len(), 46, "{secret}");
     // The list shows the prefix, never the secret, once the page is left.

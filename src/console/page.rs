@@ -39,10 +39,26 @@ impl Chrome {
     }
 }
 
-/// Renders `template` with `status`.
+/// Renders `template` with `status`. Pages are never cached (one shows a key's secret) and
+/// never framed; scripts, styles and media come from this origin only (inline `style`
+/// attributes draw the usage bars).
 pub fn render(status: StatusCode, template: &impl Template) -> Response {
     match template.render() {
-        Ok(html) => (status, Html(html)).into_response(),
+        Ok(html) => (
+            status,
+            [
+                (header::CACHE_CONTROL, "no-store"),
+                (header::X_FRAME_OPTIONS, "DENY"),
+                (header::REFERRER_POLICY, "same-origin"),
+                (
+                    header::CONTENT_SECURITY_POLICY,
+                    "default-src 'self'; style-src 'self' 'unsafe-inline'; \
+                     frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+                ),
+            ],
+            Html(html),
+        )
+            .into_response(),
         Err(err) => PageError::internal(err).into_response(),
     }
 }
