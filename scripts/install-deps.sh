@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what voiced needs on a Debian-like machine, only what is missing:
 # PostgreSQL (server binaries), espeak-ng (phonemes), cmake/pkg-config/a C++ compiler (native
-# crates), sox/ffmpeg (test fixtures), Node.js ≥ 20 and npm (the TypeScript SDK), and the pinned
-# Rust toolchain.
+# crates), sox/ffmpeg (test fixtures), Node.js ≥ 20 and npm (the TypeScript SDK), chromium (the
+# console's browser test), and the pinned Rust toolchain.
 set -euo pipefail
 
 need=()
@@ -19,6 +19,7 @@ command -v sox >/dev/null 2>&1 || need+=(sox libsox-fmt-all)
 command -v ffmpeg >/dev/null 2>&1 || need+=(ffmpeg)
 # Debian 13 ships Node.js 20; on older releases install Node ≥ 20 first (e.g. NodeSource).
 { command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; } || need+=(nodejs npm)
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if ! command -v python3 >/dev/null 2>&1; then
   need+=(python3 python3-pip python3-venv)
 elif ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then

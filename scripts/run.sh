@@ -69,7 +69,8 @@ Create the first account and key, in another terminal:
   voiced admin account create --email you@example.com --plan pro
   voiced admin key create --account you@example.com --scopes voice:read,voice:generate
 then follow the README's walk-through (curl, OpenAI SDKs). \`voiced admin --help\` lists the rest.
-A web console at $url/console is coming; until it exists, \`voiced admin\` is the console.
+Or sign up in the developer console at $url/console/sign-up (new accounts start without a plan:
+  voiced admin account set-plan you@example.com --plan pro).
 
 EOF
 fi

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The one command that runs the tests: installs what is missing, fetches the models, runs the
 # Rust suites (real PostgreSQL, real models, fault and security tests), the OpenAI SDK
-# compatibility test, the TypeScript SDK's tests, schema fuzzing of the served OpenAPI document,
-# and the README: its Markdown is linted and its walk-through run against a live server. Every
-# error body the suites produced is then audited for internal detail.
+# compatibility test, the TypeScript SDK's tests, the console in a real browser (Playwright
+# driving Debian's chromium), schema fuzzing of the served OpenAPI document, and the README: its
+# Markdown is linted and its walk-through run against a live server. Every error body the suites
+# produced is then audited for internal detail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -29,6 +30,7 @@ rm -f "$VOICED_ERROR_BODY_LOG"
 cargo test --locked --no-fail-fast -- --test-threads="${VOICED_TEST_THREADS:-2}"
 ./scripts/sdk-test.sh "$bin"
 ./scripts/sdk-ts-test.sh "$bin"
+./scripts/console-test.sh "$bin"
 ./scripts/readme-test.sh "$bin"
 ./scripts/schema-fuzz.sh "$bin"
 python3 scripts/scan-error-bodies.py "$VOICED_ERROR_BODY_LOG"

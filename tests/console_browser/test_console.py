@@ -1,0 +1,222 @@
+"""The developer console in Debian's chromium, driven by Playwright, against a running voiced.
+
+Run by scripts/console-test.sh, which starts `voiced serve` and passes VOICED_BASE_URL, VOICED_BIN
+(for `voiced admin`), VOICED_CHROMIUM and VOICED_SCREENSHOTS (where each page's picture goes).
+The steps build on each other (one account, one key), so they run in order in one test module.
+"""
+
+import json
+import os
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+BASE = os.environ["VOICED_BASE_URL"]
+BIN = os.environ["VOICED_BIN"]
+SHOTS = os.environ["VOICED_SCREENSHOTS"]
+EMAIL = "ada@example.com"
+PASSWORD = "correct horse battery staple"
+ARGS = [
+    "--no-sandbox", "--headless=new", "--disable-gpu", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+state = {}
+
+
+def api(method, path, key, body=None):
+    """(status, JSON body) of a /v1 call with the key."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"{BASE}{path}", data=data, method=method)
+    request.add_header("x-api-key", key)
+    if data is not None:
+        request.add_header("content-type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def speak(key, text):
+    return api("POST", "/v1/speech", key, {"text": text, "voice_name": "Narrator"})
+
+
+def wait_completed(key, generation_id):
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        status, body = api("GET", f"/v1/generations/{generation_id}", key)
+        assert status == 200, body
+        if body["status"] != "generating":
+            return body
+        time.sleep(0.2)
+    raise AssertionError("the generation did not finish")
+
+
+def shot(page, name):
+    page.screenshot(path=os.path.join(SHOTS, f"{name}.png"))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=os.environ["VOICED_CHROMIUM"], args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser):
+    context = browser.new_context(viewport={"width": 1100, "height": 760})
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def test_sign_up_lands_on_the_keys_page(page):
+    page.goto(f"{BASE}/console/sign-up")
+    page.get_by_label("Email").fill(EMAIL)
+    page.get_by_label("Password").fill(PASSWORD)
+    shot(page, "sign-up")
+    page.get_by_role("button", name="Create account").click()
+    expect(page).to_have_url(f"{BASE}/console/keys")
+    expect(page.locator(".email")).to_have_text(EMAIL)
+    # New accounts start without a plan: billing says what that means.
+    page.goto(f"{BASE}/console/billing")
+    expect(page.locator("main")).to_contain_text("pro_plan_required")
+    expect(page.locator("main")).to_contain_text("billing@example.com")
+    shot(page, "billing")
+
+
+def test_an_operator_grants_a_plan_and_a_voice_is_added(page):
+    subprocess.run([BIN, "admin", "account", "set-plan", EMAIL, "--plan", "pro"], check=True,
+                   capture_output=True)
+    page.goto(f"{BASE}/console/voices")
+    page.get_by_label("Name").fill("Narrator")
+    page.get_by_label("Preset").select_option("kokoro:jf_alpha")
+    page.get_by_role("button", name="Add voice").click()
+    expect(page).to_have_url(f"{BASE}/console/voices")
+    expect(page.locator("details.voice summary")).to_contain_text("Narrator")
+    page.locator("details.voice summary").first.click()
+    shot(page, "voices")
+
+
+def test_a_key_with_a_one_minute_ceiling_works_on_the_api(page):
+    page.goto(f"{BASE}/console/keys")
+    page.get_by_label("Name", exact=True).fill("ci")
+    page.get_by_label("Monthly ceiling (minutes of generated audio)").fill("1")
+    page.get_by_role("button", name="Create key").click()
+    secret = page.get_by_test_id("new-secret").inner_text().strip()
+    assert secret.startswith("vk_") and len(secret) >= 46, secret
+    expect(page.locator(".warning")).to_contain_text("shown only this once")
+    shot(page, "keys-new-secret")
+    state["key"] = secret
+
+    status, body = api("GET", "/v1/voices", secret)
+    assert status == 200, body
+    assert [v["name"] for v in body["data"]] == ["Narrator"]
+    status, body = speak(secret, "Hello from the console test.")
+    assert status == 202, body
+    done = wait_completed(secret, body["id"])
+    assert done["status"] == "completed", done
+
+
+def test_usage_moves(page):
+    page.goto(f"{BASE}/console/usage")
+    used = page.get_by_test_id("month-used").inner_text()
+    assert used != "0.0 s", used
+    expect(page.locator("svg.chart rect[height]:not([height='0'])")).to_have_count(1)
+    shot(page, "usage")
+    page.goto(f"{BASE}/console/history")
+    expect(page.locator("ul.history").first).to_contain_text("Hello from the console test.")
+    expect(page.locator("audio")).to_have_count(1)
+    shot(page, "history")
+
+
+def test_a_key_refused_for_its_ceiling_works_once_it_is_raised(page):
+    key = state["key"]
+    page.goto(f"{BASE}/console/keys")
+    ceiling = page.get_by_label("Ceiling in minutes for ci")
+    ceiling.fill("0")
+    ceiling.locator("xpath=following-sibling::button").click()
+    status, body = speak(key, "This one is over the ceiling.")
+    assert status == 429 and body["code"] == "key_ceiling_exceeded", body
+    # settings_url opens the console's keys page, where the ceiling is raised.
+    page.goto(body["settings_url"])
+    expect(page).to_have_url(f"{BASE}/console/keys")
+    ceiling = page.get_by_label("Ceiling in minutes for ci")
+    ceiling.fill("2")
+    ceiling.locator("xpath=following-sibling::button").click()
+    expect(page.get_by_label("Ceiling in minutes for ci")).to_have_value("2")
+    shot(page, "keys")
+    status, body = speak(key, "Back under the ceiling.")
+    assert status == 202, body
+    wait_completed(key, body["id"])
+
+
+def test_revoking_the_key_refuses_its_next_request(page):
+    key = state["key"]
+    page.goto(f"{BASE}/console/keys")
+    page.get_by_role("link", name="Revoke").click()
+    expect(page.locator("h1")).to_contain_text("Revoke ci?")
+    page.get_by_role("button", name="Revoke key").click()
+    expect(page).to_have_url(f"{BASE}/console/keys")
+    expect(page.locator(".badge")).to_have_text("revoked")
+    status, body = api("GET", "/v1/voices", key)
+    assert status == 401 and body["code"] == "invalid_api_key", body
+    state["problem"] = body
+
+
+def test_the_type_of_a_problem_document_opens_its_page(page):
+    problem = state["problem"]
+    assert problem["type"] == f"{BASE}/errors/invalid_api_key", problem
+    response = page.goto(problem["type"])
+    assert response.status == 200
+    expect(page.locator("h1")).to_have_text("invalid_api_key")
+    expect(page.locator("main")).to_contain_text("What to do")
+    shot(page, "error-page")
+
+
+def test_a_form_post_without_its_csrf_token_is_refused(page):
+    response = page.request.post(f"{BASE}/console/keys", form={"name": "forged", "scope_read": "on"},
+                                 max_redirects=0)
+    assert response.status == 403
+    assert "Form expired" in response.text()
+    page.goto(f"{BASE}/console/keys")
+    expect(page.locator("main")).not_to_contain_text("forged")
+
+
+def test_sign_in_is_limited_after_ten_attempts(browser):
+    context = browser.new_context(viewport={"width": 1100, "height": 760})
+    page = context.new_page()
+    page.goto(f"{BASE}/console/sign-in")
+    shot(page, "sign-in")
+    for attempt in range(10):
+        page.get_by_label("Email").fill(EMAIL)
+        page.get_by_label("Password").fill(f"wrong guess {attempt}")
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.locator(".error")).to_contain_text("do not match")
+    page.get_by_label("Email").fill(EMAIL)
+    page.get_by_label("Password").fill(PASSWORD)
+    with page.expect_response(f"{BASE}/console/sign-in") as answer:
+        page.get_by_role("button", name="Sign in").click()
+    assert answer.value.status == 429
+    expect(page.locator("h1")).to_have_text("Too many sign-in attempts")
+    expect(page.locator("main")).to_contain_text("Try again in")
+    context.close()
+
+
+def test_the_console_fits_a_phone(browser, page):
+    # The same session on a phone-sized screen: no sideways scrolling.
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                  storage_state=page.context.storage_state())
+    phone = context.new_page()
+    phone.goto(f"{BASE}/console/keys")
+    expect(phone.locator(".email")).to_have_text(EMAIL)
+    width = phone.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, width
+    shot(phone, "phone-keys")
+    context.close()
