@@ -106,17 +106,12 @@ pub fn doc(code: ErrorCode) -> CodeDoc {
             "An audio download asked for a byte range that starts past the end of the file. The \
              answer's Content-Range header gives the file's length (bytes */<length>).",
             "Ask for a range inside the file, or download it whole (no Range header).",
-            &[],
+            &["Content-Range (header)"],
         ),
         ErrorCode::InvalidSignature => (
             "The signed audio link is malformed or expired (links last about 15 minutes).",
             "Poll the generation again for a fresh audio_url.",
             &[],
-        ),
-        ErrorCode::RangeNotSatisfiable => (
-            "The Range header asks for bytes outside the audio.",
-            "Ask for a range within the size in Content-Range.",
-            &["Content-Range (header)"],
         ),
         ErrorCode::ServiceUnavailable => (
             "The service cannot take the request right now: the database is unreachable, the \
