@@ -4,23 +4,40 @@
 //! Opus packets (from Ogg or WebM) go through libopus. Decoding streams into the resampler and
 //! stops as soon as the clip passes the duration limit.
 //!
+//! Hostile headers are refused before anything is allocated from what they declare (the track's
+//! parameters right after probing, then every decoded buffer's own rate and layout):
+//! - a sample rate outside 8 000–384 000 Hz or a channel count outside 1–8 is undecodable (the
+//!   resampler refuses such rates itself too, so its filter table stays bounded);
+//! - uncompressed audio (wav) whose declared data size the upload cannot hold is undecodable,
+//!   except the streaming placeholder `0xFFFFFFFF`, which declares nothing;
+//! - a declared length over [`DecodeLimits::max_duration`] is [`DecodeError::TooLong`] at once;
+//!   streams that declare no length (browser webm, piped wav) are cut off while decoding.
+//!
 //! What counts as undecodable (→ [`DecodeError::Undecodable`]):
 //! - no recognised container, no audio track, or a codec we do not decode;
+//! - the header checks above;
 //! - nothing decodable, or less than [`DecodeLimits::min_duration`] of audio (a file cut down to
 //!   a few hundred bytes lands here);
 //! - more than a few corrupt packets, or more than 10 % of them;
 //! - a **truncated** file: the container declares its length (mp3 Xing/Info or size estimate,
 //!   wav data chunk, flac STREAMINFO, ogg last granule, mkv Info duration) and less than 90 % of
 //!   it decodes, with more than half a second missing. A file cut mid-way through its last frame
-//!   loses well under that and is accepted. Declared lengths beyond the duration limit are not
-//!   trusted for this check (streaming recorders write placeholder sizes such as `0xFFFFFFFF`).
+//!   loses well under that and is accepted;
+//! - a FLAC stream that decodes to clearly more than its STREAMINFO sample count.
 
 use std::io::Cursor;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use symphonia::core::audio::SampleBuffer;
-use symphonia::core::codecs::{CODEC_TYPE_NULL, CODEC_TYPE_OPUS, CodecParameters, DecoderOptions};
+use symphonia::core::codecs::{
+    CODEC_TYPE_FLAC, CODEC_TYPE_NULL, CODEC_TYPE_OPUS, CODEC_TYPE_PCM_ALAW, CODEC_TYPE_PCM_F32BE,
+    CODEC_TYPE_PCM_F32LE, CODEC_TYPE_PCM_F64BE, CODEC_TYPE_PCM_F64LE, CODEC_TYPE_PCM_MULAW,
+    CODEC_TYPE_PCM_S8, CODEC_TYPE_PCM_S16BE, CODEC_TYPE_PCM_S16LE, CODEC_TYPE_PCM_S24BE,
+    CODEC_TYPE_PCM_S24LE, CODEC_TYPE_PCM_S32BE, CODEC_TYPE_PCM_S32LE, CODEC_TYPE_PCM_U8,
+    CODEC_TYPE_PCM_U16BE, CODEC_TYPE_PCM_U16LE, CODEC_TYPE_PCM_U24BE, CODEC_TYPE_PCM_U24LE,
+    CODEC_TYPE_PCM_U32BE, CODEC_TYPE_PCM_U32LE, CodecParameters, CodecType, DecoderOptions,
+};
 use symphonia::core::errors::Error as SymphoniaError;
 use symphonia::core::formats::{FormatOptions, FormatReader, Packet};
 use symphonia::core::io::MediaSourceStream;
@@ -29,7 +46,7 @@ use symphonia::core::probe::Hint;
 
 use super::ASR_SAMPLE_RATE;
 use super::ogg_opus::opus_head_pre_skip;
-use super::resample::Resampler;
+use super::resample::{MAX_SAMPLE_RATE, MIN_SAMPLE_RATE, Resampler, supported_rate};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodeLimits {
@@ -73,16 +90,39 @@ fn undecodable(reason: impl Into<String>) -> DecodeError {
 /// Corrupt packets tolerated before the error ratio is looked at.
 const MAX_CORRUPT_PACKETS: u64 = 3;
 
+/// Interleaved integer PCM, as the wav reader reports it.
+const PCM_INTEGER: [CodecType; 14] = [
+    CODEC_TYPE_PCM_S8,
+    CODEC_TYPE_PCM_U8,
+    CODEC_TYPE_PCM_S16LE,
+    CODEC_TYPE_PCM_S16BE,
+    CODEC_TYPE_PCM_U16LE,
+    CODEC_TYPE_PCM_U16BE,
+    CODEC_TYPE_PCM_S24LE,
+    CODEC_TYPE_PCM_S24BE,
+    CODEC_TYPE_PCM_U24LE,
+    CODEC_TYPE_PCM_U24BE,
+    CODEC_TYPE_PCM_S32LE,
+    CODEC_TYPE_PCM_S32BE,
+    CODEC_TYPE_PCM_U32LE,
+    CODEC_TYPE_PCM_U32BE,
+];
+
+/// Most channels accepted (7.1 surround).
+pub const MAX_CHANNELS: usize = 8;
+
 /// Decode a clip (wav, mp3, flac, ogg vorbis/opus, webm/opus), downmix to mono and resample to
-/// 16 kHz. CPU-bound: run it on a blocking thread.
-pub fn decode_for_asr(bytes: &[u8], limits: &DecodeLimits) -> Result<DecodedAudio, DecodeError> {
+/// 16 kHz. Takes the upload by value: the demuxer reads it in place, without a copy. CPU-bound:
+/// run it on a blocking thread.
+pub fn decode_for_asr(bytes: Vec<u8>, limits: &DecodeLimits) -> Result<DecodedAudio, DecodeError> {
     // Third-party demuxers meet hostile input here; a panic in one is a bad file, not a crash.
     catch_unwind(AssertUnwindSafe(|| decode_inner(bytes, limits)))
         .unwrap_or_else(|_| Err(undecodable("decoder panicked")))
 }
 
-fn decode_inner(bytes: &[u8], limits: &DecodeLimits) -> Result<DecodedAudio, DecodeError> {
-    let source = MediaSourceStream::new(Box::new(Cursor::new(bytes.to_vec())), Default::default());
+fn decode_inner(bytes: Vec<u8>, limits: &DecodeLimits) -> Result<DecodedAudio, DecodeError> {
+    let input_len = bytes.len() as u64;
+    let source = MediaSourceStream::new(Box::new(Cursor::new(bytes)), Default::default());
     let format_options = FormatOptions {
         enable_gapless: true,
         ..Default::default()
@@ -104,6 +144,9 @@ fn decode_inner(bytes: &[u8], limits: &DecodeLimits) -> Result<DecodedAudio, Dec
         .ok_or_else(|| undecodable("no audio track"))?;
     let track_id = track.id;
     let params = track.codec_params.clone();
+    // Everything the header declares is checked before a decoder (whose buffers follow the
+    // declared channel count and rate) or the resampler exists.
+    let declared = check_declared(&params, input_len, limits)?;
 
     let mut decoder = if params.codec == CODEC_TYPE_OPUS {
         TrackDecoder::opus(&params)?
@@ -114,7 +157,7 @@ fn decode_inner(bytes: &[u8], limits: &DecodeLimits) -> Result<DecodedAudio, Dec
         TrackDecoder::Symphonia { codec, buf: None }
     };
 
-    let mut sink = Sink::new(limits);
+    let mut sink = Sink::new(limits, declared);
     let (mut packets, mut corrupt) = (0u64, 0u64);
     while let Some(packet) = next_packet(reader.as_mut(), sink.frames > 0)? {
         if packet.track_id() != track_id {
@@ -138,11 +181,18 @@ fn decode_inner(bytes: &[u8], limits: &DecodeLimits) -> Result<DecodedAudio, Dec
             "only {duration:.3} s of audio decoded"
         )));
     }
-    if let Some(declared) = declared_duration(&params) {
-        let max = limits.max_duration.as_secs_f64();
-        if declared <= max && duration < 0.9 * declared && declared - duration > 0.5 {
+    if let Some(declared) = declared {
+        if duration < 0.9 * declared && declared - duration > 0.5 {
             return Err(undecodable(format!(
                 "truncated: {duration:.2} s decoded of {declared:.2} s declared"
+            )));
+        }
+        // FLAC's STREAMINFO counts every sample of the stream; more audio than that means the
+        // header lies (encoders that do not know the count write 0, which declares nothing).
+        if params.codec == CODEC_TYPE_FLAC && duration > 1.1 * declared && duration - declared > 0.5
+        {
+            return Err(undecodable(format!(
+                "{duration:.2} s decoded, STREAMINFO declares {declared:.2} s"
             )));
         }
     }
@@ -150,6 +200,89 @@ fn decode_inner(bytes: &[u8], limits: &DecodeLimits) -> Result<DecodedAudio, Dec
         samples_16k,
         duration_ms: frames * 1000 / u64::from(rate),
     })
+}
+
+/// Refuse what the track's header declares and we will not handle, before anything is
+/// allocated from it: sample rates outside 8–384 kHz, channel counts outside 1–8, a PCM data
+/// size the upload cannot hold, or a length over the limit. Returns the declared length in
+/// seconds when it is one to hold the decoded audio to (see the module docs).
+fn check_declared(
+    params: &CodecParameters,
+    input_len: u64,
+    limits: &DecodeLimits,
+) -> Result<Option<f64>, DecodeError> {
+    check_rate_and_channels(params.sample_rate, params.channels.map(|c| c.count()))?;
+    let Some(mut declared) = declared_duration(params) else {
+        return Ok(None);
+    };
+    if !declared.is_finite() || declared < 0.0 {
+        return Err(undecodable("declared length is not a number"));
+    }
+    if let (Some(n_frames), Some(frame_bits)) = (params.n_frames, pcm_frame_bits(params)) {
+        // Uncompressed audio: the declared size is exact, and must fit in the upload. The one
+        // exception is the streaming placeholder (`0xFFFFFFFF` data bytes, written by ffmpeg to a
+        // pipe), which declares nothing.
+        let declared_bytes = u128::from(n_frames) * u128::from(frame_bits) / 8;
+        let frame_bytes = u128::from(frame_bits.div_ceil(8));
+        if declared_bytes + frame_bytes > u128::from(u32::MAX) {
+            return Ok(None);
+        }
+        let held = u128::from(input_len);
+        if declared_bytes > held {
+            let missing = (declared_bytes - held) as f64 / declared_bytes as f64 * declared;
+            if held * 10 < declared_bytes * 9 && missing > 0.5 {
+                return Err(undecodable(format!(
+                    "declares {declared_bytes} bytes of audio in a {held}-byte upload"
+                )));
+            }
+            // A cut inside the last few frames: judge what decodes.
+            declared = declared.min(held as f64 / declared_bytes as f64 * declared);
+        }
+    }
+    if declared > limits.max_duration.as_secs_f64() {
+        return Err(DecodeError::TooLong {
+            max_seconds: limits.max_duration.as_secs(),
+        });
+    }
+    Ok(Some(declared))
+}
+
+/// The checks on rate and channel count, for a header and for each decoded buffer.
+fn check_rate_and_channels(rate: Option<u32>, channels: Option<usize>) -> Result<(), DecodeError> {
+    if let Some(rate) = rate
+        && !supported_rate(rate)
+    {
+        return Err(undecodable(format!(
+            "sample rate {rate} Hz is outside {MIN_SAMPLE_RATE}-{MAX_SAMPLE_RATE} Hz"
+        )));
+    }
+    if let Some(channels) = channels
+        && !(1..=MAX_CHANNELS).contains(&channels)
+    {
+        return Err(undecodable(format!(
+            "{channels} channels (1 to {MAX_CHANNELS} are accepted)"
+        )));
+    }
+    Ok(())
+}
+
+/// Bits in one frame of uncompressed (PCM, float, A-law, µ-law) audio; `None` for codecs.
+fn pcm_frame_bits(params: &CodecParameters) -> Option<u64> {
+    let codec = params.codec;
+    let sample_bits = if PCM_INTEGER.contains(&codec) {
+        // Integer PCM names its width; without it, nothing is checked.
+        u64::from(params.bits_per_coded_sample?)
+    } else if [CODEC_TYPE_PCM_ALAW, CODEC_TYPE_PCM_MULAW].contains(&codec) {
+        8
+    } else if [CODEC_TYPE_PCM_F32LE, CODEC_TYPE_PCM_F32BE].contains(&codec) {
+        32
+    } else if [CODEC_TYPE_PCM_F64LE, CODEC_TYPE_PCM_F64BE].contains(&codec) {
+        64
+    } else {
+        return None;
+    };
+    let channels = params.channels.map(|c| c.count())?;
+    Some(sample_bits * channels as u64)
 }
 
 /// The next packet, or `None` at the end of the stream. A damaged or cut-off container after
@@ -237,6 +370,9 @@ impl TrackDecoder {
                     Err(e) => return Err(undecodable(format!("decoder: {e}"))),
                 };
                 let spec = *decoded.spec();
+                // Decoders take rate and layout from the stream (a FLAC or MP3 frame header),
+                // which need not agree with the container's header checked before.
+                check_rate_and_channels(Some(spec.rate), Some(spec.channels.count()))?;
                 let frames = decoded.frames();
                 if frames == 0 {
                     return Ok(true);
@@ -283,7 +419,14 @@ struct Sink {
 }
 
 impl Sink {
-    fn new(limits: &DecodeLimits) -> Self {
+    /// `declared`: the length the container declares, in seconds, already held to the limit;
+    /// the output is reserved for it (plus a little for a resampler tail) so a clip of known
+    /// length is decoded without reallocating.
+    fn new(limits: &DecodeLimits, declared: Option<f64>) -> Self {
+        let max = limits.max_duration.as_secs_f64();
+        let reserve = declared.map_or(0, |d| {
+            (d.min(max) * f64::from(ASR_SAMPLE_RATE)) as usize + ASR_SAMPLE_RATE as usize / 10
+        });
         Sink {
             max_duration: limits.max_duration,
             rate: 0,
@@ -291,7 +434,7 @@ impl Sink {
             frames: 0,
             mono: Vec::new(),
             resampler: None,
-            out: Vec::new(),
+            out: Vec::with_capacity(reserve),
         }
     }
 
@@ -303,13 +446,13 @@ impl Sink {
         channels: usize,
         rate: u32,
     ) -> Result<bool, DecodeError> {
-        if channels == 0 || rate == 0 {
-            return Ok(false);
-        }
+        check_rate_and_channels(Some(rate), Some(channels))?;
         if self.resampler.is_none() {
             self.rate = rate;
             self.max_frames = (self.max_duration.as_secs_f64() * f64::from(rate)) as u64;
-            self.resampler = Some(Resampler::new(rate, ASR_SAMPLE_RATE));
+            self.resampler = Some(
+                Resampler::new(rate, ASR_SAMPLE_RATE).map_err(|e| undecodable(e.to_string()))?,
+            );
         } else if rate != self.rate {
             return Ok(false);
         }

@@ -74,7 +74,7 @@ async fn decode(audio_b64: String) -> Result<audio::DecodedAudio, ApiError> {
             max_duration: MAX_DURATION,
             ..DecodeLimits::default()
         };
-        audio::decode_for_asr(&bytes, &limits).map_err(|e| match e {
+        audio::decode_for_asr(bytes, &limits).map_err(|e| match e {
             DecodeError::TooLong { max_seconds } => ApiError::invalid(
                 "audio",
                 format!("audio is longer than {} minutes", max_seconds / 60),
