@@ -122,6 +122,7 @@ pub fn decode_for_asr(bytes: Vec<u8>, limits: &DecodeLimits) -> Result<DecodedAu
 
 fn decode_inner(bytes: Vec<u8>, limits: &DecodeLimits) -> Result<DecodedAudio, DecodeError> {
     let input_len = bytes.len() as u64;
+    check_wav_fmt(&bytes)?;
     let source = MediaSourceStream::new(Box::new(Cursor::new(bytes)), Default::default());
     let format_options = FormatOptions {
         enable_gapless: true,
@@ -245,6 +246,36 @@ fn check_declared(
         });
     }
     Ok(Some(declared))
+}
+
+/// symphonia's wav reader panics on a zero sample rate while probing (its time base divides
+/// by it), so a wav's `fmt ` chunk is read here first, in place, with the same checks.
+fn check_wav_fmt(bytes: &[u8]) -> Result<(), DecodeError> {
+    if bytes.len() < 12 || &bytes[..4] != b"RIFF" || &bytes[8..12] != b"WAVE" {
+        return Ok(());
+    }
+    let mut at = 12usize;
+    while let Some(header) = bytes.get(at..at + 8) {
+        let len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
+        match &header[..4] {
+            b"fmt " => {
+                let Some(fmt) = bytes.get(at + 8..at + 16) else {
+                    return Err(undecodable("wav: fmt chunk cut short"));
+                };
+                let channels = u16::from_le_bytes([fmt[2], fmt[3]]);
+                let rate = u32::from_le_bytes([fmt[4], fmt[5], fmt[6], fmt[7]]);
+                return check_rate_and_channels(Some(rate), Some(usize::from(channels)));
+            }
+            b"data" => return Ok(()),
+            _ => {
+                at = at
+                    .saturating_add(8)
+                    .saturating_add(len)
+                    .saturating_add(len & 1)
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The checks on rate and channel count, for a header and for each decoded buffer.

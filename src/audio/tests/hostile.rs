@@ -53,16 +53,8 @@ fn wav_rates_outside_8_to_384_khz_are_refused() {
     for rate in [0, 1, 7_999, 384_001, 30_000_001, u32::MAX] {
         // A few KB whatever the rate: what is refused is the declaration.
         let bytes = wav(rate, 1, 2_000, None, None);
-        let what = format!("{rate} Hz");
-        if rate == 0 {
-            // symphonia's wav reader refuses a zero rate itself; either way, undecodable.
-            assert!(
-                matches!(decode(bytes), Err(DecodeError::Undecodable(_))),
-                "{what}"
-            );
-        } else {
-            assert_undecodable(decode(bytes), &what, "sample rate");
-        }
+        // Refused by our check, not by a panic caught in symphonia (0 Hz panics there).
+        assert_undecodable(decode(bytes), &format!("{rate} Hz"), "sample rate");
     }
     for rate in [8_000, 384_000] {
         let out = decode(wav(rate, 1, rate as usize / 2, None, None)).unwrap();
@@ -77,19 +69,12 @@ fn wav_rates_outside_8_to_384_khz_are_refused() {
 #[test]
 fn channel_counts_outside_1_to_8_are_refused() {
     for channels in [0, 9, 255] {
-        assert!(
-            matches!(
-                decode(wav(16_000, channels, 4_000, None, None)),
-                Err(DecodeError::Undecodable(_))
-            ),
-            "{channels} channels"
+        assert_undecodable(
+            decode(wav(16_000, channels, 4_000, None, None)),
+            &format!("{channels} channels"),
+            "channels",
         );
     }
-    assert_undecodable(
-        decode(wav(16_000, 9, 4_000, None, None)),
-        "9 channels",
-        "channels",
-    );
     assert_eq!(
         decode(wav(16_000, 8, 4_000, None, None))
             .unwrap()
