@@ -123,6 +123,7 @@ pub fn decode_for_asr(bytes: Vec<u8>, limits: &DecodeLimits) -> Result<DecodedAu
 fn decode_inner(bytes: Vec<u8>, limits: &DecodeLimits) -> Result<DecodedAudio, DecodeError> {
     let input_len = bytes.len() as u64;
     check_wav_fmt(&bytes)?;
+    check_flac_metadata(&bytes)?;
     let source = MediaSourceStream::new(Box::new(Cursor::new(bytes)), Default::default());
     let format_options = FormatOptions {
         enable_gapless: true,
@@ -276,6 +277,98 @@ fn check_wav_fmt(bytes: &[u8]) -> Result<(), DecodeError> {
         }
     }
     Ok(())
+}
+
+/// symphonia allocates the lengths that FLAC's VORBIS_COMMENT and PICTURE blocks declare
+/// (32 bits each, up to 4 GiB) before reading them, and only then fails at the end of the
+/// block. Lengths that cannot fit in their block are refused here instead: the file would be
+/// refused anyway, after the allocation.
+fn check_flac_metadata(bytes: &[u8]) -> Result<(), DecodeError> {
+    const VORBIS_COMMENT: u8 = 4;
+    const PICTURE: u8 = 6;
+    if !bytes.starts_with(b"fLaC") {
+        return Ok(());
+    }
+    let too_long = || undecodable("flac: a metadata field is longer than its block");
+    let mut at = 4usize;
+    while let Some(header) = bytes.get(at..at + 4) {
+        let (last, kind) = (header[0] & 0x80 != 0, header[0] & 0x7f);
+        let len =
+            usize::from(header[1]) << 16 | usize::from(header[2]) << 8 | usize::from(header[3]);
+        let start = at + 4;
+        // What the block may hold: its declared length (symphonia reads no further).
+        let block = &bytes[start.min(bytes.len())..(start + len).min(bytes.len())];
+        let mut fields = BlockFields { block, at: 0, len };
+        match kind {
+            VORBIS_COMMENT => {
+                let vendor = fields.u32_le()?;
+                fields.skip(vendor).ok_or_else(too_long)?;
+                let count = fields.u32_le()?;
+                for _ in 0..count {
+                    let comment = fields.u32_le()?;
+                    fields.skip(comment).ok_or_else(too_long)?;
+                }
+            }
+            PICTURE => {
+                fields.u32_be()?; // picture type
+                for _ in 0..2 {
+                    // media type, description
+                    let n = fields.u32_be()?;
+                    fields.skip(n).ok_or_else(too_long)?;
+                }
+                for _ in 0..4 {
+                    fields.u32_be()?; // width, height, depth, colours
+                }
+                let data = fields.u32_be()?;
+                fields.skip(data).ok_or_else(too_long)?;
+            }
+            _ => {}
+        }
+        if last {
+            break;
+        }
+        at = start + len;
+    }
+    Ok(())
+}
+
+/// Fields of one FLAC metadata block, bounded by its declared length.
+struct BlockFields<'a> {
+    /// The part of the block present in the upload.
+    block: &'a [u8],
+    at: usize,
+    /// The declared block length.
+    len: usize,
+}
+
+impl BlockFields<'_> {
+    fn word(&mut self) -> Result<[u8; 4], DecodeError> {
+        let word = self
+            .block
+            .get(self.at..self.at + 4)
+            .filter(|_| self.at + 4 <= self.len)
+            .ok_or_else(|| undecodable("flac: metadata block cut short"))?;
+        self.at += 4;
+        Ok([word[0], word[1], word[2], word[3]])
+    }
+
+    fn u32_le(&mut self) -> Result<u32, DecodeError> {
+        self.word().map(u32::from_le_bytes)
+    }
+
+    fn u32_be(&mut self) -> Result<u32, DecodeError> {
+        self.word().map(u32::from_be_bytes)
+    }
+
+    /// Skip `n` bytes; `None` if they go past the declared block length.
+    fn skip(&mut self, n: u32) -> Option<()> {
+        let end = self
+            .at
+            .checked_add(n as usize)
+            .filter(|&end| end <= self.len)?;
+        self.at = end;
+        Some(())
+    }
 }
 
 /// The checks on rate and channel count, for a header and for each decoded buffer.

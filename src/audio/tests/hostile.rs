@@ -263,3 +263,38 @@ fn ogg_vorbis_and_webm_rates_outside_the_range_are_refused() {
         assert_undecodable(decode(bytes), &format!("webm at {rate} Hz"), "sample rate");
     }
 }
+
+#[test]
+fn flac_metadata_lengths_past_their_block_are_refused_before_allocating() {
+    let dir = TempDir::new();
+    let file = dir.path("tagged.flac");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=frequency=440:sample_rate=16000:duration=1",
+        "-metadata",
+        "title=hostile",
+        file.to_str().unwrap(),
+    ]);
+    let flac = read(&file);
+    assert!(decode(flac.clone()).is_ok());
+    // Walk the metadata blocks to the VORBIS_COMMENT (type 4).
+    let mut at = 4;
+    while flac[at] & 0x7f != 4 {
+        assert_eq!(flac[at] & 0x80, 0, "no VORBIS_COMMENT block");
+        at += 4
+            + (usize::from(flac[at + 1]) << 16
+                | usize::from(flac[at + 2]) << 8
+                | usize::from(flac[at + 3]));
+    }
+    // The vendor string, then the first comment, claim 4 GiB (symphonia would allocate it).
+    let mut vendor = flac.clone();
+    vendor[at + 4..at + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert_undecodable(decode(vendor), "vendor of 4 GiB", "longer than its block");
+    let vendor_len = u32::from_le_bytes(flac[at + 4..at + 8].try_into().unwrap()) as usize;
+    let first = at + 4 + 4 + vendor_len + 4;
+    let mut comment = flac.clone();
+    comment[first..first + 4].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+    assert_undecodable(decode(comment), "comment of 4 GiB", "longer than its block");
+}
