@@ -210,6 +210,40 @@ fn webm_with_rate(webm: &[u8], rate: f64) -> Vec<u8> {
     webm
 }
 
+/// The EBML header and its DocType declaring about 2^56 bytes each (symphonia would allocate
+/// the DocType's size before reading it; the failed allocation aborts the process).
+fn webm_with_huge_doctype(webm: &[u8]) -> Vec<u8> {
+    let at = webm
+        .windows(3)
+        .position(|w| w == [0x42, 0x82, 0x84])
+        .expect("DocType");
+    assert!(webm[..4] == [0x1a, 0x45, 0xdf, 0xa3] && webm[4] & 0x80 != 0);
+    let mut bytes = webm[..4].to_vec();
+    bytes.extend_from_slice(&[0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xf0]);
+    bytes.extend_from_slice(&webm[5..at + 2]);
+    bytes.extend_from_slice(&[0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xc0]);
+    bytes.extend_from_slice(&webm[at + 3..]);
+    bytes
+}
+
+/// The first SimpleBlock switched to EBML lacing with a first frame of about 2^56 bytes.
+fn webm_with_huge_laced_frame(webm: &[u8]) -> Vec<u8> {
+    let data = (0..webm.len() - 16)
+        .find_map(|i| {
+            if webm[i] != 0xa3 || webm[i + 1] == 0 {
+                return None;
+            }
+            let data = i + 1 + webm[i + 1].leading_zeros() as usize + 1;
+            (webm[data] == 0x81 && webm[data + 3] == 0x80).then_some(data)
+        })
+        .expect("a SimpleBlock");
+    let mut bytes = webm.to_vec();
+    bytes[data + 3] = 0x86;
+    bytes[data + 4] = 1;
+    bytes[data + 5..data + 13].copy_from_slice(&[0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00]);
+    bytes
+}
+
 /// FLAC with STREAMINFO's sample rate (20 bits) and/or total samples (36 bits) replaced.
 fn flac_with_streaminfo(flac: &[u8], rate: Option<u32>, total: Option<u64>) -> Vec<u8> {
     let mut flac = flac.to_vec();
@@ -291,6 +325,16 @@ fn corpus(dir: &Path) -> Vec<(String, Vec<u8>, u16)> {
             400,
         ));
     }
+    cases.push((
+        "webm DocType of 2^56 bytes".into(),
+        webm_with_huge_doctype(&webm),
+        400,
+    ));
+    cases.push((
+        "webm laced frame of 2^56 bytes".into(),
+        webm_with_huge_laced_frame(&webm),
+        400,
+    ));
     let flac = ffmpeg_tone(dir, "a.flac", 1.0, 16_000, &[]);
     cases.push((
         "flac STREAMINFO at 1 048 575 Hz".into(),

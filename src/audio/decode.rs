@@ -124,6 +124,7 @@ fn decode_inner(bytes: Vec<u8>, limits: &DecodeLimits) -> Result<DecodedAudio, D
     let input_len = bytes.len() as u64;
     check_wav_fmt(&bytes)?;
     check_flac_metadata(&bytes)?;
+    super::matroska_guard::check(&bytes)?;
     let source = MediaSourceStream::new(Box::new(Cursor::new(bytes)), Default::default());
     let format_options = FormatOptions {
         enable_gapless: true,

@@ -298,3 +298,71 @@ fn flac_metadata_lengths_past_their_block_are_refused_before_allocating() {
     comment[first..first + 4].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
     assert_undecodable(decode(comment), "comment of 4 GiB", "longer than its block");
 }
+
+#[test]
+fn webm_element_sizes_past_the_upload_are_refused_before_allocating() {
+    let dir = TempDir::new();
+    let file = dir.path("a.webm");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=frequency=440:sample_rate=48000:duration=1",
+        "-c:a",
+        "libopus",
+        file.to_str().unwrap(),
+    ]);
+    let webm = read(&file);
+    // DocType ("webm", id 0x4282, size 0x84) declaring 2^56 - 2 bytes instead: symphonia
+    // allocates what an element declares before reading it.
+    let at = webm
+        .windows(3)
+        .position(|w| w == [0x42, 0x82, 0x84])
+        .expect("DocType");
+    // The EBML header (a master, 1-byte size after its 4-byte id) must hold it: 2^56 - 1 too.
+    assert_eq!(webm[..4], [0x1a, 0x45, 0xdf, 0xa3]);
+    assert!(webm[4] & 0x80 != 0, "1-byte size");
+    let mut bytes = webm[..4].to_vec();
+    bytes.extend_from_slice(&[0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xf0]);
+    bytes.extend_from_slice(&webm[5..at + 2]);
+    bytes.extend_from_slice(&[0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xc0]);
+    bytes.extend_from_slice(&webm[at + 3..]);
+    assert_undecodable(
+        decode(bytes),
+        "DocType of 2^56 bytes",
+        "longer than the upload",
+    );
+}
+
+#[test]
+fn webm_laced_frame_sizes_past_their_block_are_refused_before_allocating() {
+    let dir = TempDir::new();
+    let file = dir.path("a.webm");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=frequency=440:sample_rate=48000:duration=1",
+        "-c:a",
+        "libopus",
+        file.to_str().unwrap(),
+    ]);
+    let webm = read(&file);
+    // The first SimpleBlock (id 0xA3) of track 1 (0x81), a keyframe (flags 0x80).
+    let (at, data) = (0..webm.len() - 16)
+        .find_map(|i| {
+            if webm[i] != 0xa3 || webm[i + 1] == 0 {
+                return None;
+            }
+            let data = i + 1 + webm[i + 1].leading_zeros() as usize + 1;
+            (webm[data] == 0x81 && webm[data + 3] == 0x80).then_some((i, data))
+        })
+        .expect("a SimpleBlock");
+    assert!(at > 0);
+    // EBML lacing, one size given: 2^56 - 256 bytes (symphonia would allocate it).
+    let mut bytes = webm.clone();
+    bytes[data + 3] = 0x86;
+    bytes[data + 4] = 1;
+    bytes[data + 5..data + 13].copy_from_slice(&[0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00]);
+    assert_undecodable(decode(bytes), "laced frame of 2^56 bytes", "laced frame");
+}
