@@ -122,9 +122,10 @@ pub fn decode_for_asr(bytes: Vec<u8>, limits: &DecodeLimits) -> Result<DecodedAu
 
 fn decode_inner(bytes: Vec<u8>, limits: &DecodeLimits) -> Result<DecodedAudio, DecodeError> {
     let input_len = bytes.len() as u64;
-    check_wav_fmt(&bytes)?;
+    check_wav_chunks(&bytes)?;
     check_flac_metadata(&bytes)?;
     super::matroska_guard::check(&bytes)?;
+    super::ogg_guard::check(&bytes)?;
     let source = MediaSourceStream::new(Box::new(Cursor::new(bytes)), Default::default());
     let format_options = FormatOptions {
         enable_gapless: true,
@@ -250,32 +251,50 @@ fn check_declared(
     Ok(Some(declared))
 }
 
-/// symphonia's wav reader panics on a zero sample rate while probing (its time base divides
-/// by it), so a wav's `fmt ` chunk is read here first, in place, with the same checks.
-fn check_wav_fmt(bytes: &[u8]) -> Result<(), DecodeError> {
+/// Read a wav's chunks in place before symphonia does: its reader panics on a zero sample rate
+/// while probing (its time base divides by it), and allocates each LIST/INFO value's declared
+/// length (up to 4 GiB, bounded only by the RIFF size the file declares) before reading it. So
+/// the `fmt ` chunk gets the rate and channel checks here, and a chunk or INFO value longer than
+/// the whole upload (which could never be read) is refused. The data chunk is left to the
+/// checks after probing (its size may be the streaming placeholder).
+fn check_wav_chunks(bytes: &[u8]) -> Result<(), DecodeError> {
     if bytes.len() < 12 || &bytes[..4] != b"RIFF" || &bytes[8..12] != b"WAVE" {
         return Ok(());
     }
+    let longer_than_upload = || undecodable("wav: a chunk is longer than the upload");
+    let u32_at = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    };
     let mut at = 12usize;
-    while let Some(header) = bytes.get(at..at + 8) {
-        let len = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
-        match &header[..4] {
-            b"fmt " => {
-                let Some(fmt) = bytes.get(at + 8..at + 16) else {
-                    return Err(undecodable("wav: fmt chunk cut short"));
-                };
-                let channels = u16::from_le_bytes([fmt[2], fmt[3]]);
-                let rate = u32::from_le_bytes([fmt[4], fmt[5], fmt[6], fmt[7]]);
-                return check_rate_and_channels(Some(rate), Some(usize::from(channels)));
-            }
-            b"data" => return Ok(()),
-            _ => {
-                at = at
-                    .saturating_add(8)
-                    .saturating_add(len)
-                    .saturating_add(len & 1)
+    while let (Some(id), Some(len)) = (bytes.get(at..at + 4), u32_at(at + 4)) {
+        if id == b"data" {
+            return Ok(());
+        }
+        if len > bytes.len() {
+            return Err(longer_than_upload());
+        }
+        if id == b"fmt " {
+            let (Some(fmt), true) = (bytes.get(at + 8..at + 16), len >= 16) else {
+                return Err(undecodable("wav: fmt chunk cut short"));
+            };
+            let channels = u16::from_le_bytes([fmt[2], fmt[3]]);
+            let rate = u32::from_le_bytes([fmt[4], fmt[5], fmt[6], fmt[7]]);
+            check_rate_and_channels(Some(rate), Some(usize::from(channels)))?;
+        }
+        if id == b"LIST" && bytes.get(at + 8..at + 12) == Some(b"INFO") {
+            let end = (at + 8 + len).min(bytes.len());
+            let mut item = at + 12;
+            while item + 8 <= end {
+                let item_len = u32_at(item + 4).unwrap_or(0);
+                if item_len > bytes.len() {
+                    return Err(longer_than_upload());
+                }
+                item += 8 + item_len + (item_len & 1);
             }
         }
+        at += 8 + len + (len & 1);
     }
     Ok(())
 }

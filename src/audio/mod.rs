@@ -8,6 +8,7 @@ mod base64;
 mod decode;
 mod encode;
 mod matroska_guard;
+mod ogg_guard;
 mod ogg_opus;
 mod resample;
 

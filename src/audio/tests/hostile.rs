@@ -366,3 +366,78 @@ fn webm_laced_frame_sizes_past_their_block_are_refused_before_allocating() {
     bytes[data + 5..data + 13].copy_from_slice(&[0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00]);
     assert_undecodable(decode(bytes), "laced frame of 2^56 bytes", "laced frame");
 }
+
+#[test]
+fn wav_info_values_longer_than_the_upload_are_refused_before_allocating() {
+    // RIFF declares 4 GiB, so symphonia's chunk bounds allow a LIST/INFO value of almost that.
+    let audio = wav(16_000, 1, 16_000, None, None);
+    let mut list = b"LIST".to_vec();
+    list.extend_from_slice(&0xFFFF_0000u32.to_le_bytes());
+    list.extend_from_slice(b"INFOINAM");
+    list.extend_from_slice(&0xFFFE_0000u32.to_le_bytes());
+    list.extend_from_slice(b"hostile");
+    let mut bytes = audio[..12].to_vec();
+    bytes[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+    bytes.extend_from_slice(&list);
+    bytes.extend_from_slice(&audio[12..]);
+    assert_undecodable(
+        decode(bytes),
+        "INFO value of 4 GiB",
+        "longer than the upload",
+    );
+    // A short, honest INFO list is fine.
+    let mut list = b"LIST".to_vec();
+    list.extend_from_slice(&16u32.to_le_bytes());
+    list.extend_from_slice(b"INFOINAM");
+    list.extend_from_slice(&4u32.to_le_bytes());
+    list.extend_from_slice(b"abc\0");
+    let mut bytes = audio[..12].to_vec();
+    bytes[4..8].copy_from_slice(&((audio.len() - 8 + list.len()) as u32).to_le_bytes());
+    bytes.extend_from_slice(&list);
+    bytes.extend_from_slice(&audio[12..]);
+    assert_eq!(decode(bytes).unwrap().duration_ms, 1000);
+}
+
+#[test]
+fn ogg_comments_longer_than_their_packet_are_refused_before_allocating() {
+    let dir = TempDir::new();
+    let file = dir.path("a.ogg");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=frequency=440:sample_rate=48000:duration=1",
+        "-c:a",
+        "libvorbis",
+        "-metadata",
+        "title=hostile",
+        file.to_str().unwrap(),
+    ]);
+    let ogg = read(&file);
+    assert!(decode(ogg.clone()).is_ok());
+    // The comment header: "\x03vorbis", vendor length and vendor, count, first comment length.
+    let at = ogg
+        .windows(7)
+        .position(|w| w == b"\x03vorbis")
+        .expect("comment header");
+    let vendor = u32::from_le_bytes(ogg[at + 7..at + 11].try_into().unwrap()) as usize;
+    let first = at + 11 + vendor + 4;
+    let mut bytes = ogg.clone();
+    bytes[first..first + 4].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+    // Fix the CRC of the page holding it, so only the length is wrong.
+    let page = bytes[..first]
+        .windows(4)
+        .rposition(|w| w == b"OggS")
+        .unwrap();
+    let segments = usize::from(bytes[page + 26]);
+    let len = 27
+        + segments
+        + bytes[page + 27..page + 27 + segments]
+            .iter()
+            .map(|&s| usize::from(s))
+            .sum::<usize>();
+    bytes[page + 22..page + 26].fill(0);
+    let crc = ogg_crc(&bytes[page..page + len]);
+    bytes[page + 22..page + 26].copy_from_slice(&crc.to_le_bytes());
+    assert_undecodable(decode(bytes), "comment of 4 GiB", "longer than its packet");
+}
