@@ -8,7 +8,8 @@ use crate::config::LogFormat;
 /// Logs to stderr. `VOICED_LOG` overrides the filter; without it services log at info and
 /// one-shot commands (`admin`, `migrate`) only warnings, so that their output stays readable.
 pub fn init(format: LogFormat) {
-    init_with_default(format, "info,sqlx=warn,tower_http=info");
+    // symphonia warns once per junk region of a hostile upload: a flood, not news.
+    init_with_default(format, "info,sqlx=warn,tower_http=info,symphonia=error");
 }
 
 pub fn init_with_default(format: LogFormat, default_filter: &str) {

@@ -279,7 +279,7 @@ async fn synchronous_speech_returns_audio_and_a_readable_generation() {
             .unwrap();
         let bytes = response.bytes().await.unwrap();
         assert_eq!(bytes.len(), length);
-        let decoded = decode_for_asr(&bytes, &DecodeLimits::default()).unwrap();
+        let decoded = decode_for_asr(bytes.to_vec(), &DecodeLimits::default()).unwrap();
         assert!(
             (500..4000).contains(&decoded.duration_ms),
             "{} ms",

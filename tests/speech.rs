@@ -117,7 +117,8 @@ async fn create_poll_download_each_format_and_metering() {
             .unwrap();
         let bytes = response.bytes().await.unwrap();
         assert_eq!(bytes.len(), length);
-        let decoded = decode_for_asr(&bytes, &DecodeLimits::default()).expect("the audio decodes");
+        let decoded =
+            decode_for_asr(bytes.to_vec(), &DecodeLimits::default()).expect("the audio decodes");
         // Three short words: somewhere between half a second and four seconds of speech.
         assert!(
             (500..4000).contains(&decoded.duration_ms),
@@ -169,8 +170,8 @@ async fn same_seed_same_bytes_other_seed_other_take() {
     let (_, other) = completed_audio(&app, &secret, body(8)).await;
     assert_eq!(first, again, "same seed, same bytes");
     assert_ne!(first, other, "another seed, another take");
-    let a = decode_for_asr(&first, &DecodeLimits::default()).unwrap();
-    let b = decode_for_asr(&other, &DecodeLimits::default()).unwrap();
+    let a = decode_for_asr(first.to_vec(), &DecodeLimits::default()).unwrap();
+    let b = decode_for_asr(other.to_vec(), &DecodeLimits::default()).unwrap();
     let rms = |s: &[f32]| (s.iter().map(|x| x * x).sum::<f32>() / s.len() as f32).sqrt();
     let (ra, rb) = (rms(&a.samples_16k), rms(&b.samples_16k));
     assert!((ra - rb).abs() / ra < 0.1, "same loudness: {ra} vs {rb}");

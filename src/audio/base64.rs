@@ -42,17 +42,44 @@ pub fn decode_base64_audio(s: &str, max_bytes: usize) -> Result<Vec<u8>, Base64E
         return Err(Base64Error::Invalid("empty".into()));
     }
 
-    let mut compact = Vec::with_capacity(body.len());
+    // Decoded a chunk at a time, so the only allocation as large as the upload is the output
+    // (a compacted copy of a 34 MB field would be one more).
+    let mut out = Vec::with_capacity(decoded_len + 3);
+    let mut chunk = Vec::with_capacity(CHUNK_SYMBOLS);
+    let mut padded = false;
     for b in body.bytes() {
-        match b {
-            b if b.is_ascii_whitespace() => {}
-            b'-' => compact.push(b'+'),
-            b'_' => compact.push(b'/'),
-            b => compact.push(b),
+        let b = match b {
+            b if b.is_ascii_whitespace() => continue,
+            b'=' => {
+                padded = true;
+                b'='
+            }
+            // Data after padding: one base64 string only (the whole-string decoder refused
+            // this too; chunks must not make it acceptable).
+            _ if padded => return Err(Base64Error::Invalid("data after padding".into())),
+            b'-' => b'+',
+            b'_' => b'/',
+            b => b,
+        };
+        chunk.push(b);
+        // Whole quanta only, so padding never straddles two chunks.
+        if chunk.len() == CHUNK_SYMBOLS {
+            decode_chunk(&chunk, &mut out)?;
+            chunk.clear();
         }
     }
+    if !chunk.is_empty() {
+        decode_chunk(&chunk, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Symbols decoded at a time (a multiple of 4).
+const CHUNK_SYMBOLS: usize = 64 * 1024;
+
+fn decode_chunk(chunk: &[u8], out: &mut Vec<u8>) -> Result<(), Base64Error> {
     LENIENT
-        .decode(&compact)
+        .decode_vec(chunk, out)
         .map_err(|e| Base64Error::Invalid(e.to_string()))
 }
 
@@ -126,6 +153,44 @@ mod tests {
                 matches!(decode_base64_audio(bad, MIB), Err(Base64Error::Invalid(_))),
                 "{bad:?} should be invalid"
             );
+        }
+    }
+
+    #[test]
+    fn chunked_decoding_matches_the_whole_string_at_every_boundary() {
+        // Lengths around the chunk size, with and without padding and line wrapping.
+        let engine = base64::engine::general_purpose::STANDARD;
+        for n in [
+            CHUNK_SYMBOLS / 4 * 3 - 2,
+            CHUNK_SYMBOLS / 4 * 3 - 1,
+            CHUNK_SYMBOLS / 4 * 3,
+            CHUNK_SYMBOLS / 4 * 3 + 1,
+            2 * CHUNK_SYMBOLS / 4 * 3 + 2,
+        ] {
+            let bytes: Vec<u8> = (0..n).map(|i| (i * 7 + i / 251) as u8).collect();
+            let text = engine.encode(&bytes);
+            assert_eq!(decode_base64_audio(&text, 4 * MIB).unwrap(), bytes, "{n}");
+            let unpadded = text.trim_end_matches('=');
+            assert_eq!(
+                decode_base64_audio(unpadded, 4 * MIB).unwrap(),
+                bytes,
+                "{n}"
+            );
+            let wrapped: String = text
+                .as_bytes()
+                .chunks(76)
+                .map(|l| format!("{}\n", std::str::from_utf8(l).unwrap()))
+                .collect();
+            assert_eq!(
+                decode_base64_audio(&wrapped, 4 * MIB).unwrap(),
+                bytes,
+                "{n}"
+            );
+            // A second string after the padding stays invalid wherever the chunks fall.
+            if text.ends_with('=') {
+                let two = format!("{text}{text}");
+                assert!(decode_base64_audio(&two, 4 * MIB).is_err(), "{n}");
+            }
         }
     }
 

@@ -4,23 +4,40 @@
 //! Opus packets (from Ogg or WebM) go through libopus. Decoding streams into the resampler and
 //! stops as soon as the clip passes the duration limit.
 //!
+//! Hostile headers are refused before anything is allocated from what they declare (the track's
+//! parameters right after probing, then every decoded buffer's own rate and layout):
+//! - a sample rate outside 8 000–384 000 Hz or a channel count outside 1–8 is undecodable (the
+//!   resampler refuses such rates itself too, so its filter table stays bounded);
+//! - uncompressed audio (wav) whose declared data size the upload cannot hold is undecodable,
+//!   except the streaming placeholder `0xFFFFFFFF`, which declares nothing;
+//! - a declared length over [`DecodeLimits::max_duration`] is [`DecodeError::TooLong`] at once;
+//!   streams that declare no length (browser webm, piped wav) are cut off while decoding.
+//!
 //! What counts as undecodable (→ [`DecodeError::Undecodable`]):
 //! - no recognised container, no audio track, or a codec we do not decode;
+//! - the header checks above;
 //! - nothing decodable, or less than [`DecodeLimits::min_duration`] of audio (a file cut down to
 //!   a few hundred bytes lands here);
 //! - more than a few corrupt packets, or more than 10 % of them;
 //! - a **truncated** file: the container declares its length (mp3 Xing/Info or size estimate,
 //!   wav data chunk, flac STREAMINFO, ogg last granule, mkv Info duration) and less than 90 % of
 //!   it decodes, with more than half a second missing. A file cut mid-way through its last frame
-//!   loses well under that and is accepted. Declared lengths beyond the duration limit are not
-//!   trusted for this check (streaming recorders write placeholder sizes such as `0xFFFFFFFF`).
+//!   loses well under that and is accepted;
+//! - a FLAC stream that decodes to clearly more than its STREAMINFO sample count.
 
 use std::io::Cursor;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
 use symphonia::core::audio::SampleBuffer;
-use symphonia::core::codecs::{CODEC_TYPE_NULL, CODEC_TYPE_OPUS, CodecParameters, DecoderOptions};
+use symphonia::core::codecs::{
+    CODEC_TYPE_FLAC, CODEC_TYPE_NULL, CODEC_TYPE_OPUS, CODEC_TYPE_PCM_ALAW, CODEC_TYPE_PCM_F32BE,
+    CODEC_TYPE_PCM_F32LE, CODEC_TYPE_PCM_F64BE, CODEC_TYPE_PCM_F64LE, CODEC_TYPE_PCM_MULAW,
+    CODEC_TYPE_PCM_S8, CODEC_TYPE_PCM_S16BE, CODEC_TYPE_PCM_S16LE, CODEC_TYPE_PCM_S24BE,
+    CODEC_TYPE_PCM_S24LE, CODEC_TYPE_PCM_S32BE, CODEC_TYPE_PCM_S32LE, CODEC_TYPE_PCM_U8,
+    CODEC_TYPE_PCM_U16BE, CODEC_TYPE_PCM_U16LE, CODEC_TYPE_PCM_U24BE, CODEC_TYPE_PCM_U24LE,
+    CODEC_TYPE_PCM_U32BE, CODEC_TYPE_PCM_U32LE, CodecParameters, CodecType, DecoderOptions,
+};
 use symphonia::core::errors::Error as SymphoniaError;
 use symphonia::core::formats::{FormatOptions, FormatReader, Packet};
 use symphonia::core::io::MediaSourceStream;
@@ -29,7 +46,7 @@ use symphonia::core::probe::Hint;
 
 use super::ASR_SAMPLE_RATE;
 use super::ogg_opus::opus_head_pre_skip;
-use super::resample::Resampler;
+use super::resample::{MAX_SAMPLE_RATE, MIN_SAMPLE_RATE, Resampler, supported_rate};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodeLimits {
@@ -73,16 +90,43 @@ fn undecodable(reason: impl Into<String>) -> DecodeError {
 /// Corrupt packets tolerated before the error ratio is looked at.
 const MAX_CORRUPT_PACKETS: u64 = 3;
 
+/// Interleaved integer PCM, as the wav reader reports it.
+const PCM_INTEGER: [CodecType; 14] = [
+    CODEC_TYPE_PCM_S8,
+    CODEC_TYPE_PCM_U8,
+    CODEC_TYPE_PCM_S16LE,
+    CODEC_TYPE_PCM_S16BE,
+    CODEC_TYPE_PCM_U16LE,
+    CODEC_TYPE_PCM_U16BE,
+    CODEC_TYPE_PCM_S24LE,
+    CODEC_TYPE_PCM_S24BE,
+    CODEC_TYPE_PCM_U24LE,
+    CODEC_TYPE_PCM_U24BE,
+    CODEC_TYPE_PCM_S32LE,
+    CODEC_TYPE_PCM_S32BE,
+    CODEC_TYPE_PCM_U32LE,
+    CODEC_TYPE_PCM_U32BE,
+];
+
+/// Most channels accepted (7.1 surround).
+pub const MAX_CHANNELS: usize = 8;
+
 /// Decode a clip (wav, mp3, flac, ogg vorbis/opus, webm/opus), downmix to mono and resample to
-/// 16 kHz. CPU-bound: run it on a blocking thread.
-pub fn decode_for_asr(bytes: &[u8], limits: &DecodeLimits) -> Result<DecodedAudio, DecodeError> {
+/// 16 kHz. Takes the upload by value: the demuxer reads it in place, without a copy. CPU-bound:
+/// run it on a blocking thread.
+pub fn decode_for_asr(bytes: Vec<u8>, limits: &DecodeLimits) -> Result<DecodedAudio, DecodeError> {
     // Third-party demuxers meet hostile input here; a panic in one is a bad file, not a crash.
     catch_unwind(AssertUnwindSafe(|| decode_inner(bytes, limits)))
         .unwrap_or_else(|_| Err(undecodable("decoder panicked")))
 }
 
-fn decode_inner(bytes: &[u8], limits: &DecodeLimits) -> Result<DecodedAudio, DecodeError> {
-    let source = MediaSourceStream::new(Box::new(Cursor::new(bytes.to_vec())), Default::default());
+fn decode_inner(bytes: Vec<u8>, limits: &DecodeLimits) -> Result<DecodedAudio, DecodeError> {
+    let input_len = bytes.len() as u64;
+    check_wav_chunks(&bytes)?;
+    check_flac_metadata(&bytes)?;
+    super::matroska_guard::check(&bytes)?;
+    super::ogg_guard::check(&bytes)?;
+    let source = MediaSourceStream::new(Box::new(Cursor::new(bytes)), Default::default());
     let format_options = FormatOptions {
         enable_gapless: true,
         ..Default::default()
@@ -104,6 +148,9 @@ fn decode_inner(bytes: &[u8], limits: &DecodeLimits) -> Result<DecodedAudio, Dec
         .ok_or_else(|| undecodable("no audio track"))?;
     let track_id = track.id;
     let params = track.codec_params.clone();
+    // Everything the header declares is checked before a decoder (whose buffers follow the
+    // declared channel count and rate) or the resampler exists.
+    let declared = check_declared(&params, input_len, limits)?;
 
     let mut decoder = if params.codec == CODEC_TYPE_OPUS {
         TrackDecoder::opus(&params)?
@@ -114,7 +161,7 @@ fn decode_inner(bytes: &[u8], limits: &DecodeLimits) -> Result<DecodedAudio, Dec
         TrackDecoder::Symphonia { codec, buf: None }
     };
 
-    let mut sink = Sink::new(limits);
+    let mut sink = Sink::new(limits, declared);
     let (mut packets, mut corrupt) = (0u64, 0u64);
     while let Some(packet) = next_packet(reader.as_mut(), sink.frames > 0)? {
         if packet.track_id() != track_id {
@@ -138,11 +185,18 @@ fn decode_inner(bytes: &[u8], limits: &DecodeLimits) -> Result<DecodedAudio, Dec
             "only {duration:.3} s of audio decoded"
         )));
     }
-    if let Some(declared) = declared_duration(&params) {
-        let max = limits.max_duration.as_secs_f64();
-        if declared <= max && duration < 0.9 * declared && declared - duration > 0.5 {
+    if let Some(declared) = declared {
+        if duration < 0.9 * declared && declared - duration > 0.5 {
             return Err(undecodable(format!(
                 "truncated: {duration:.2} s decoded of {declared:.2} s declared"
+            )));
+        }
+        // FLAC's STREAMINFO counts every sample of the stream; more audio than that means the
+        // header lies (encoders that do not know the count write 0, which declares nothing).
+        if params.codec == CODEC_TYPE_FLAC && duration > 1.1 * declared && duration - declared > 0.5
+        {
+            return Err(undecodable(format!(
+                "{duration:.2} s decoded, STREAMINFO declares {declared:.2} s"
             )));
         }
     }
@@ -150,6 +204,229 @@ fn decode_inner(bytes: &[u8], limits: &DecodeLimits) -> Result<DecodedAudio, Dec
         samples_16k,
         duration_ms: frames * 1000 / u64::from(rate),
     })
+}
+
+/// Refuse what the track's header declares and we will not handle, before anything is
+/// allocated from it: sample rates outside 8–384 kHz, channel counts outside 1–8, a PCM data
+/// size the upload cannot hold, or a length over the limit. Returns the declared length in
+/// seconds when it is one to hold the decoded audio to (see the module docs).
+fn check_declared(
+    params: &CodecParameters,
+    input_len: u64,
+    limits: &DecodeLimits,
+) -> Result<Option<f64>, DecodeError> {
+    check_rate_and_channels(params.sample_rate, params.channels.map(|c| c.count()))?;
+    let Some(mut declared) = declared_duration(params) else {
+        return Ok(None);
+    };
+    if !declared.is_finite() || declared < 0.0 {
+        return Err(undecodable("declared length is not a number"));
+    }
+    if let (Some(n_frames), Some(frame_bits)) = (params.n_frames, pcm_frame_bits(params)) {
+        // Uncompressed audio: the declared size is exact, and must fit in the upload. The one
+        // exception is the streaming placeholder (`0xFFFFFFFF` data bytes, written by ffmpeg to a
+        // pipe), which declares nothing.
+        let declared_bytes = u128::from(n_frames) * u128::from(frame_bits) / 8;
+        let frame_bytes = u128::from(frame_bits.div_ceil(8));
+        if declared_bytes + frame_bytes > u128::from(u32::MAX) {
+            return Ok(None);
+        }
+        let held = u128::from(input_len);
+        if declared_bytes > held {
+            let missing = (declared_bytes - held) as f64 / declared_bytes as f64 * declared;
+            if held * 10 < declared_bytes * 9 && missing > 0.5 {
+                return Err(undecodable(format!(
+                    "declares {declared_bytes} bytes of audio in a {held}-byte upload"
+                )));
+            }
+            // A cut inside the last few frames: judge what decodes.
+            declared = declared.min(held as f64 / declared_bytes as f64 * declared);
+        }
+    }
+    if declared > limits.max_duration.as_secs_f64() {
+        return Err(DecodeError::TooLong {
+            max_seconds: limits.max_duration.as_secs(),
+        });
+    }
+    Ok(Some(declared))
+}
+
+/// Read a wav's chunks in place before symphonia does: its reader panics on a zero sample rate
+/// while probing (its time base divides by it), and allocates each LIST/INFO value's declared
+/// length (up to 4 GiB, bounded only by the RIFF size the file declares) before reading it. So
+/// the `fmt ` chunk gets the rate and channel checks here, and a chunk or INFO value longer than
+/// the whole upload (which could never be read) is refused. The data chunk is left to the
+/// checks after probing (its size may be the streaming placeholder).
+fn check_wav_chunks(bytes: &[u8]) -> Result<(), DecodeError> {
+    if bytes.len() < 12 || &bytes[..4] != b"RIFF" || &bytes[8..12] != b"WAVE" {
+        return Ok(());
+    }
+    let longer_than_upload = || undecodable("wav: a chunk is longer than the upload");
+    let u32_at = |at: usize| {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    };
+    let mut at = 12usize;
+    while let (Some(id), Some(len)) = (bytes.get(at..at + 4), u32_at(at + 4)) {
+        if id == b"data" {
+            return Ok(());
+        }
+        if len > bytes.len() {
+            return Err(longer_than_upload());
+        }
+        if id == b"fmt " {
+            let (Some(fmt), true) = (bytes.get(at + 8..at + 16), len >= 16) else {
+                return Err(undecodable("wav: fmt chunk cut short"));
+            };
+            let channels = u16::from_le_bytes([fmt[2], fmt[3]]);
+            let rate = u32::from_le_bytes([fmt[4], fmt[5], fmt[6], fmt[7]]);
+            check_rate_and_channels(Some(rate), Some(usize::from(channels)))?;
+        }
+        if id == b"LIST" && bytes.get(at + 8..at + 12) == Some(b"INFO") {
+            let end = (at + 8 + len).min(bytes.len());
+            let mut item = at + 12;
+            while item + 8 <= end {
+                let item_len = u32_at(item + 4).unwrap_or(0);
+                if item_len > bytes.len() {
+                    return Err(longer_than_upload());
+                }
+                item += 8 + item_len + (item_len & 1);
+            }
+        }
+        at += 8 + len + (len & 1);
+    }
+    Ok(())
+}
+
+/// symphonia allocates the lengths that FLAC's VORBIS_COMMENT and PICTURE blocks declare
+/// (32 bits each, up to 4 GiB) before reading them, and only then fails at the end of the
+/// block. Lengths that cannot fit in their block are refused here instead: the file would be
+/// refused anyway, after the allocation.
+fn check_flac_metadata(bytes: &[u8]) -> Result<(), DecodeError> {
+    const VORBIS_COMMENT: u8 = 4;
+    const PICTURE: u8 = 6;
+    if !bytes.starts_with(b"fLaC") {
+        return Ok(());
+    }
+    let too_long = || undecodable("flac: a metadata field is longer than its block");
+    let mut at = 4usize;
+    while let Some(header) = bytes.get(at..at + 4) {
+        let (last, kind) = (header[0] & 0x80 != 0, header[0] & 0x7f);
+        let len =
+            usize::from(header[1]) << 16 | usize::from(header[2]) << 8 | usize::from(header[3]);
+        let start = at + 4;
+        // What the block may hold: its declared length (symphonia reads no further).
+        let block = &bytes[start.min(bytes.len())..(start + len).min(bytes.len())];
+        let mut fields = BlockFields { block, at: 0, len };
+        match kind {
+            VORBIS_COMMENT => {
+                let vendor = fields.u32_le()?;
+                fields.skip(vendor).ok_or_else(too_long)?;
+                let count = fields.u32_le()?;
+                for _ in 0..count {
+                    let comment = fields.u32_le()?;
+                    fields.skip(comment).ok_or_else(too_long)?;
+                }
+            }
+            PICTURE => {
+                fields.u32_be()?; // picture type
+                for _ in 0..2 {
+                    // media type, description
+                    let n = fields.u32_be()?;
+                    fields.skip(n).ok_or_else(too_long)?;
+                }
+                for _ in 0..4 {
+                    fields.u32_be()?; // width, height, depth, colours
+                }
+                let data = fields.u32_be()?;
+                fields.skip(data).ok_or_else(too_long)?;
+            }
+            _ => {}
+        }
+        if last {
+            break;
+        }
+        at = start + len;
+    }
+    Ok(())
+}
+
+/// Fields of one FLAC metadata block, bounded by its declared length.
+struct BlockFields<'a> {
+    /// The part of the block present in the upload.
+    block: &'a [u8],
+    at: usize,
+    /// The declared block length.
+    len: usize,
+}
+
+impl BlockFields<'_> {
+    fn word(&mut self) -> Result<[u8; 4], DecodeError> {
+        let word = self
+            .block
+            .get(self.at..self.at + 4)
+            .filter(|_| self.at + 4 <= self.len)
+            .ok_or_else(|| undecodable("flac: metadata block cut short"))?;
+        self.at += 4;
+        Ok([word[0], word[1], word[2], word[3]])
+    }
+
+    fn u32_le(&mut self) -> Result<u32, DecodeError> {
+        self.word().map(u32::from_le_bytes)
+    }
+
+    fn u32_be(&mut self) -> Result<u32, DecodeError> {
+        self.word().map(u32::from_be_bytes)
+    }
+
+    /// Skip `n` bytes; `None` if they go past the declared block length.
+    fn skip(&mut self, n: u32) -> Option<()> {
+        let end = self
+            .at
+            .checked_add(n as usize)
+            .filter(|&end| end <= self.len)?;
+        self.at = end;
+        Some(())
+    }
+}
+
+/// The checks on rate and channel count, for a header and for each decoded buffer.
+fn check_rate_and_channels(rate: Option<u32>, channels: Option<usize>) -> Result<(), DecodeError> {
+    if let Some(rate) = rate
+        && !supported_rate(rate)
+    {
+        return Err(undecodable(format!(
+            "sample rate {rate} Hz is outside {MIN_SAMPLE_RATE}-{MAX_SAMPLE_RATE} Hz"
+        )));
+    }
+    if let Some(channels) = channels
+        && !(1..=MAX_CHANNELS).contains(&channels)
+    {
+        return Err(undecodable(format!(
+            "{channels} channels (1 to {MAX_CHANNELS} are accepted)"
+        )));
+    }
+    Ok(())
+}
+
+/// Bits in one frame of uncompressed (PCM, float, A-law, µ-law) audio; `None` for codecs.
+fn pcm_frame_bits(params: &CodecParameters) -> Option<u64> {
+    let codec = params.codec;
+    let sample_bits = if PCM_INTEGER.contains(&codec) {
+        // Integer PCM names its width; without it, nothing is checked.
+        u64::from(params.bits_per_coded_sample?)
+    } else if [CODEC_TYPE_PCM_ALAW, CODEC_TYPE_PCM_MULAW].contains(&codec) {
+        8
+    } else if [CODEC_TYPE_PCM_F32LE, CODEC_TYPE_PCM_F32BE].contains(&codec) {
+        32
+    } else if [CODEC_TYPE_PCM_F64LE, CODEC_TYPE_PCM_F64BE].contains(&codec) {
+        64
+    } else {
+        return None;
+    };
+    let channels = params.channels.map(|c| c.count())?;
+    Some(sample_bits * channels as u64)
 }
 
 /// The next packet, or `None` at the end of the stream. A damaged or cut-off container after
@@ -237,6 +514,9 @@ impl TrackDecoder {
                     Err(e) => return Err(undecodable(format!("decoder: {e}"))),
                 };
                 let spec = *decoded.spec();
+                // Decoders take rate and layout from the stream (a FLAC or MP3 frame header),
+                // which need not agree with the container's header checked before.
+                check_rate_and_channels(Some(spec.rate), Some(spec.channels.count()))?;
                 let frames = decoded.frames();
                 if frames == 0 {
                     return Ok(true);
@@ -283,7 +563,14 @@ struct Sink {
 }
 
 impl Sink {
-    fn new(limits: &DecodeLimits) -> Self {
+    /// `declared`: the length the container declares, in seconds, already held to the limit;
+    /// the output is reserved for it (plus a little for a resampler tail) so a clip of known
+    /// length is decoded without reallocating.
+    fn new(limits: &DecodeLimits, declared: Option<f64>) -> Self {
+        let max = limits.max_duration.as_secs_f64();
+        let reserve = declared.map_or(0, |d| {
+            (d.min(max) * f64::from(ASR_SAMPLE_RATE)) as usize + ASR_SAMPLE_RATE as usize / 10
+        });
         Sink {
             max_duration: limits.max_duration,
             rate: 0,
@@ -291,7 +578,7 @@ impl Sink {
             frames: 0,
             mono: Vec::new(),
             resampler: None,
-            out: Vec::new(),
+            out: Vec::with_capacity(reserve),
         }
     }
 
@@ -303,13 +590,13 @@ impl Sink {
         channels: usize,
         rate: u32,
     ) -> Result<bool, DecodeError> {
-        if channels == 0 || rate == 0 {
-            return Ok(false);
-        }
+        check_rate_and_channels(Some(rate), Some(channels))?;
         if self.resampler.is_none() {
             self.rate = rate;
             self.max_frames = (self.max_duration.as_secs_f64() * f64::from(rate)) as u64;
-            self.resampler = Some(Resampler::new(rate, ASR_SAMPLE_RATE));
+            self.resampler = Some(
+                Resampler::new(rate, ASR_SAMPLE_RATE).map_err(|e| undecodable(e.to_string()))?,
+            );
         } else if rate != self.rate {
             return Ok(false);
         }

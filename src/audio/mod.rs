@@ -7,6 +7,8 @@
 mod base64;
 mod decode;
 mod encode;
+mod matroska_guard;
+mod ogg_guard;
 mod ogg_opus;
 mod resample;
 
@@ -17,9 +19,9 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use self::base64::{Base64Error, MAX_AUDIO_BYTES, decode_base64_audio};
-pub use self::decode::{DecodeError, DecodeLimits, DecodedAudio, decode_for_asr};
+pub use self::decode::{DecodeError, DecodeLimits, DecodedAudio, MAX_CHANNELS, decode_for_asr};
 pub use self::encode::{EncodeError, encode};
-pub use self::resample::resample;
+pub use self::resample::{MAX_SAMPLE_RATE, MIN_SAMPLE_RATE, UnsupportedRate, resample};
 
 /// Sample rate of the audio handed to the recogniser.
 pub const ASR_SAMPLE_RATE: u32 = 16_000;

@@ -22,7 +22,8 @@ const VENDOR: &[u8] = b"voiced";
 
 pub(crate) fn encode(samples: &[f32], sample_rate: u32) -> Result<Vec<u8>, EncodeError> {
     if !OPUS_RATES.contains(&sample_rate) {
-        let upsampled = resample(samples, sample_rate, GRANULE_RATE);
+        let upsampled = resample(samples, sample_rate, GRANULE_RATE)
+            .map_err(|e| EncodeError::UnsupportedSampleRate(e.0))?;
         return encode_at(&upsampled, GRANULE_RATE, sample_rate);
     }
     encode_at(samples, sample_rate, sample_rate)

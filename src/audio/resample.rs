@@ -15,13 +15,30 @@ const KAISER_BETA: f64 = 8.0;
 /// Upper bound on the number of filter phases; rarer rate pairs round to the nearest phase.
 const MAX_PHASES: u64 = 1024;
 
-/// Resample a whole mono clip from `from_hz` to `to_hz`.
-pub fn resample(samples: &[f32], from_hz: u32, to_hz: u32) -> Vec<f32> {
-    let mut resampler = Resampler::new(from_hz, to_hz);
+/// Lowest sample rate converted (either side).
+pub const MIN_SAMPLE_RATE: u32 = 8_000;
+/// Highest sample rate converted (either side). The filter grows with the ratio of the two
+/// rates (at 384 kHz → 16 kHz it is about 10 MB); rates a header merely declares, such as
+/// 4 294 967 295 Hz, would otherwise ask for tens of gigabytes.
+pub const MAX_SAMPLE_RATE: u32 = 384_000;
+
+/// A rate outside [`MIN_SAMPLE_RATE`]..=[`MAX_SAMPLE_RATE`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("sample rate {0} Hz is outside 8000-384000 Hz")]
+pub struct UnsupportedRate(pub u32);
+
+/// Whether `hz` is a rate the converter (and the decoder) accepts.
+pub fn supported_rate(hz: u32) -> bool {
+    (MIN_SAMPLE_RATE..=MAX_SAMPLE_RATE).contains(&hz)
+}
+
+/// Resample a whole mono clip from `from_hz` to `to_hz` (both within 8–384 kHz).
+pub fn resample(samples: &[f32], from_hz: u32, to_hz: u32) -> Result<Vec<f32>, UnsupportedRate> {
+    let mut resampler = Resampler::new(from_hz, to_hz)?;
     let mut out = Vec::with_capacity(resampler.output_len(samples.len() as u64) as usize);
     resampler.push(samples, &mut out);
     resampler.finish(&mut out);
-    out
+    Ok(out)
 }
 
 pub(crate) struct Resampler {
@@ -43,9 +60,14 @@ pub(crate) struct Resampler {
 }
 
 impl Resampler {
-    /// Both rates must be non-zero.
-    pub(crate) fn new(from_hz: u32, to_hz: u32) -> Self {
-        assert!(from_hz > 0 && to_hz > 0, "sample rates must be positive");
+    /// Refuses rates outside 8–384 kHz before allocating anything: the table holds up to
+    /// `MAX_PHASES` rows of about `48 * max(from, to) / min(from, to)` taps.
+    pub(crate) fn new(from_hz: u32, to_hz: u32) -> Result<Self, UnsupportedRate> {
+        for hz in [from_hz, to_hz] {
+            if !supported_rate(hz) {
+                return Err(UnsupportedRate(hz));
+            }
+        }
         let g = gcd(u64::from(from_hz), u64::from(to_hz));
         let (step_num, step_den) = (u64::from(from_hz) / g, u64::from(to_hz) / g);
 
@@ -76,7 +98,7 @@ impl Resampler {
             table.extend(row.iter().map(|&h| (h / sum) as f32));
         }
 
-        Resampler {
+        Ok(Resampler {
             step_num,
             step_den,
             half,
@@ -86,7 +108,7 @@ impl Resampler {
             buf_start: 0,
             consumed: 0,
             next_out: 0,
-        }
+        })
     }
 
     /// Number of output samples `n` input samples turn into.
@@ -237,7 +259,7 @@ mod tests {
     fn keeps_a_tone_in_band_and_in_phase() {
         for from in [8_000, 22_050, 24_000, 44_100, 48_000, 96_000] {
             let input = tone(440.0, from, 1.0);
-            let out = resample(&input, from, 16_000);
+            let out = resample(&input, from, 16_000).unwrap();
             assert_eq!(out.len(), 16_000, "from {from}");
             let expected = tone(440.0, 16_000, 1.0);
             // Compare away from the edges: no delay, so sample-by-sample agreement.
@@ -253,15 +275,15 @@ mod tests {
     #[test]
     fn removes_content_above_the_new_nyquist() {
         // 12 kHz at 48 kHz would alias to 4 kHz at 16 kHz without filtering.
-        let out = resample(&tone(12_000.0, 48_000, 1.0), 48_000, 16_000);
+        let out = resample(&tone(12_000.0, 48_000, 1.0), 48_000, 16_000).unwrap();
         assert!(rms(&out[100..15_900]) < 0.5 * 1e-3, "rms {}", rms(&out));
     }
 
     #[test]
     fn streaming_matches_one_shot_for_any_chunking() {
         let input = tone(1_000.0, 44_100, 0.5);
-        let whole = resample(&input, 44_100, 16_000);
-        let mut r = Resampler::new(44_100, 16_000);
+        let whole = resample(&input, 44_100, 16_000).unwrap();
+        let mut r = Resampler::new(44_100, 16_000).unwrap();
         let mut out = Vec::new();
         for chunk in input.chunks(333) {
             r.push(chunk, &mut out);
@@ -273,6 +295,32 @@ mod tests {
     #[test]
     fn same_rate_is_a_copy() {
         let input = tone(440.0, 16_000, 0.1);
-        assert_eq!(resample(&input, 16_000, 16_000), input);
+        assert_eq!(resample(&input, 16_000, 16_000).unwrap(), input);
+    }
+
+    #[test]
+    fn refuses_rates_outside_the_supported_range_without_building_a_table() {
+        for hz in [0, 1, 7_999, 384_001, 30_000_001, u32::MAX] {
+            assert_eq!(
+                Resampler::new(hz, 16_000).err(),
+                Some(UnsupportedRate(hz)),
+                "from {hz}"
+            );
+            assert_eq!(
+                Resampler::new(16_000, hz).err(),
+                Some(UnsupportedRate(hz)),
+                "to {hz}"
+            );
+            assert_eq!(resample(&[0.0; 10], hz, 16_000), Err(UnsupportedRate(hz)));
+        }
+        // The edges are accepted, and the largest table stays small.
+        for hz in [8_000, 383_999, 384_000] {
+            let r = Resampler::new(hz, 16_000).unwrap();
+            assert!(
+                r.table.len() * 4 <= 16 << 20,
+                "{hz} Hz: {} taps",
+                r.table.len()
+            );
+        }
     }
 }

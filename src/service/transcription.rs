@@ -133,7 +133,7 @@ fn decode_audio(bytes: Vec<u8>, param: &str) -> Result<audio::DecodedAudio, Serv
         max_duration: MAX_DURATION,
         ..DecodeLimits::default()
     };
-    audio::decode_for_asr(&bytes, &limits).map_err(|e| match e {
+    audio::decode_for_asr(bytes, &limits).map_err(|e| match e {
         DecodeError::TooLong { max_seconds } => ServiceError::invalid(
             param,
             format!("audio is longer than {} minutes", max_seconds / 60),

@@ -3,7 +3,7 @@ use std::time::Duration;
 use super::*;
 
 fn decode(bytes: &[u8]) -> Result<DecodedAudio, DecodeError> {
-    decode_for_asr(bytes, &DecodeLimits::default())
+    decode_for_asr(bytes.to_vec(), &DecodeLimits::default())
 }
 
 fn assert_tone(out: &DecodedAudio, secs: f64, what: &str) {
@@ -122,7 +122,7 @@ fn refuses_clips_over_the_duration_limit() {
     for format in AudioFormat::ALL {
         let bytes = encode(&clip, TTS_RATE, format).unwrap();
         assert_eq!(
-            decode_for_asr(&bytes, &limits),
+            decode_for_asr(bytes.to_vec(), &limits),
             Err(DecodeError::TooLong { max_seconds: 2 }),
             "{format}"
         );
@@ -130,12 +130,12 @@ fn refuses_clips_over_the_duration_limit() {
     let dir = TempDir::new();
     let flac = ffmpeg_tone(&dir, "long.flac", 3.0, &[]);
     assert_eq!(
-        decode_for_asr(&flac, &limits),
+        decode_for_asr(flac.to_vec(), &limits),
         Err(DecodeError::TooLong { max_seconds: 2 })
     );
     // Just under the limit is fine.
     let ok = encode(&tone(440.0, TTS_RATE, 1.9), TTS_RATE, AudioFormat::Opus).unwrap();
-    assert!(decode_for_asr(&ok, &limits).is_ok());
+    assert!(decode_for_asr(ok.to_vec(), &limits).is_ok());
 }
 
 fn assert_undecodable(bytes: &[u8], what: &str) {

@@ -2,7 +2,7 @@ use super::*;
 
 fn roundtrip(samples: &[f32], format: AudioFormat) -> (Vec<u8>, DecodedAudio) {
     let bytes = encode(samples, TTS_RATE, format).expect("encode");
-    let decoded = decode_for_asr(&bytes, &DecodeLimits::default())
+    let decoded = decode_for_asr(bytes.to_vec(), &DecodeLimits::default())
         .unwrap_or_else(|e| panic!("{format}: our own output does not decode: {e}"));
     (bytes, decoded)
 }
@@ -59,7 +59,7 @@ fn wav_is_lossless_at_16_bits() {
     let bytes = encode(&input, 16_000, AudioFormat::Wav).unwrap();
     assert_eq!(bytes.len(), 44 + 2 * input.len());
     assert_eq!(&bytes[..4], b"RIFF");
-    let out = decode_for_asr(&bytes, &DecodeLimits::default()).unwrap();
+    let out = decode_for_asr(bytes.to_vec(), &DecodeLimits::default()).unwrap();
     assert_eq!(out.samples_16k.len(), input.len());
     let max_err = input
         .iter()
@@ -199,7 +199,7 @@ fn other_engine_rates_encode() {
         let input = tone(440.0, rate, 1.0);
         for format in AudioFormat::ALL {
             let bytes = encode(&input, rate, format).unwrap();
-            let out = decode_for_asr(&bytes, &DecodeLimits::default()).unwrap();
+            let out = decode_for_asr(bytes.to_vec(), &DecodeLimits::default()).unwrap();
             assert!(
                 out.duration_ms.abs_diff(1000) <= 60,
                 "{format} at {rate}: {} ms",
@@ -256,7 +256,7 @@ fn measure_encode_and_decode_speed() {
         let bytes = encode(&input, TTS_RATE, format).unwrap();
         let enc = start.elapsed().as_secs_f64() / secs;
         let start = std::time::Instant::now();
-        decode_for_asr(&bytes, &DecodeLimits::default()).unwrap();
+        decode_for_asr(bytes.to_vec(), &DecodeLimits::default()).unwrap();
         let dec = start.elapsed().as_secs_f64() / secs;
         println!(
             "{format}: encode {:.2} ms per audio second, decode {:.2} ms per audio second, {} bytes per second",

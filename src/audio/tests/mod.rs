@@ -3,6 +3,7 @@
 
 mod decoding;
 mod encoding;
+mod hostile;
 
 use std::f64::consts::PI;
 use std::path::{Path, PathBuf};
