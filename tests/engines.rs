@@ -109,6 +109,20 @@ fn the_install_state_follows_the_files() {
         .expect("turbo presets listed");
     assert_eq!(turbo.1[0].name, "default");
     assert!(!EngineRegistry::is_available(EngineId::Tada));
+    let state = |dir: &Path, engine: &str| {
+        voiced::models::status::status(dir)
+            .into_iter()
+            .find(|s| s.engine == engine)
+            .unwrap()
+    };
+    assert_eq!(
+        state(dir, "chatterbox_turbo").state,
+        voiced::models::status::State::Installed
+    );
+    assert_eq!(
+        state(dir, "tada").state,
+        voiced::models::status::State::Unavailable
+    );
 
     // Without the seeded decoder the engine is not installed and says what to run.
     let bare = common::TempDir::new("turbo-bare", 0o755);
@@ -129,6 +143,15 @@ fn the_install_state_follows_the_files() {
     std::os::unix::fs::symlink(dir.join("onnxruntime"), bare.path().join("onnxruntime")).unwrap();
     let bare_registry = EngineRegistry::new(bare.path().to_owned(), 1);
     assert!(!bare_registry.is_installed(EngineId::ChatterboxTurbo));
+    let missing = state(bare.path(), "chatterbox_turbo");
+    assert_eq!(missing.state, voiced::models::status::State::Missing);
+    assert!(
+        missing
+            .details
+            .iter()
+            .any(|d| d.contains("voiced models prepare")),
+        "{missing:?}"
+    );
     match ChatterboxTurboEngine::load(&TurboConfig::from_models_dir(bare.path())) {
         Err(EngineError::NotInstalled(why)) => {
             assert!(

@@ -5,6 +5,7 @@ pub mod chatterbox;
 pub mod ctranslate2;
 pub mod kokoro;
 mod pypi;
+pub mod status;
 pub mod whisper;
 
 use std::path::PathBuf;

@@ -330,11 +330,7 @@ impl ChatterboxTurboEngine {
         let mut rows = embeds.len() / width;
         let prefix = rows;
         let mut first_position = 0i64;
-        let mut past: Vec<DynValue> = self
-            .kv
-            .iter()
-            .map(empty_cache)
-            .collect::<Result<_, _>>()?;
+        let mut past: Vec<DynValue> = self.kv.iter().map(empty_cache).collect::<Result<_, _>>()?;
         let mut generated = vec![START_SPEECH];
         for step in 0..MAX_NEW_TOKENS {
             let total = prefix + step;
