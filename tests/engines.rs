@@ -203,6 +203,42 @@ fn seed_and_temperature_decide_the_take_and_the_length_adds_up() {
     assert!(matches!(result, Err(EngineError::Cancelled)));
 }
 
+#[test]
+fn a_stored_voice_print_speaks_like_its_reference_clip() {
+    let mut engine = engine();
+    let clip = std::fs::read(models_dir().join("chatterbox_turbo/voices/default.wav")).unwrap();
+    let reference = voiced::engines::reference::prepare(&clip, SAMPLE_RATE).unwrap();
+    let print = engine.voice_print(&reference).unwrap();
+    let stored = print.to_bytes();
+    let restored = voiced::engines::chatterbox_turbo::VoicePrint::from_bytes(&stored).unwrap();
+    assert_eq!(restored, print);
+    // The preset path decodes the same clip the same way: the stored print gives the same take.
+    let text = "Hello from voiced.";
+    let from_preset = engine.synthesize(&input(text, 5, None)).unwrap();
+    let (from_print, _) = engine
+        .synthesize_with_print(&input(text, 5, None), &restored)
+        .unwrap();
+    assert_eq!(from_print.samples, from_preset.samples);
+    // A clip too short to clone from is refused before any model runs.
+    let short = &reference[..SAMPLE_RATE as usize * 3];
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: SAMPLE_RATE,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut wav = std::io::Cursor::new(Vec::new());
+    let mut writer = hound::WavWriter::new(&mut wav, spec).unwrap();
+    for s in short {
+        writer.write_sample((s * 32767.0) as i16).unwrap();
+    }
+    writer.finalize().unwrap();
+    assert!(matches!(
+        voiced::engines::reference::prepare(&wav.into_inner(), SAMPLE_RATE),
+        Err(voiced::engines::reference::ReferenceError::Length { secs: 3 })
+    ));
+}
+
 /// onnxruntime's Python wheel (the one `voiced models fetch kokoro` pinned), unpacked once.
 fn onnxruntime_python() -> PathBuf {
     let dir = cache_dir().join("onnxruntime-1.31.1-py");

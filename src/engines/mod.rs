@@ -66,6 +66,7 @@ pub trait Engine: Send {
 pub mod chatterbox_turbo;
 pub mod kokoro;
 pub mod onnx;
+pub mod reference;
 pub mod registry;
 pub mod sampling;
 pub mod whisper;

@@ -7,6 +7,7 @@
 //! (the seeded copy: its flow noise is an input drawn from the same seed) → waveform.
 
 pub mod files;
+mod print;
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -229,7 +230,8 @@ impl ChatterboxTurboEngine {
             let path = self.dir.join(files::VOICES).join(format!("{preset}.wav"));
             let bytes = std::fs::read(&path)
                 .map_err(|e| EngineError::NotInstalled(format!("{}: {e}", path.display())))?;
-            let reference = reference_24k(&bytes)
+            // Preset clips pass the same checks as a clone's reference audio.
+            let reference = crate::engines::reference::prepare(&bytes, SAMPLE_RATE)
                 .map_err(|e| EngineError::NotInstalled(format!("{}: {e}", path.display())))?;
             let print = self.voice_print(&reference)?;
             self.voices
@@ -242,6 +244,20 @@ impl ChatterboxTurboEngine {
     pub fn synthesize_traced(
         &mut self,
         input: &SynthesisInput<'_>,
+    ) -> Result<(Pcm, Trace), EngineError> {
+        let voice = self.voice(input.preset)?;
+        let (print, reference) = (voice.print.clone(), voice.reference.clone());
+        let (pcm, mut trace) = self.synthesize_with_print(input, &print)?;
+        trace.reference = reference;
+        Ok((pcm, trace))
+    }
+
+    /// Synthesis in the voice of a stored print (a cloned profile's): the speech encoder does
+    /// not run. `input.preset` is not looked at.
+    pub fn synthesize_with_print(
+        &mut self,
+        input: &SynthesisInput<'_>,
+        print: &VoicePrint,
     ) -> Result<(Pcm, Trace), EngineError> {
         let text = input.text.trim();
         if text.is_empty() {
@@ -260,20 +276,15 @@ impl ChatterboxTurboEngine {
                 "the text has nothing to pronounce".into(),
             ));
         }
-        let voice = self.voice(input.preset)?;
-        let (print, reference) = (voice.print.clone(), voice.reference.clone());
         let mut rng = ChaCha8Rng::seed_from_u64(input.seed);
-        let mut trace = Trace {
-            reference,
-            pieces: Vec::new(),
-        };
+        let mut trace = Trace::default();
         let mut samples = Vec::new();
         let last = pieces.len() - 1;
         for (i, piece) in pieces.iter().enumerate() {
             if input.is_cancelled() {
                 return Err(EngineError::Cancelled);
             }
-            let piece_trace = self.speak(&print, &piece.tokens, params, &mut rng, input)?;
+            let piece_trace = self.speak(print, &piece.tokens, params, &mut rng, input)?;
             samples.extend(piece_trace.waveform.iter().map(|s| s.clamp(-1.0, 1.0)));
             if i < last {
                 let pause = (piece.boundary.pause_secs() * SAMPLE_RATE as f32) as usize;
@@ -440,20 +451,6 @@ impl Engine for ChatterboxTurboEngine {
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
         self.synthesize_traced(input).map(|(pcm, _)| pcm)
     }
-}
-
-/// A reference clip decoded with voiced's decoder and brought to 24 kHz.
-pub fn reference_24k(bytes: &[u8]) -> Result<Vec<f32>, String> {
-    let limits = crate::audio::DecodeLimits {
-        max_duration: std::time::Duration::from_secs(60),
-        min_duration: std::time::Duration::from_millis(500),
-    };
-    let decoded = crate::audio::decode_for_asr(bytes, &limits).map_err(|e| e.to_string())?;
-    Ok(crate::audio::resample(
-        &decoded.samples_16k,
-        crate::audio::ASR_SAMPLE_RATE,
-        SAMPLE_RATE,
-    ))
 }
 
 fn embed(session: &mut Session, ids: &[i64]) -> Result<Array, EngineError> {
