@@ -2,7 +2,10 @@
 //! `ResembleAI/chatterbox-turbo-ONNX` names, one precision variant per graph chosen by which
 //! files are present, plus the seeded copy of the decoder that `voiced models prepare` writes.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
@@ -96,18 +99,38 @@ pub fn verify_seeded(decoder: &Path) -> Result<PathBuf, String> {
             manifest(decoder).display()
         ));
     };
-    if sha256(decoder).ok().as_deref() != Some(source) {
+    if cached_sha256(decoder).as_deref() != Some(source) {
         return Err(format!(
             "the decoder changed since it was seeded: {prepare}"
         ));
     }
-    if sha256(&seeded).ok().as_deref() != Some(output) {
+    if cached_sha256(&seeded).as_deref() != Some(output) {
         return Err(format!(
             "{} does not match its recorded checksum: {prepare}",
             seeded.display()
         ));
     }
     Ok(seeded)
+}
+
+/// sha256 of `path`, remembered while its size and modification time stay the same:
+/// `is_installed` runs on requests, and a graph without external weights can be large.
+fn cached_sha256(path: &Path) -> Option<String> {
+    type Seen = HashMap<PathBuf, (u64, SystemTime, String)>;
+    static SEEN: Mutex<Option<Seen>> = Mutex::new(None);
+    let meta = std::fs::metadata(path).ok()?;
+    let (len, modified) = (meta.len(), meta.modified().ok()?);
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    let seen = seen.get_or_insert_with(HashMap::new);
+    if let Some((l, m, sum)) = seen.get(path)
+        && *l == len
+        && *m == modified
+    {
+        return Some(sum.clone());
+    }
+    let sum = sha256(path).ok()?;
+    seen.insert(path.to_owned(), (len, modified, sum.clone()));
+    Some(sum)
 }
 
 /// Preset names: the stems of `voices/*.wav`, sorted.
