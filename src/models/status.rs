@@ -44,11 +44,18 @@ pub fn status(models_dir: &Path) -> Vec<EngineStatus> {
                 EngineId::ChatterboxTurbo => {
                     let dir = turbo::dir(models_dir);
                     let details = if installed {
-                        turbo::GRAPHS
+                        let mut files: Vec<String> = turbo::GRAPHS
                             .iter()
                             .filter_map(|g| turbo::graph(&dir, g))
                             .map(|p| p.display().to_string())
-                            .collect()
+                            .collect();
+                        if let Some(decoder) = turbo::graph(&dir, turbo::CONDITIONAL_DECODER) {
+                            files.push(format!(
+                                "{} (checksums verified)",
+                                turbo::manifest(&decoder).display()
+                            ));
+                        }
+                        files
                     } else {
                         let mut problems = turbo::problems(&dir);
                         if !crate::engines::onnx::library_path(models_dir).is_file() {
