@@ -69,6 +69,37 @@ enum ModelsCommand {
         #[arg(value_parser = ["kokoro", "whisper-base", "whisper-tiny.en", "all"])]
         name: String,
     },
+    /// Install step for operator-placed files: seed the graphs that draw noise internally.
+    Prepare {
+        #[arg(value_parser = ["chatterbox_turbo"])]
+        engine: String,
+    },
+    /// Each engine: installed, missing (what to place, from where) or unavailable.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn print_status(config: &Config, as_json: bool) -> anyhow::Result<()> {
+    let all = crate::models::status::status(&config.models_dir);
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&all)?);
+        return Ok(());
+    }
+    for engine in all {
+        let state = serde_json::to_value(&engine.state)?;
+        println!(
+            "{:<18} {}",
+            engine.engine,
+            state.as_str().unwrap_or_default()
+        );
+        for line in &engine.details {
+            println!("{:<18}   {line}", "");
+        }
+        println!("{:<18}   {}", "", engine.how);
+    }
+    Ok(())
 }
 
 fn fetch_models(config: &Config, name: &str) -> anyhow::Result<()> {
@@ -103,8 +134,17 @@ pub fn main() -> ExitCode {
         }
     };
     let command = cli.command.unwrap_or(Command::Serve);
-    if let Command::Models(ModelsCommand::Fetch { name }) = &command {
-        return match fetch_models(&config, name) {
+    if let Command::Models(models) = &command {
+        let result = match models {
+            ModelsCommand::Fetch { name } => fetch_models(&config, name),
+            ModelsCommand::Prepare { .. } => {
+                crate::models::chatterbox::prepare_turbo(&config.models_dir)
+                    .map(|seeded| println!("chatterbox_turbo: seeded decoder {}", seeded.display()))
+                    .map_err(anyhow::Error::from)
+            }
+            ModelsCommand::Status { json } => print_status(&config, *json),
+        };
+        return match result {
             Ok(()) => ExitCode::SUCCESS,
             Err(err) => {
                 eprintln!("voiced: {err:#}");

@@ -63,6 +63,10 @@ pub trait Engine: Send {
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError>;
 }
 
+pub mod chatterbox_turbo;
 pub mod kokoro;
+pub mod onnx;
+pub mod reference;
 pub mod registry;
+pub mod sampling;
 pub mod whisper;

@@ -4,9 +4,13 @@
 
 use std::path::PathBuf;
 
+use super::chatterbox_turbo::{self, ChatterboxTurboEngine, TurboConfig};
 use super::kokoro::{self, KokoroConfig, KokoroEngine};
 use super::{Engine, EngineError, Preset};
 use crate::domain::EngineId;
+
+/// Why tada voices are refused (no ONNX export exists; see docs/engines.md).
+pub const TADA_UNAVAILABLE: &str = "the tada engine is not available on this deployment";
 
 #[derive(Debug, Clone)]
 pub struct EngineRegistry {
@@ -29,9 +33,27 @@ impl EngineRegistry {
         }
     }
 
+    fn turbo_config(&self) -> TurboConfig {
+        TurboConfig {
+            intra_threads: self.intra_threads,
+            ..TurboConfig::from_models_dir(&self.models_dir)
+        }
+    }
+
+    /// Whether `engine` can exist on any deployment: tada has no ONNX export (docs/engines.md),
+    /// so its voices are refused at request time rather than failing later.
+    pub fn is_available(engine: EngineId) -> bool {
+        engine != EngineId::Tada
+    }
+
     /// Whether generations on `engine` can run here (its models are in place).
     pub fn is_installed(&self, engine: EngineId) -> bool {
         match engine {
+            EngineId::ChatterboxTurbo => {
+                let config = self.turbo_config();
+                config.ort_library.is_file()
+                    && chatterbox_turbo::files::problems(&config.dir).is_empty()
+            }
             EngineId::Kokoro => {
                 let config = self.kokoro_config();
                 config.ort_library.is_file()
@@ -72,6 +94,10 @@ impl EngineRegistry {
     fn load_real(&self, engine: EngineId) -> Result<Box<dyn Engine>, EngineError> {
         match engine {
             EngineId::Kokoro => Ok(Box::new(KokoroEngine::load(&self.kokoro_config())?)),
+            EngineId::ChatterboxTurbo => {
+                Ok(Box::new(ChatterboxTurboEngine::load(&self.turbo_config())?))
+            }
+            EngineId::Tada => Err(EngineError::NotInstalled(TADA_UNAVAILABLE.into())),
             other => Err(EngineError::NotInstalled(format!(
                 "the {other} engine is not installed on this deployment"
             ))),
@@ -85,6 +111,12 @@ impl EngineRegistry {
             && let Ok(presets) = kokoro::presets(&self.kokoro_config().model_dir)
         {
             all.push((EngineId::Kokoro, presets));
+        }
+        if self.is_installed(EngineId::ChatterboxTurbo) {
+            all.push((
+                EngineId::ChatterboxTurbo,
+                chatterbox_turbo::presets(&self.turbo_config().dir),
+            ));
         }
         all
     }

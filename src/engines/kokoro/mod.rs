@@ -8,7 +8,7 @@ mod noise;
 mod phonemize;
 pub mod readable;
 pub mod session;
-mod split;
+pub(crate) mod split;
 mod voices;
 
 use std::path::{Path, PathBuf};

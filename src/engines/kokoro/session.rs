@@ -1,9 +1,7 @@
 //! One ONNX Runtime session of the Kokoro graph and one inference call.
 
 use std::path::Path;
-use std::sync::Mutex;
 
-use ort::environment::Environment;
 use ort::session::Session;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::value::Tensor;
@@ -17,35 +15,8 @@ pub struct KokoroSession {
     seeded: bool,
 }
 
-/// The process's ONNX Runtime environment (ort allows one per process), loading the library
-/// from `library` on first use. With ort's `load-dynamic` a missing library makes the first ort
-/// call panic, so its presence is checked first. Any other ort-based engine must share this.
-pub fn environment(library: &Path) -> Result<Environment, EngineError> {
-    if !library.is_file() {
-        return Err(EngineError::NotInstalled(format!(
-            "ONNX Runtime library {} is missing: run `voiced models fetch kokoro`",
-            library.display()
-        )));
-    }
-    static ENVIRONMENT: Mutex<Option<Environment>> = Mutex::new(None);
-    let mut env = ENVIRONMENT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(env) = env.as_ref() {
-        return Ok(env.clone());
-    }
-    let cannot = |e: &dyn std::fmt::Display| {
-        EngineError::NotInstalled(format!(
-            "cannot load ONNX Runtime {}: {e}",
-            library.display()
-        ))
-    };
-    let built = ort::init_from(library)
-        .map_err(|e| cannot(&e))?
-        .with_name("voiced")
-        .build()
-        .map_err(|e| cannot(&e))?;
-    *env = Some(built.clone());
-    Ok(built)
-}
+/// The shared environment (kept here for existing callers).
+pub use crate::engines::onnx::environment;
 
 fn inference(e: impl std::fmt::Display) -> EngineError {
     EngineError::Inference(e.to_string())

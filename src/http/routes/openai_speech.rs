@@ -269,6 +269,7 @@ pub async fn create_openai_speech(
                 ));
             }
         };
+        service::refuse_unavailable(engine, &voice.name, FIELDS_OF_OPENAI.voice)?;
         if !state.engines.is_installed(engine) {
             return Err(ApiError::invalid(
                 "model",
