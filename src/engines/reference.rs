@@ -34,7 +34,7 @@ pub fn prepare(bytes: &[u8], rate: u32) -> Result<Vec<f32>, ReferenceError> {
         max_duration: Duration::from_secs(MAX_SECS + 1),
         min_duration: Duration::from_millis(100),
     };
-    let decoded = decode_for_asr(bytes, &limits).map_err(|e| match e {
+    let decoded = decode_for_asr(bytes.to_vec(), &limits).map_err(|e| match e {
         DecodeError::TooLong { .. } => ReferenceError::Length { secs: MAX_SECS + 1 },
         DecodeError::Undecodable(why) => ReferenceError::Undecodable(why),
     })?;
@@ -51,7 +51,7 @@ pub fn prepare(bytes: &[u8], rate: u32) -> Result<Vec<f32>, ReferenceError> {
     if loud as f32 > CLIPPED_SHARE * samples.len() as f32 {
         return Err(ReferenceError::Clipped);
     }
-    Ok(resample(samples, ASR_SAMPLE_RATE, rate))
+    resample(samples, ASR_SAMPLE_RATE, rate).map_err(|e| ReferenceError::Undecodable(e.to_string()))
 }
 
 #[cfg(test)]

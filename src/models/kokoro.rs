@@ -364,7 +364,10 @@ fn python(pylib: &Path) -> Command {
 }
 
 /// `<models_dir>/.pylib` with the pinned onnx, installed there (only) when missing.
-pub(crate) fn ensure_onnx(models_dir: &Path, progress: &dyn Progress) -> Result<PathBuf, FetchError> {
+pub(crate) fn ensure_onnx(
+    models_dir: &Path,
+    progress: &dyn Progress,
+) -> Result<PathBuf, FetchError> {
     let pylib = models_dir.join(".pylib");
     let check = format!("import onnx, sys; sys.exit(onnx.__version__ != {ONNX_VERSION:?})");
     let ok = |dir: &Path| {
