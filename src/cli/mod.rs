@@ -70,11 +70,13 @@ enum ModelsCommand {
         name: String,
     },
     /// Install step for operator-placed files: seed the graphs that draw noise internally.
+    #[command(after_help = "Example:\n  voiced models prepare chatterbox_turbo")]
     Prepare {
         #[arg(value_parser = ["chatterbox_turbo"])]
         engine: String,
     },
     /// Each engine: installed, missing (what to place, from where) or unavailable.
+    #[command(after_help = "Examples:\n  voiced models status\n  voiced models status --json")]
     Status {
         #[arg(long)]
         json: bool,
