@@ -163,6 +163,13 @@ pub async fn state(
         },
         health,
         shutdown_deadline,
+        console: Arc::new(crate::console::ConsoleSettings {
+            signup: config.signup,
+            signup_plan: config.signup_plan,
+            billing_contact: config.billing_contact.clone(),
+            secure_cookies: config.public_base_url.starts_with("https://"),
+            sign_in_limiter: Default::default(),
+        }),
     })
 }
 
@@ -269,11 +276,17 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     );
     let purge_pool = database.pool.clone();
     let limits = state.limits.clone();
+    let console = state.console.clone();
+    crate::service::accounts::warm_up().await;
     let shrink = tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(60));
         loop {
             tick.tick().await;
             limits.shrink();
+            console.sign_in_limiter.shrink();
+            if let Err(err) = store::sessions::delete_expired(&purge_pool).await {
+                tracing::warn!(error = %err, "deleting expired console sessions failed");
+            }
             if let Err(err) = store::idempotency::purge(&purge_pool).await {
                 tracing::warn!(error = %err, "purging idempotency records failed");
             }

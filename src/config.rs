@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::domain::Plan;
+
 const DEFAULTS: &str = include_str!("../config/default.toml");
 
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +38,9 @@ struct Raw {
     errors_url: String,
     billing_url: String,
     console_url: String,
+    signup: bool,
+    signup_plan: String,
+    billing_contact: String,
     signing_secret: String,
     workers: u32,
     engine_threads: u32,
@@ -70,6 +75,12 @@ pub struct Config {
     pub errors_url: String,
     pub billing_url: String,
     pub console_url: String,
+    /// Whether `/console/sign-up` creates accounts.
+    pub signup: bool,
+    /// The plan of accounts created at `/console/sign-up`.
+    pub signup_plan: Plan,
+    /// How to get a plan here, shown on `/console/billing` (free text; may be empty).
+    pub billing_contact: String,
     /// Empty when the secret is to be read from (or created in) the data dir.
     pub signing_secret: Option<String>,
     pub workers: u32,
@@ -132,6 +143,11 @@ impl Config {
                 continue;
             };
             let parsed = match default {
+                toml::Value::Boolean(_) => match value.trim() {
+                    "true" | "1" => toml::Value::Boolean(true),
+                    "false" | "0" => toml::Value::Boolean(false),
+                    _ => return Err(ConfigError::invalid(name, "expected true or false")),
+                },
                 toml::Value::Integer(_) => value
                     .trim()
                     .parse::<i64>()
@@ -156,9 +172,21 @@ impl Config {
             .parse()
             .map_err(|_| ConfigError::invalid("bind", "expected host:port, e.g. 127.0.0.1:8080"))?;
         let public_base_url = url_setting("public_base_url", &raw.public_base_url)?;
-        let errors_url = url_setting("errors_url", &raw.errors_url)?;
-        let billing_url = url_setting("billing_url", &raw.billing_url)?;
-        let console_url = url_setting("console_url", &raw.console_url)?;
+        // Empty links point at the pages this binary serves.
+        let derived = |setting: &str, value: &str, path: &str| {
+            if value.trim().is_empty() {
+                Ok(format!("{public_base_url}{path}"))
+            } else {
+                url_setting(setting, value)
+            }
+        };
+        let errors_url = derived("errors_url", &raw.errors_url, "/errors")?;
+        let billing_url = derived("billing_url", &raw.billing_url, "/console/billing")?;
+        let console_url = derived("console_url", &raw.console_url, "/console/keys")?;
+        let signup_plan: Plan = raw
+            .signup_plan
+            .parse()
+            .map_err(|e: String| ConfigError::invalid("signup_plan", e))?;
         let signing_secret = match raw.signing_secret.as_str() {
             "" => None,
             s if s.len() < 32 => {
@@ -209,6 +237,9 @@ impl Config {
             errors_url,
             billing_url,
             console_url,
+            signup: raw.signup,
+            signup_plan,
+            billing_contact: raw.billing_contact.trim().to_owned(),
             signing_secret,
             workers: raw.workers,
             engine_threads: raw.engine_threads,
@@ -276,6 +307,30 @@ mod tests {
         assert_eq!(config.bind.port(), 8080);
         assert!(config.database_url.is_none());
         assert_eq!(config.workers, 1);
+        assert_eq!(config.errors_url, "http://127.0.0.1:8080/errors");
+        assert_eq!(config.billing_url, "http://127.0.0.1:8080/console/billing");
+        assert_eq!(config.console_url, "http://127.0.0.1:8080/console/keys");
+        assert!(config.signup);
+        assert_eq!(config.signup_plan, Plan::None);
+    }
+
+    #[test]
+    fn links_follow_the_public_base_url_unless_set() {
+        let config = Config::from_sources(&env(&[
+            ("VOICED_PUBLIC_BASE_URL", "https://voice.example.com/"),
+            ("VOICED_ERRORS_URL", "https://docs.example.com/errors/"),
+            ("VOICED_SIGNUP", "false"),
+            ("VOICED_SIGNUP_PLAN", "trial"),
+        ]))
+        .expect("valid");
+        assert_eq!(config.errors_url, "https://docs.example.com/errors");
+        assert_eq!(config.console_url, "https://voice.example.com/console/keys");
+        assert!(!config.signup);
+        assert_eq!(config.signup_plan, Plan::Trial);
+        let err = Config::from_sources(&env(&[("VOICED_SIGNUP", "maybe")])).unwrap_err();
+        assert!(err.to_string().contains("VOICED_SIGNUP"), "{err}");
+        let err = Config::from_sources(&env(&[("VOICED_SIGNUP_PLAN", "gold")])).unwrap_err();
+        assert!(err.to_string().contains("signup_plan"), "{err}");
     }
 
     #[test]

@@ -4,6 +4,7 @@ pub mod app;
 pub mod audio;
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod domain;
 pub mod engines;
 pub mod http;

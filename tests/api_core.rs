@@ -121,7 +121,7 @@ async fn plan_none_is_refused_on_every_v1_route_and_recovers_with_the_plan() {
         assert_problem(&body, 403, "pro_plan_required", path);
         assert_eq!(
             body["settings_url"],
-            "https://console.voiced.dev/settings/billing"
+            "http://127.0.0.1:8080/console/billing"
         );
     }
     // The same key works again on the next request after the account returns to a paid plan.

@@ -148,7 +148,7 @@ async fn every_unsupported_or_bad_parameter_is_refused_by_name() {
         assert_envelope(&error, "rate_limit_error", "key_ceiling_exceeded", None);
         assert_eq!(
             error["error"]["settings_url"],
-            "https://console.voiced.dev/api-keys"
+            "http://127.0.0.1:8080/console/keys"
         );
     }
     app.stop().await;
@@ -185,7 +185,7 @@ async fn auth_plan_scope_and_rate_errors_use_the_envelope() {
     assert_eq!(error["error"]["type"], "permission_error");
     assert_eq!(
         error["error"]["settings_url"],
-        "https://console.voiced.dev/settings/billing"
+        "http://127.0.0.1:8080/console/billing"
     );
 
     let account = app.account(Plan::Pro).await;

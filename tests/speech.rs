@@ -468,7 +468,7 @@ async fn scope_and_feature_gates() {
     assert_problem(&body, 403, "feature_not_enabled", "/v1/speech");
     assert_eq!(
         body["settings_url"],
-        "https://console.voiced.dev/settings/billing"
+        "http://127.0.0.1:8080/console/billing"
     );
     app.stop().await;
 }
@@ -519,7 +519,7 @@ async fn allowance_and_key_ceiling_with_in_flight_overshoot() {
     assert_problem(&body, 429, "quota_exhausted", "/v1/speech");
     assert_eq!(
         body["settings_url"],
-        "https://console.voiced.dev/settings/billing"
+        "http://127.0.0.1:8080/console/billing"
     );
 
     // Ceiling of 1 minute with 59 s used: the first request is admitted (there is room left) and
@@ -567,7 +567,7 @@ async fn allowance_and_key_ceiling_with_in_flight_overshoot() {
     .await;
     assert_eq!(status, 429, "{body}");
     assert_problem(&body, 429, "key_ceiling_exceeded", "/v1/speech");
-    assert_eq!(body["settings_url"], "https://console.voiced.dev/api-keys");
+    assert_eq!(body["settings_url"], "http://127.0.0.1:8080/console/keys");
 
     // Raising the ceiling clears it; another key of the account is unaffected meanwhile.
     let (_, other_key) = app.key(&account, &Scope::ALL).await;

@@ -10,7 +10,7 @@ use sqlx::PgPool;
 
 use crate::app::Database;
 use crate::config::Config;
-use crate::domain::{ApiKeySecret, EngineId, Feature, Plan, Scope, Seed, Temperature, new_id};
+use crate::domain::{EngineId, Feature, Plan, Scope, Seed, Temperature, new_id};
 use crate::engines::registry::EngineRegistry;
 use crate::store;
 
@@ -67,6 +67,21 @@ enum AccountCommand {
         email: String,
         #[arg(long, default_value = "pro", value_parser = parse_plan)]
         plan: Plan,
+        /// Read a password (first line of standard input) so the account can sign in to the
+        /// console.
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Set an account's console password from the first line of standard input.
+    #[command(
+        after_help = "Example:\n  printf '%s\\n' 'a long passphrase' | voiced admin account set-password ada@example.com --password-stdin"
+    )]
+    SetPassword {
+        /// The account's id or email.
+        account: String,
+        /// Required: the password is never taken as an argument (it would show in `ps`).
+        #[arg(long, required = true)]
+        password_stdin: bool,
     },
     /// List accounts (id, plan, email), oldest first.
     #[command(after_help = "Examples:\n  voiced admin account list\n  \
@@ -254,39 +269,6 @@ pub async fn run(config: &Config, args: AdminArgs) -> anyhow::Result<()> {
     result
 }
 
-/// A voice must name an installed engine and one of its presets.
-fn check_preset(registry: &EngineRegistry, engine: EngineId, preset: &str) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        registry.is_installed(engine),
-        "engine {engine} is not installed on this deployment (installed: {})",
-        installed_names(registry)
-    );
-    let presets = registry
-        .presets()
-        .into_iter()
-        .find(|(id, _)| *id == engine)
-        .map(|(_, presets)| presets)
-        .unwrap_or_default();
-    anyhow::ensure!(
-        presets.iter().any(|p| p.name == preset),
-        "engine {engine} has no preset {preset:?} (see `voiced admin voice presets`)"
-    );
-    Ok(())
-}
-
-fn installed_names(registry: &EngineRegistry) -> String {
-    let names: Vec<&str> = EngineId::ALL
-        .iter()
-        .filter(|e| registry.is_installed(**e))
-        .map(|e| e.as_str())
-        .collect();
-    if names.is_empty() {
-        "none".into()
-    } else {
-        names.join(", ")
-    }
-}
-
 /// The id of the account named by its id or email, or the operator's error.
 async fn resolve_account(pool: &PgPool, account: &str) -> anyhow::Result<String> {
     store::accounts::find_id(pool, account.trim())
@@ -308,17 +290,33 @@ async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> a
             let id = resolve_account(pool, &account).await?;
             inspect::key_list(pool, as_json, &id).await?;
         }
-        AdminCommand::Account(AccountCommand::Create { email, plan }) => {
+        AdminCommand::Account(AccountCommand::Create {
+            email,
+            plan,
+            password_stdin,
+        }) => {
             let email = email.trim();
             anyhow::ensure!(email.contains('@'), "--email must be an email address");
-            let id = new_id("acct");
-            store::accounts::insert(pool, &id, email, plan)
-                .await
-                .map_err(|e| unique_violation(e, "an account with that email already exists"))?;
+            let id = create_account(pool, email, plan, password_stdin).await?;
             emit(
                 as_json,
                 json!({ "id": id }),
                 format!("account {id} ({plan})"),
+            );
+        }
+        AdminCommand::Account(AccountCommand::SetPassword { account, .. }) => {
+            let account = resolve_account(pool, &account).await?;
+            let password = read_password_stdin()?;
+            anyhow::ensure!(
+                crate::service::accounts::set_password(pool, &account, password)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{}", e.detail))?,
+                "no account {account}"
+            );
+            emit(
+                as_json,
+                json!({ "id": account, "password_set": true }),
+                format!("account {account}: password set"),
             );
         }
         AdminCommand::Account(AccountCommand::SetPlan { account, plan }) => {
@@ -353,34 +351,18 @@ async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> a
             ceiling_minutes,
         }) => {
             let account = resolve_account(pool, &account).await?;
-            let ceiling = ceiling_minutes
-                .map(i32::try_from)
-                .transpose()
-                .map_err(|_| anyhow::anyhow!("--ceiling-minutes is too large"))?;
-            let secret = ApiKeySecret::generate();
-            let id = new_id("key");
-            let prefix = secret.prefix();
-            let scope_names: Vec<String> = scopes.0.iter().map(|s| s.as_str().to_owned()).collect();
-            store::keys::insert(
-                pool,
-                store::keys::NewKey {
-                    id: &id,
-                    account_id: &account,
-                    name: &name,
-                    prefix: &prefix,
-                    hash: &secret.hash(),
-                    scopes: &scope_names,
-                    ceiling_minutes: ceiling,
-                },
-            )
-            .await?;
+            let key =
+                crate::service::keys::create(pool, &account, &name, &scopes.0, ceiling_minutes)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
             emit(
                 as_json,
-                json!({ "id": id, "key": secret.expose(), "prefix": prefix }),
+                json!({ "id": key.id, "key": key.secret.expose(), "prefix": key.prefix }),
                 format!(
-                    "key {id} ({}) for account {account}\nsecret (shown only now): {}",
-                    scope_names.join(","),
-                    secret.expose()
+                    "key {} ({}) for account {account}\nsecret (shown only now): {}",
+                    key.id,
+                    key.scopes.join(","),
+                    key.secret.expose()
                 ),
             );
         }
@@ -418,40 +400,25 @@ async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> a
             temperature,
             personality,
         }) => {
-            let name = name.trim();
-            anyhow::ensure!(
-                !name.is_empty() && name.chars().count() <= 100,
-                "--name must be 1 to 100 characters"
-            );
-            anyhow::ensure!(
-                language.len() == 2 && language.chars().all(|c| c.is_ascii_lowercase()),
-                "--language must be an ISO 639-1 code such as en"
-            );
-            anyhow::ensure!(!preset.trim().is_empty(), "--preset must not be empty");
-            anyhow::ensure!(
-                temperature.is_none() || engine.accepts_temperature(),
-                "engine {engine} takes no temperature (only chatterbox and chatterbox_turbo do)"
-            );
             let account = resolve_account(pool, &account).await?;
-            check_preset(registry, engine, &preset)?;
-            let id = new_id("voice");
-            store::voices::insert_preset(
+            let id = crate::service::voices::create_preset(
                 pool,
-                store::voices::NewVoice {
-                    id: &id,
-                    account_id: &account,
-                    name,
+                registry,
+                &account,
+                crate::service::voices::NewPresetVoice {
+                    name: &name,
                     description: &description,
                     language: &language,
-                    engine: engine.as_str(),
+                    engine,
                     preset: &preset,
-                    pinned_seed: seed.map(Seed::as_i64),
-                    pinned_temperature: temperature.map(Temperature::get),
-                    personality_prompt: personality.as_deref(),
+                    seed,
+                    temperature,
+                    personality: personality.as_deref(),
                 },
             )
             .await
-            .map_err(|e| unique_violation(e, "this account already has a voice with that name"))?;
+            .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+            let name = name.trim();
             emit(
                 as_json,
                 json!({ "id": id }),
@@ -493,6 +460,42 @@ fn presets(config: &Config, as_json: bool) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Creates the account, with the password read from standard input when asked.
+async fn create_account(
+    pool: &PgPool,
+    email: &str,
+    plan: Plan,
+    password_stdin: bool,
+) -> anyhow::Result<String> {
+    let taken = "an account with that email already exists";
+    let id = new_id("acct");
+    if password_stdin {
+        let password = read_password_stdin()?;
+        crate::service::accounts::valid_password(&password)
+            .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+        let hash = crate::service::accounts::hash_password(password)
+            .await
+            .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+        store::accounts::insert_with_password(pool, &id, email, plan, &hash)
+            .await
+            .map_err(|e| unique_violation(e, taken))?;
+    } else {
+        store::accounts::insert(pool, &id, email, plan)
+            .await
+            .map_err(|e| unique_violation(e, taken))?;
+    }
+    Ok(id)
+}
+
+/// The first line of standard input, without its line ending.
+fn read_password_stdin() -> anyhow::Result<String> {
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    let password = line.trim_end_matches(['\n', '\r']).to_owned();
+    anyhow::ensure!(!password.is_empty(), "no password on standard input");
+    Ok(password)
 }
 
 /// A unique-constraint violation becomes the operator's message; anything else stays an error.

@@ -76,6 +76,7 @@ async fn resolve(pool: &PgPool, headers: &HeaderMap) -> Result<Principal, ApiErr
     if !hash.matches(&record.secret_sha256) || record.revoked {
         return Err(ApiError::invalid_api_key());
     }
+    touch_if_stale(pool, &record);
     Ok(Principal {
         key_id: record.key_id,
         account_id: record.account_id,
@@ -92,6 +93,22 @@ async fn resolve(pool: &PgPool, headers: &HeaderMap) -> Result<Principal, ApiErr
             .collect(),
         ceiling_minutes: record.ceiling_minutes,
     })
+}
+
+/// Keeps the key's "last used" (shown in the console) to the minute without a write per request:
+/// only a stale time is updated, off the request path.
+fn touch_if_stale(pool: &PgPool, record: &store::keys::KeyRecord) {
+    let stale = record
+        .last_used_at
+        .is_none_or(|at| chrono::Utc::now() - at >= chrono::TimeDelta::minutes(1));
+    if stale {
+        let (pool, key_id) = (pool.clone(), record.key_id.clone());
+        tokio::spawn(async move {
+            if let Err(err) = store::keys::touch(&pool, &key_id).await {
+                tracing::warn!(error = %err, "recording a key's last use failed");
+            }
+        });
+    }
 }
 
 /// Steps 3–5 for one group of routes.

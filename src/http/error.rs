@@ -55,6 +55,10 @@ pub async fn render_errors(
     let path = request.uri().path().to_owned();
     let mut response = next.run(request).await;
     let status = response.status();
+    // Console and error pages answer in HTML, failures included.
+    if is_html(&response) {
+        return response;
+    }
     let error = match response.extensions_mut().remove::<Arc<ApiError>>() {
         Some(error) => error,
         None if status.is_client_error() || status.is_server_error() => {
@@ -84,6 +88,14 @@ pub async fn render_errors(
     headers.remove(header::CONTENT_LENGTH);
     *response.body_mut() = Body::from(body);
     response
+}
+
+fn is_html(response: &Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"))
 }
 
 /// Test support (debug builds only): with `VOICED_ERROR_BODY_LOG` set, every error body is

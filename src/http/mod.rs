@@ -65,6 +65,8 @@ pub struct AppState {
     /// Set when the process is shutting down: the moment by which requests that wait on a
     /// generation must have answered.
     pub shutdown_deadline: tokio::sync::watch::Receiver<Option<tokio::time::Instant>>,
+    /// The developer console's settings (`/console`).
+    pub console: Arc<crate::console::ConsoleSettings>,
 }
 
 impl FromRef<AppState> for PgPool {
@@ -211,6 +213,10 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
                 }
             }),
         )
+        .merge(crate::console::router(
+            state.pool.clone(),
+            state.console.secure_cookies,
+        ))
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(
             ServiceBuilder::new()
@@ -304,7 +310,7 @@ pub async fn serve(
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(err) => {
@@ -316,7 +322,12 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let service = TowerToHyperService::new(app.clone());
+        // The client address, for handlers that key on it (the console's sign-in limiter).
+        let app = tower::Layer::layer(
+            &axum::Extension(axum::extract::ConnectInfo(peer)),
+            app.clone(),
+        );
+        let service = TowerToHyperService::new(app);
         let connection = builder
             .serve_connection_with_upgrades(TokioIo::new(stream), service)
             .into_owned();

@@ -3,11 +3,14 @@
 //! [`ServiceError`]; transports only translate. Admission (allowance, key ceiling, pending cap),
 //! metering and idempotency live here, once.
 
+pub mod accounts;
 pub mod error;
 pub mod idempotency;
+pub mod keys;
 pub mod principal;
 pub mod speech;
 pub mod transcription;
+pub mod voices;
 
 pub use error::{ErrorCode, ServiceError, SettingsPage};
 pub use principal::Principal;

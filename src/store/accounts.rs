@@ -118,3 +118,67 @@ pub async fn detail(
     .fetch_optional(pool)
     .await
 }
+
+/// Creates an account with a password (an Argon2id PHC string, see `service::accounts`). A
+/// duplicate email violates `accounts_email_key`.
+pub async fn insert_with_password(
+    pool: &PgPool,
+    id: &str,
+    email: &str,
+    plan: Plan,
+    password_hash: &str,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "INSERT INTO accounts (id, email, plan, features, password_hash)
+         VALUES ($1, $2, $3, $4, $5)",
+        id,
+        email,
+        plan.as_str(),
+        &feature_names(&plan.default_features()),
+        password_hash
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Replaces the account's password hash; `false` when there is no account.
+pub async fn set_password_hash(pool: &PgPool, id: &str, password_hash: &str) -> sqlx::Result<bool> {
+    let result = sqlx::query!(
+        "UPDATE accounts SET password_hash = $2, updated_at = now() WHERE id = $1",
+        id,
+        password_hash
+    )
+    .execute(pool)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// What signing in needs: the account and its password hash (NULL: no password set).
+pub struct Credentials {
+    pub id: String,
+    pub password_hash: Option<String>,
+}
+
+/// The sign-in record of the account with this email (case-insensitive).
+pub async fn credentials_by_email(pool: &PgPool, email: &str) -> sqlx::Result<Option<Credentials>> {
+    sqlx::query_as!(
+        Credentials,
+        "SELECT id, password_hash FROM accounts WHERE lower(email) = lower($1)
+         ORDER BY (email = $1) DESC LIMIT 1",
+        email
+    )
+    .fetch_optional(pool)
+    .await
+}
+
+/// The sign-in record of the account with this id.
+pub async fn credentials_by_id(pool: &PgPool, id: &str) -> sqlx::Result<Option<Credentials>> {
+    sqlx::query_as!(
+        Credentials,
+        "SELECT id, password_hash FROM accounts WHERE id = $1",
+        id
+    )
+    .fetch_optional(pool)
+    .await
+}

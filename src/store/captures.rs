@@ -75,3 +75,18 @@ pub async fn insert<'c>(
     .fetch_one(conn)
     .await
 }
+
+/// How many captures the account made since `since`.
+pub async fn count_since(
+    pool: &PgPool,
+    account_id: &str,
+    since: DateTime<Utc>,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!" FROM captures WHERE account_id = $1 AND created_at >= $2"#,
+        account_id,
+        since
+    )
+    .fetch_one(pool)
+    .await
+}

@@ -51,3 +51,49 @@ pub async fn for_download(pool: &PgPool, id: &str) -> sqlx::Result<Option<Downlo
     .fetch_optional(pool)
     .await
 }
+
+/// A generation as the console's history shows it.
+pub struct HistoryRow {
+    pub id: String,
+    pub excerpt: String,
+    pub voice_name: String,
+    pub status: String,
+    pub error: Option<String>,
+    pub duration_ms: Option<i64>,
+    pub has_audio: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One page of the account's generations, newest first, and the account's total.
+pub async fn history(
+    pool: &PgPool,
+    account_id: &str,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<(Vec<HistoryRow>, i64)> {
+    let mut tx = pool.begin().await?;
+    sqlx::query!("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .execute(&mut *tx)
+        .await?;
+    let rows = sqlx::query_as!(
+        HistoryRow,
+        r#"SELECT g.id, left(g.text, 160) AS "excerpt!", v.name AS voice_name, g.status, g.error,
+                  g.duration_ms, g.audio_key IS NOT NULL AS "has_audio!", g.created_at
+           FROM generations g JOIN voice_profiles v ON v.id = g.voice_id
+           WHERE g.account_id = $1
+           ORDER BY g.created_at DESC, g.id DESC LIMIT $2 OFFSET $3"#,
+        account_id,
+        limit,
+        offset
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let total = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!" FROM generations WHERE account_id = $1"#,
+        account_id
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok((rows, total))
+}

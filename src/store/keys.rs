@@ -11,6 +11,7 @@ pub struct KeyRecord {
     pub scopes: Vec<String>,
     pub ceiling_minutes: Option<i32>,
     pub revoked: bool,
+    pub last_used_at: Option<DateTime<Utc>>,
     pub plan: String,
     pub features: Vec<String>,
 }
@@ -19,7 +20,8 @@ pub async fn find_by_hash(pool: &PgPool, hash: &SecretHash) -> sqlx::Result<Opti
     sqlx::query_as!(
         KeyRecord,
         r#"SELECT k.id AS key_id, k.account_id, k.secret_sha256, k.scopes, k.ceiling_minutes,
-                  k.revoked_at IS NOT NULL AS "revoked!", a.plan, a.features
+                  k.revoked_at IS NOT NULL AS "revoked!", k.last_used_at,
+                  a.plan, a.features
            FROM api_keys k JOIN accounts a ON a.id = k.account_id
            WHERE k.secret_sha256 = $1"#,
         &hash.0[..]
@@ -87,6 +89,8 @@ pub struct KeySummary {
     pub ceiling_minutes: Option<i32>,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// Last authenticated request, to the minute (see [`touch`]).
+    pub last_used_at: Option<DateTime<Utc>>,
     /// Generated audio charged to the key in `month`.
     pub month_audio_ms: i64,
 }
@@ -100,6 +104,7 @@ pub async fn list(
     sqlx::query_as!(
         KeySummary,
         r#"SELECT k.id, k.name, k.prefix, k.scopes, k.ceiling_minutes, k.created_at, k.revoked_at,
+                  k.last_used_at,
                   (SELECT COALESCE(sum(u.audio_ms), 0) FROM usage_ledger u
                     WHERE u.api_key_id = k.id AND u.month = $2)::BIGINT AS "month_audio_ms!"
            FROM api_keys k WHERE k.account_id = $1
@@ -109,4 +114,49 @@ pub async fn list(
     )
     .fetch_all(pool)
     .await
+}
+
+/// Revokes one of the account's keys; `false` when the account has no such key (another
+/// account's key is never touched).
+pub async fn revoke_owned(pool: &PgPool, account_id: &str, key_id: &str) -> sqlx::Result<bool> {
+    let result = sqlx::query!(
+        "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now())
+         WHERE id = $1 AND account_id = $2",
+        key_id,
+        account_id
+    )
+    .execute(pool)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// Sets or removes one of the account's key ceilings; `false` when the account has no such key.
+pub async fn set_ceiling_owned(
+    pool: &PgPool,
+    account_id: &str,
+    key_id: &str,
+    minutes: Option<i32>,
+) -> sqlx::Result<bool> {
+    let result = sqlx::query!(
+        "UPDATE api_keys SET ceiling_minutes = $3 WHERE id = $1 AND account_id = $2",
+        key_id,
+        account_id,
+        minutes
+    )
+    .execute(pool)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// Records that the key was used now, at most once a minute: the condition makes the statement
+/// a no-op (no row written) while the stored time is recent.
+pub async fn touch(pool: &PgPool, key_id: &str) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE api_keys SET last_used_at = now()
+         WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')",
+        key_id
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
 }

@@ -62,6 +62,30 @@ pub async fn lock_for_admission(
     })
 }
 
+/// Generated audio charged to the account per day of `month` (days without any are absent).
+pub struct DayUsage {
+    pub day: NaiveDate,
+    pub audio_ms: i64,
+}
+
+pub async fn daily(
+    pool: &sqlx::PgPool,
+    account_id: &str,
+    month: NaiveDate,
+) -> sqlx::Result<Vec<DayUsage>> {
+    sqlx::query_as!(
+        DayUsage,
+        r#"SELECT (created_at AT TIME ZONE 'UTC')::DATE AS "day!",
+                  sum(audio_ms)::BIGINT AS "audio_ms!"
+           FROM usage_ledger WHERE account_id = $1 AND month = $2
+           GROUP BY 1 ORDER BY 1"#,
+        account_id,
+        month
+    )
+    .fetch_all(pool)
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;

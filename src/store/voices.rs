@@ -87,3 +87,45 @@ pub async fn insert_preset(pool: &PgPool, voice: NewVoice<'_>) -> sqlx::Result<(
     .await?;
     Ok(())
 }
+
+/// Sets the voice's pinned seed and temperature and its personality prompt (`None` clears
+/// each); `false` when the account has no such voice.
+pub async fn set_pins(
+    pool: &PgPool,
+    account_id: &str,
+    id: &str,
+    pinned_seed: Option<i64>,
+    pinned_temperature: Option<f32>,
+    personality_prompt: Option<&str>,
+) -> sqlx::Result<bool> {
+    let result = sqlx::query!(
+        "UPDATE voice_profiles SET pinned_seed = $3, pinned_temperature = $4,
+                personality_prompt = $5, updated_at = now()
+         WHERE id = $1 AND account_id = $2",
+        id,
+        account_id,
+        pinned_seed,
+        pinned_temperature,
+        personality_prompt
+    )
+    .execute(pool)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// The personality prompts of the account's voices that have one.
+pub struct Personality {
+    pub id: String,
+    pub prompt: String,
+}
+
+pub async fn personalities(pool: &PgPool, account_id: &str) -> sqlx::Result<Vec<Personality>> {
+    sqlx::query_as!(
+        Personality,
+        r#"SELECT id, personality_prompt AS "prompt!" FROM voice_profiles
+           WHERE account_id = $1 AND personality_prompt IS NOT NULL"#,
+        account_id
+    )
+    .fetch_all(pool)
+    .await
+}

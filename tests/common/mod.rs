@@ -254,7 +254,7 @@ pub fn assert_problem(body: &Value, status: u16, code: &str, path: &str) {
     assert_eq!(body["code"], code, "{body}");
     assert_eq!(
         body["type"],
-        format!("https://docs.voiced.dev/errors/{code}"),
+        format!("http://127.0.0.1:8080/errors/{code}"),
         "{body}"
     );
     assert_eq!(body["instance"], path, "{body}");

@@ -1,0 +1,143 @@
+//! `/console/history`: the account's generations (with a player on the signed link) and its
+//! captures, most recent first, paged.
+
+use askama::Template;
+use axum::extract::{Query, State};
+use axum::response::Response;
+use serde::Deserialize;
+
+use super::format_time;
+use super::page::{Chrome, PageError, ok};
+use super::session::SignedIn;
+use crate::http::AppState;
+use crate::store;
+
+pub const PAGE_SIZE: i64 = 20;
+
+pub struct GenerationView {
+    pub excerpt: String,
+    pub voice: String,
+    pub status: String,
+    pub error: String,
+    pub duration: String,
+    /// Relative signed link (works whatever host the console is reached on); empty without audio.
+    pub audio: String,
+    pub created: String,
+}
+
+pub struct CaptureView {
+    pub transcript: String,
+    pub language: String,
+    pub source: String,
+    pub duration: String,
+    pub created: String,
+}
+
+/// Links to the previous and next pages (empty when there is none).
+pub struct Pager {
+    pub label: String,
+    pub prev: String,
+    pub next: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/history.html")]
+struct HistoryPage {
+    chrome: Chrome,
+    generations: Vec<GenerationView>,
+    generation_pager: Pager,
+    captures: Vec<CaptureView>,
+    capture_pager: Pager,
+}
+
+#[derive(Deserialize)]
+pub struct Pages {
+    #[serde(default)]
+    page: u32,
+    #[serde(default)]
+    captures: u32,
+}
+
+fn pager(total: i64, current: u32, other: u32, generations: bool) -> Pager {
+    let pages = (total + PAGE_SIZE - 1) / PAGE_SIZE;
+    let link = |n: u32| {
+        if generations {
+            format!("/console/history?page={n}&captures={other}")
+        } else {
+            format!("/console/history?page={other}&captures={n}#captures")
+        }
+    };
+    Pager {
+        label: format!("page {} of {}", current + 1, pages.max(1)),
+        prev: if current > 0 {
+            link(current - 1)
+        } else {
+            String::new()
+        },
+        next: if i64::from(current) + 1 < pages {
+            link(current + 1)
+        } else {
+            String::new()
+        },
+    }
+}
+
+fn duration_of(ms: Option<i64>) -> String {
+    ms.map(|ms| format!("{:.1} s", ms as f64 / 1000.0))
+        .unwrap_or_default()
+}
+
+pub async fn history(
+    State(state): State<AppState>,
+    user: SignedIn,
+    Query(pages): Query<Pages>,
+) -> Result<Response, PageError> {
+    let (rows, total) = store::generations::history(
+        &state.pool,
+        &user.account_id,
+        PAGE_SIZE,
+        i64::from(pages.page) * PAGE_SIZE,
+    )
+    .await?;
+    let now = chrono::Utc::now().timestamp();
+    let generations = rows
+        .into_iter()
+        .map(|g| GenerationView {
+            audio: if g.status == "completed" && g.has_audio {
+                format!("/v1/audio/{}?sig={}", g.id, state.signer.sign(&g.id, now))
+            } else {
+                String::new()
+            },
+            excerpt: g.excerpt,
+            voice: g.voice_name,
+            status: g.status,
+            error: g.error.unwrap_or_default(),
+            duration: duration_of(g.duration_ms),
+            created: format_time(g.created_at),
+        })
+        .collect();
+    let (capture_rows, capture_total) = store::captures::page(
+        &state.pool,
+        &user.account_id,
+        PAGE_SIZE,
+        i64::from(pages.captures) * PAGE_SIZE,
+    )
+    .await?;
+    let captures = capture_rows
+        .into_iter()
+        .map(|c| CaptureView {
+            transcript: c.transcript_refined,
+            language: c.language,
+            source: c.source,
+            duration: duration_of(Some(c.duration_ms)),
+            created: format_time(c.created_at),
+        })
+        .collect();
+    Ok(ok(&HistoryPage {
+        chrome: Chrome::signed_in(&user, "history"),
+        generations,
+        generation_pager: pager(total, pages.page, pages.captures, true),
+        captures,
+        capture_pager: pager(capture_total, pages.captures, pages.page, false),
+    }))
+}

@@ -1,0 +1,259 @@
+//! `/console/keys`: create (the secret shown once), list, revoke, and set a key's ceiling.
+//! Creation is `service::keys::create`, the same as `voiced admin key create`.
+
+use askama::Template;
+use axum::Form;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Deserialize;
+
+use super::page::{Chrome, PageError, ok, render, see_other};
+use super::session::{SignedIn, check_csrf};
+use super::{format_minutes, format_time};
+use crate::domain::Scope;
+use crate::http::AppState;
+use crate::service::ServiceError;
+use crate::store;
+
+/// A key as the list shows it.
+pub struct KeyView {
+    pub id: String,
+    pub name: String,
+    pub prefix: String,
+    pub scopes: String,
+    /// Empty: no ceiling.
+    pub ceiling: String,
+    pub ceiling_input: String,
+    pub used: String,
+    /// Share of the ceiling used, 0–100, for the bar (0 without a ceiling).
+    pub percent: u32,
+    pub over: bool,
+    pub last_used: String,
+    pub created: String,
+    pub revoked: bool,
+}
+
+impl KeyView {
+    pub fn from_summary(key: store::keys::KeySummary) -> Self {
+        let used_min = key.month_audio_ms as f64 / 60_000.0;
+        let (percent, over) = match key.ceiling_minutes {
+            Some(0) => (100, true),
+            Some(c) => {
+                let share = used_min / f64::from(c) * 100.0;
+                (share.clamp(0.0, 100.0) as u32, share >= 100.0)
+            }
+            None => (0, false),
+        };
+        KeyView {
+            name: if key.name.is_empty() {
+                "(unnamed)".into()
+            } else {
+                key.name
+            },
+            prefix: format!("{}…", key.prefix),
+            scopes: key.scopes.join(", "),
+            ceiling: key
+                .ceiling_minutes
+                .map(|c| format!("{c} min"))
+                .unwrap_or_default(),
+            ceiling_input: key
+                .ceiling_minutes
+                .map(|c| c.to_string())
+                .unwrap_or_default(),
+            used: format_minutes(key.month_audio_ms),
+            percent,
+            over,
+            last_used: key
+                .last_used_at
+                .map(format_time)
+                .unwrap_or_else(|| "never".into()),
+            created: format_time(key.created_at),
+            revoked: key.revoked_at.is_some(),
+            id: key.id,
+        }
+    }
+}
+
+/// The secret of a key created by this very request.
+pub struct NewSecret {
+    pub name: String,
+    pub secret: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/keys.html")]
+struct KeysPage {
+    chrome: Chrome,
+    keys: Vec<KeyView>,
+    created: Option<NewSecret>,
+    error: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/revoke.html")]
+struct RevokePage {
+    chrome: Chrome,
+    key: KeyView,
+}
+
+async fn views(state: &AppState, account_id: &str) -> Result<Vec<KeyView>, PageError> {
+    let month = store::usage::month_of(chrono::Utc::now());
+    Ok(store::keys::list(&state.pool, account_id, month)
+        .await?
+        .into_iter()
+        .rev() // newest first
+        .map(KeyView::from_summary)
+        .collect())
+}
+
+pub async fn list(State(state): State<AppState>, user: SignedIn) -> Result<Response, PageError> {
+    Ok(ok(&KeysPage {
+        keys: views(&state, &user.account_id).await?,
+        chrome: Chrome::signed_in(&user, "keys"),
+        created: None,
+        error: String::new(),
+    }))
+}
+
+#[derive(Deserialize)]
+pub struct CreateForm {
+    #[serde(default)]
+    name: String,
+    scope_read: Option<String>,
+    scope_generate: Option<String>,
+    #[serde(default)]
+    ceiling_minutes: String,
+    #[serde(default)]
+    csrf_token: String,
+}
+
+/// Whole minutes from a form field; empty means none.
+fn ceiling_field(value: &str) -> Result<Option<u32>, ServiceError> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Ok(None);
+    }
+    value.parse::<u32>().map(Some).map_err(|_| {
+        ServiceError::invalid(
+            "ceiling_minutes",
+            "The ceiling is whole minutes (0 or more), or empty for none.",
+        )
+    })
+}
+
+/// Creates the key and shows its secret in this response only (never stored, never shown again).
+pub async fn create(
+    State(state): State<AppState>,
+    user: SignedIn,
+    Form(form): Form<CreateForm>,
+) -> Result<Response, PageError> {
+    check_csrf(&user.session, &form.csrf_token).await?;
+    let mut scopes = Vec::new();
+    if form.scope_read.is_some() {
+        scopes.push(Scope::VoiceRead);
+    }
+    if form.scope_generate.is_some() {
+        scopes.push(Scope::VoiceGenerate);
+    }
+    let created = match ceiling_field(&form.ceiling_minutes) {
+        Ok(ceiling) => {
+            crate::service::keys::create(
+                &state.pool,
+                &user.account_id,
+                &form.name,
+                &scopes,
+                ceiling,
+            )
+            .await
+        }
+        Err(err) => Err(err),
+    };
+    let (status, created, error) = match created {
+        Ok(key) => (
+            StatusCode::OK,
+            Some(NewSecret {
+                name: form.name.trim().to_owned(),
+                secret: key.secret.expose().to_owned(),
+            }),
+            String::new(),
+        ),
+        Err(err) if err.param.is_some() => (StatusCode::BAD_REQUEST, None, err.detail),
+        Err(err) => return Err(err.into()),
+    };
+    Ok(render(
+        status,
+        &KeysPage {
+            keys: views(&state, &user.account_id).await?,
+            chrome: Chrome::signed_in(&user, "keys"),
+            created,
+            error,
+        },
+    ))
+}
+
+async fn owned_key(state: &AppState, account_id: &str, key_id: &str) -> Result<KeyView, PageError> {
+    views(state, account_id)
+        .await?
+        .into_iter()
+        .find(|k| k.id == key_id)
+        .ok_or(PageError::NotFound)
+}
+
+/// The confirmation page (no JavaScript needed to confirm).
+pub async fn confirm_revoke(
+    State(state): State<AppState>,
+    user: SignedIn,
+    Path(key_id): Path<String>,
+) -> Result<Response, PageError> {
+    let key = owned_key(&state, &user.account_id, &key_id).await?;
+    Ok(ok(&RevokePage {
+        chrome: Chrome::signed_in(&user, "keys"),
+        key,
+    }))
+}
+
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    csrf_token: String,
+}
+
+pub async fn revoke(
+    State(state): State<AppState>,
+    user: SignedIn,
+    Path(key_id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, PageError> {
+    check_csrf(&user.session, &form.csrf_token).await?;
+    if !store::keys::revoke_owned(&state.pool, &user.account_id, &key_id).await? {
+        return Err(PageError::NotFound);
+    }
+    Ok(see_other("/console/keys"))
+}
+
+#[derive(Deserialize)]
+pub struct CeilingForm {
+    #[serde(default)]
+    ceiling_minutes: String,
+    #[serde(default)]
+    csrf_token: String,
+}
+
+/// Sets, changes or (empty field) removes the ceiling; takes effect on the key's next request.
+pub async fn set_ceiling(
+    State(state): State<AppState>,
+    user: SignedIn,
+    Path(key_id): Path<String>,
+    Form(form): Form<CeilingForm>,
+) -> Result<Response, PageError> {
+    check_csrf(&user.session, &form.csrf_token).await?;
+    let ceiling = ceiling_field(&form.ceiling_minutes)?
+        .map(i32::try_from)
+        .transpose()
+        .map_err(|_| ServiceError::invalid("ceiling_minutes", "The ceiling is too large."))?;
+    if !store::keys::set_ceiling_owned(&state.pool, &user.account_id, &key_id, ceiling).await? {
+        return Err(PageError::NotFound);
+    }
+    Ok(see_other("/console/keys"))
+}

@@ -1,0 +1,138 @@
+//! The developer console under `/console`, and the error pages under `/errors`: server-rendered
+//! HTML (askama templates in `templates/`), a small stylesheet and script served from here.
+//!
+//! A thin door like `http/`: pages call the same service and store functions as the API and
+//! never hold SQL. Sessions are `tower-sessions` cookies (HttpOnly, SameSite=Lax, Secure when
+//! the public base URL is https) with records in PostgreSQL; only the `/console` routes carry
+//! the session layer, so `/v1` never sees a cookie. See docs/console.md.
+
+mod account;
+pub mod error_pages;
+mod history;
+mod keys;
+pub mod limiter;
+mod page;
+mod session;
+mod usage;
+mod voices;
+
+use axum::Router;
+use axum::http::header;
+use axum::response::{IntoResponse, Redirect};
+use axum::routing::get;
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::cookie::time::Duration as CookieDuration;
+use tower_sessions::{Expiry, SessionManagerLayer};
+
+use crate::domain::Plan;
+use crate::http::AppState;
+use crate::store::sessions::PgSessionStore;
+use limiter::SignInLimiter;
+
+/// The console's settings (`signup`, `signup_plan`, `billing_contact`) and its sign-in limiter.
+pub struct ConsoleSettings {
+    pub signup: bool,
+    pub signup_plan: Plan,
+    pub billing_contact: String,
+    /// Mark the session cookie `Secure` (the public base URL is https).
+    pub secure_cookies: bool,
+    pub sign_in_limiter: SignInLimiter,
+}
+
+/// Name of the session cookie.
+pub const SESSION_COOKIE: &str = "voiced_session";
+/// A session ends after this long without a request.
+pub const SESSION_IDLE_DAYS: i64 = 7;
+
+/// The `/console` and `/errors` routes, merged into the application by `http::router`.
+pub fn router(pool: PgPool, secure_cookies: bool) -> Router<AppState> {
+    let sessions = SessionManagerLayer::new(PgSessionStore::new(pool))
+        .with_name(SESSION_COOKIE)
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_secure(secure_cookies)
+        .with_path("/console")
+        .with_expiry(Expiry::OnInactivity(CookieDuration::days(
+            SESSION_IDLE_DAYS,
+        )));
+    let pages = Router::new()
+        .route("/console", get(|| async { Redirect::to("/console/keys") }))
+        .route(
+            "/console/sign-in",
+            get(account::sign_in_page).post(account::sign_in),
+        )
+        .route(
+            "/console/sign-up",
+            get(account::sign_up_page).post(account::sign_up),
+        )
+        .route("/console/sign-out", axum::routing::post(account::sign_out))
+        .route("/console/account", get(account::account_page))
+        .route(
+            "/console/account/password",
+            axum::routing::post(account::change_password),
+        )
+        .route("/console/keys", get(keys::list).post(keys::create))
+        .route(
+            "/console/keys/{key_id}/revoke",
+            get(keys::confirm_revoke).post(keys::revoke),
+        )
+        .route(
+            "/console/keys/{key_id}/ceiling",
+            axum::routing::post(keys::set_ceiling),
+        )
+        .route("/console/usage", get(usage::usage))
+        .route("/console/billing", get(usage::billing))
+        .route("/console/voices", get(voices::list).post(voices::add))
+        .route(
+            "/console/voices/{voice_id}",
+            axum::routing::post(voices::update),
+        )
+        .route("/console/history", get(history::history))
+        .route(
+            "/console/{*rest}",
+            get(|| async { page::PageError::NotFound }),
+        )
+        .layer(sessions);
+    Router::new()
+        .merge(pages)
+        .route("/assets/console.css", get(stylesheet))
+        .route("/assets/console.js", get(script))
+        .route("/errors", get(error_pages::list))
+        .route("/errors/{code}", get(error_pages::page))
+}
+
+async fn stylesheet() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        include_str!("../../templates/assets/console.css"),
+    )
+}
+
+async fn script() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        include_str!("../../templates/assets/console.js"),
+    )
+}
+
+/// Milliseconds of audio for people: seconds under a minute ("4.2 s"), else minutes ("1.5 min").
+pub fn format_minutes(ms: i64) -> String {
+    if ms < 60_000 {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    } else {
+        format!("{:.1} min", ms as f64 / 60_000.0)
+    }
+}
+
+/// A timestamp as the pages show it (UTC, to the minute).
+pub fn format_time(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%d %H:%M UTC").to_string()
+}

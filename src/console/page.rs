@@ -1,0 +1,163 @@
+//! Rendering: askama templates into HTML responses, and the console's own error pages.
+//!
+//! Console responses are HTML even when they fail; `http::error::render_errors` leaves a
+//! response that is already `text/html` as it is.
+
+use askama::Template;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+
+use crate::service::ServiceError;
+
+/// What the header of every console page shows.
+pub struct Chrome {
+    /// Empty on the sign-in and sign-up pages.
+    pub email: String,
+    pub plan: String,
+    /// Which tab is current (`keys`, `usage`, …).
+    pub active: &'static str,
+    pub csrf: String,
+}
+
+impl Chrome {
+    pub fn signed_in(user: &super::session::SignedIn, active: &'static str) -> Self {
+        Self {
+            email: user.email.clone(),
+            plan: user.plan.clone(),
+            active,
+            csrf: user.csrf.clone(),
+        }
+    }
+
+    pub fn anonymous(csrf: String) -> Self {
+        Self {
+            email: String::new(),
+            plan: String::new(),
+            active: "",
+            csrf,
+        }
+    }
+}
+
+/// Renders `template` with `status`.
+pub fn render(status: StatusCode, template: &impl Template) -> Response {
+    match template.render() {
+        Ok(html) => (status, Html(html)).into_response(),
+        Err(err) => PageError::internal(err).into_response(),
+    }
+}
+
+pub fn ok(template: &impl Template) -> Response {
+    render(StatusCode::OK, template)
+}
+
+/// After a form that changed something: back to `to` with a GET (303).
+pub fn see_other(to: &str) -> Response {
+    Redirect::to(to).into_response()
+}
+
+#[derive(Template)]
+#[template(path = "console/message.html")]
+struct MessagePage<'a> {
+    chrome: Chrome,
+    title: &'a str,
+    message: &'a str,
+    link: &'a str,
+    link_text: &'a str,
+}
+
+/// Why a console request failed, rendered as a page.
+#[derive(Debug)]
+pub enum PageError {
+    /// Not signed in: go to the sign-in page.
+    SignIn,
+    /// The form's CSRF token is missing or wrong.
+    Csrf,
+    NotFound,
+    /// Too many sign-in attempts; retry after this many seconds.
+    TooManyAttempts(u64),
+    /// The service refused or failed (its detail is safe to show).
+    Service(ServiceError),
+}
+
+impl PageError {
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        PageError::Service(ServiceError::internal(cause))
+    }
+}
+
+impl From<ServiceError> for PageError {
+    fn from(err: ServiceError) -> Self {
+        PageError::Service(err)
+    }
+}
+
+impl From<sqlx::Error> for PageError {
+    fn from(err: sqlx::Error) -> Self {
+        PageError::Service(err.into())
+    }
+}
+
+/// "in 2 minutes (at 14:05 UTC)".
+fn when(secs: u64) -> String {
+    let at = chrono::Utc::now() + chrono::TimeDelta::seconds(i64::try_from(secs).unwrap_or(0));
+    let minutes = secs.div_ceil(60);
+    let unit = if minutes == 1 { "minute" } else { "minutes" };
+    format!("in {minutes} {unit} (at {} UTC)", at.format("%H:%M"))
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let (status, title, message, link, link_text) = match &self {
+            PageError::SignIn => return see_other("/console/sign-in"),
+            PageError::Csrf => (
+                StatusCode::FORBIDDEN,
+                "Form expired",
+                "This form was not sent from this console session (its security token is \
+                 missing or stale). Go back, reload the page and try again."
+                    .to_owned(),
+                "/console/keys",
+                "Back to the console",
+            ),
+            PageError::NotFound => (
+                StatusCode::NOT_FOUND,
+                "Not found",
+                "There is no such page, or it is not this account's.".to_owned(),
+                "/console/keys",
+                "Back to the console",
+            ),
+            PageError::TooManyAttempts(secs) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many sign-in attempts",
+                format!(
+                    "There were more than 10 sign-in attempts for this email or from this \
+                     address in 15 minutes. Try again {}.",
+                    when(*secs)
+                ),
+                "/console/sign-in",
+                "Sign-in page",
+            ),
+            PageError::Service(err) => (
+                err.code.status(),
+                err.code.title(),
+                err.detail.clone(),
+                "/console/keys",
+                "Back to the console",
+            ),
+        };
+        let page = MessagePage {
+            chrome: Chrome::anonymous(String::new()),
+            title,
+            message: &message,
+            link,
+            link_text,
+        };
+        let mut response = render(status, &page);
+        if let PageError::TooManyAttempts(secs) = self {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+        }
+        response
+    }
+}

@@ -1,0 +1,109 @@
+//! Who is signed in, and the CSRF token every state-changing form carries.
+//!
+//! The session (a `tower-sessions` cookie, records in PostgreSQL) holds the account id once
+//! signed in and a random CSRF token from the first page on. Every POST handler checks the
+//! form's `csrf_token` against the session's in constant time before doing anything.
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rand::RngCore;
+use subtle::ConstantTimeEq;
+use tower_sessions::Session;
+
+use super::page::PageError;
+use crate::http::AppState;
+use crate::store;
+
+const ACCOUNT_KEY: &str = "account_id";
+const CSRF_KEY: &str = "csrf_token";
+
+/// The session's CSRF token, created on first use. The one helper forms get their token from.
+pub async fn csrf_token(session: &Session) -> Result<String, PageError> {
+    if let Some(token) = session
+        .get::<String>(CSRF_KEY)
+        .await
+        .map_err(PageError::internal)?
+    {
+        return Ok(token);
+    }
+    let mut bytes = [0u8; 32];
+    rand::rng().fill_bytes(&mut bytes);
+    let token = URL_SAFE_NO_PAD.encode(bytes);
+    session
+        .insert(CSRF_KEY, &token)
+        .await
+        .map_err(PageError::internal)?;
+    Ok(token)
+}
+
+/// Refuses (403 page) a form whose `csrf_token` is missing or is not this session's.
+pub async fn check_csrf(session: &Session, presented: &str) -> Result<(), PageError> {
+    let expected = session
+        .get::<String>(CSRF_KEY)
+        .await
+        .map_err(PageError::internal)?;
+    match expected {
+        Some(expected)
+            if !presented.is_empty()
+                && bool::from(expected.as_bytes().ct_eq(presented.as_bytes())) =>
+        {
+            Ok(())
+        }
+        _ => Err(PageError::Csrf),
+    }
+}
+
+/// Signs the session in as `account_id` under a new session id (no session fixation).
+pub async fn sign_in(session: &Session, account_id: &str) -> Result<(), PageError> {
+    session.cycle_id().await.map_err(PageError::internal)?;
+    session
+        .insert(ACCOUNT_KEY, account_id)
+        .await
+        .map_err(PageError::internal)
+}
+
+/// Ends the session: its record is deleted and the cookie cleared.
+pub async fn sign_out(session: &Session) -> Result<(), PageError> {
+    session.flush().await.map_err(PageError::internal)
+}
+
+/// A signed-in account, with what every page header shows. Pages that take it send visitors
+/// who are not signed in to the sign-in page.
+pub struct SignedIn {
+    pub session: Session,
+    pub account_id: String,
+    pub email: String,
+    pub plan: String,
+    pub csrf: String,
+}
+
+impl FromRequestParts<AppState> for SignedIn {
+    type Rejection = PageError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, PageError> {
+        let session = Session::from_request_parts(parts, state)
+            .await
+            .map_err(|(_, msg)| PageError::internal(msg))?;
+        let account_id = session
+            .get::<String>(ACCOUNT_KEY)
+            .await
+            .map_err(PageError::internal)?
+            .ok_or(PageError::SignIn)?;
+        let month = store::usage::month_of(chrono::Utc::now());
+        let Some(account) = store::accounts::detail(&state.pool, &account_id, month).await? else {
+            // The account is gone: the session means nothing any more.
+            let _ = session.flush().await;
+            return Err(PageError::SignIn);
+        };
+        let csrf = csrf_token(&session).await?;
+        Ok(SignedIn {
+            session,
+            account_id,
+            email: account.email,
+            plan: account.plan,
+            csrf,
+        })
+    }
+}

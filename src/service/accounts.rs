@@ -1,0 +1,209 @@
+//! Accounts that sign in to the console: sign-up, sign-in and passwords.
+//!
+//! Passwords are hashed with Argon2id, parameters m = 19 456 KiB, t = 2, p = 1 (the `argon2`
+//! crate's defaults, OWASP's first recommendation), as PHC strings that carry their parameters,
+//! so a later change of parameters still verifies old hashes. Hashing and verifying run on the
+//! blocking pool (`spawn_blocking`), never on a runtime worker. Signing in with an unknown email
+//! verifies the password against a dummy hash, so it costs the same time as a wrong password.
+
+use std::sync::LazyLock;
+
+use argon2::Argon2;
+use argon2::password_hash::rand_core::OsRng;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use sqlx::PgPool;
+
+use super::error::ServiceError;
+use crate::domain::{Plan, new_id};
+use crate::store;
+
+/// Shortest and longest password accepted (the upper bound keeps hashing bounded).
+pub const MIN_PASSWORD_CHARS: usize = 10;
+pub const MAX_PASSWORD_CHARS: usize = 1024;
+
+/// Verified against when the email is unknown or has no password, so that every failed sign-in
+/// does the same work.
+static DUMMY_HASH: LazyLock<String> =
+    LazyLock::new(|| hash_blocking("not a password of anyone").expect("hashing works"));
+
+fn hash_blocking(password: &str) -> Result<String, argon2::password_hash::Error> {
+    let salt = SaltString::generate(&mut OsRng);
+    Ok(Argon2::default()
+        .hash_password(password.as_bytes(), &salt)?
+        .to_string())
+}
+
+fn verify_blocking(password: &str, phc: &str) -> bool {
+    PasswordHash::new(phc).is_ok_and(|parsed| {
+        Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok()
+    })
+}
+
+/// Hashes `password` (Argon2id) on the blocking pool.
+pub async fn hash_password(password: String) -> Result<String, ServiceError> {
+    tokio::task::spawn_blocking(move || hash_blocking(&password))
+        .await
+        .map_err(ServiceError::internal)?
+        .map_err(ServiceError::internal)
+}
+
+/// Computes the dummy hash now (start-up) rather than on the first failed sign-in.
+pub async fn warm_up() {
+    let _ = tokio::task::spawn_blocking(|| DUMMY_HASH.len()).await;
+}
+
+/// A trimmed email with an `@` and no spaces, at most 254 characters.
+pub fn valid_email(email: &str) -> Result<String, ServiceError> {
+    let email = email.trim();
+    let ok = email.len() <= 254
+        && !email.contains(char::is_whitespace)
+        && email
+            .split_once('@')
+            .is_some_and(|(local, domain)| !local.is_empty() && domain.contains('.'));
+    if ok {
+        Ok(email.to_owned())
+    } else {
+        Err(ServiceError::invalid(
+            "email",
+            "Enter an email address such as ada@example.com.",
+        ))
+    }
+}
+
+pub fn valid_password(password: &str) -> Result<(), ServiceError> {
+    let chars = password.chars().count();
+    if (MIN_PASSWORD_CHARS..=MAX_PASSWORD_CHARS).contains(&chars) {
+        Ok(())
+    } else {
+        Err(ServiceError::invalid(
+            "password",
+            format!(
+                "Choose a password of {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters."
+            ),
+        ))
+    }
+}
+
+/// Creates an account with a password on `plan`; returns its id. A taken email → 409-like
+/// `invalid_request` naming `email`.
+pub async fn sign_up(
+    pool: &PgPool,
+    email: &str,
+    password: String,
+    plan: Plan,
+) -> Result<String, ServiceError> {
+    let email = valid_email(email)?;
+    valid_password(&password)?;
+    if store::accounts::credentials_by_email(pool, &email)
+        .await?
+        .is_some()
+    {
+        return Err(email_taken());
+    }
+    let hash = hash_password(password).await?;
+    let id = new_id("acct");
+    store::accounts::insert_with_password(pool, &id, &email, plan, &hash)
+        .await
+        .map_err(|err| match &err {
+            sqlx::Error::Database(db) if db.is_unique_violation() => email_taken(),
+            _ => err.into(),
+        })?;
+    Ok(id)
+}
+
+fn email_taken() -> ServiceError {
+    ServiceError::invalid(
+        "email",
+        "An account with this email exists; sign in instead.",
+    )
+}
+
+/// The account id when `password` is the password of the account with `email`; `None` for a
+/// wrong password, an unknown email, or an account without a password, after the same work.
+pub async fn sign_in(
+    pool: &PgPool,
+    email: &str,
+    password: String,
+) -> Result<Option<String>, ServiceError> {
+    let found = store::accounts::credentials_by_email(pool, email.trim()).await?;
+    let (id, phc) = match found {
+        Some(store::accounts::Credentials {
+            id,
+            password_hash: Some(phc),
+        }) => (Some(id), phc),
+        _ => (None, DUMMY_HASH.clone()),
+    };
+    let matches = tokio::task::spawn_blocking(move || verify_blocking(&password, &phc))
+        .await
+        .map_err(ServiceError::internal)?;
+    Ok(id.filter(|_| matches))
+}
+
+/// Checks the current password, then sets a new one. `Ok(false)` when `current` is wrong.
+pub async fn change_password(
+    pool: &PgPool,
+    account_id: &str,
+    current: String,
+    new: String,
+) -> Result<bool, ServiceError> {
+    valid_password(&new)?;
+    let phc = store::accounts::credentials_by_id(pool, account_id)
+        .await?
+        .and_then(|c| c.password_hash)
+        .unwrap_or_else(|| DUMMY_HASH.clone());
+    let matches = tokio::task::spawn_blocking(move || verify_blocking(&current, &phc))
+        .await
+        .map_err(ServiceError::internal)?;
+    if !matches {
+        return Ok(false);
+    }
+    set_password(pool, account_id, new).await?;
+    Ok(true)
+}
+
+/// Sets the password without asking for the old one (operators: `voiced admin account
+/// set-password`). `Ok(false)` when there is no such account.
+pub async fn set_password(
+    pool: &PgPool,
+    account_id: &str,
+    password: String,
+) -> Result<bool, ServiceError> {
+    valid_password(&password)?;
+    let hash = hash_password(password).await?;
+    Ok(store::accounts::set_password_hash(pool, account_id, &hash).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_are_argon2id_salted_and_verify() {
+        let a = hash_blocking("correct horse battery").unwrap();
+        let b = hash_blocking("correct horse battery").unwrap();
+        assert!(a.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{a}");
+        assert_ne!(a, b, "each hash has its own salt");
+        assert!(verify_blocking("correct horse battery", &a));
+        assert!(!verify_blocking("correct horse battery!", &a));
+        assert!(!verify_blocking("anything", "not a phc string"));
+    }
+
+    #[test]
+    fn emails_and_passwords_are_checked() {
+        assert_eq!(valid_email(" ada@example.com ").unwrap(), "ada@example.com");
+        for bad in [
+            "",
+            "ada",
+            "@example.com",
+            "ada@localhost",
+            "a da@example.com",
+        ] {
+            assert!(valid_email(bad).is_err(), "{bad}");
+        }
+        assert!(valid_password("short").is_err());
+        assert!(valid_password("long enough now").is_ok());
+        assert!(valid_password(&"x".repeat(MAX_PASSWORD_CHARS + 1)).is_err());
+    }
+}

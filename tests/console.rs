@@ -1,0 +1,725 @@
+//! The developer console over real HTTP and PostgreSQL: accounts and sessions, CSRF, the
+//! sign-in limiter, keys made and managed in pages and used on /v1, and the error pages.
+
+mod common;
+
+use common::{TestApp, json};
+use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
+use reqwest::{Client, StatusCode, redirect};
+use voiced::domain::Plan;
+use voiced::service::ErrorCode;
+
+const PASSWORD: &str = "a long enough passphrase";
+
+/// A browser without JavaScript: one session cookie, no redirects followed.
+struct Browser {
+    client: Client,
+    base: String,
+    cookie: Option<String>,
+}
+
+struct Page {
+    status: StatusCode,
+    location: Option<String>,
+    content_type: String,
+    retry_after: Option<String>,
+    set_cookie: Vec<String>,
+    body: String,
+}
+
+impl Browser {
+    fn new(app: &TestApp) -> Self {
+        Self {
+            client: Client::builder()
+                .redirect(redirect::Policy::none())
+                .build()
+                .unwrap(),
+            base: app.base.clone(),
+            cookie: None,
+        }
+    }
+
+    async fn send(&mut self, request: reqwest::RequestBuilder) -> Page {
+        let request = match &self.cookie {
+            Some(cookie) => request.header(COOKIE, cookie),
+            None => request,
+        };
+        let response = request.send().await.unwrap();
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .map(|v: &reqwest::header::HeaderValue| v.to_str().unwrap().to_owned())
+        };
+        let set_cookie: Vec<String> = response
+            .headers()
+            .get_all(SET_COOKIE)
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect();
+        if let Some(first) = set_cookie.first() {
+            let pair = first.split(';').next().unwrap().to_owned();
+            // A removal (sign-out) sets an empty value.
+            self.cookie = (!pair.ends_with('=')).then_some(pair);
+        }
+        Page {
+            status: response.status(),
+            location: header(LOCATION),
+            content_type: header(reqwest::header::CONTENT_TYPE).unwrap_or_default(),
+            retry_after: header(reqwest::header::RETRY_AFTER),
+            set_cookie,
+            body: response.text().await.unwrap(),
+        }
+    }
+
+    async fn get(&mut self, path: &str) -> Page {
+        let request = self.client.get(format!("{}{path}", self.base));
+        self.send(request).await
+    }
+
+    async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {
+        let request = self.client.post(format!("{}{path}", self.base)).form(form);
+        self.send(request).await
+    }
+
+    /// GETs `path` and posts `form` plus the page's CSRF token to `action`.
+    async fn submit(&mut self, path: &str, action: &str, form: &[(&str, &str)]) -> Page {
+        let page = self.get(path).await;
+        assert_eq!(page.status, 200, "{path}: {}", page.body);
+        let token = csrf_of(&page.body);
+        let mut fields = form.to_vec();
+        fields.push(("csrf_token", &token));
+        self.post(action, &fields).await
+    }
+
+    async fn sign_up(&mut self, email: &str) -> Page {
+        self.submit(
+            "/console/sign-up",
+            "/console/sign-up",
+            &[("email", email), ("password", PASSWORD)],
+        )
+        .await
+    }
+
+    async fn sign_in(&mut self, email: &str, password: &str) -> Page {
+        self.submit(
+            "/console/sign-in",
+            "/console/sign-in",
+            &[("email", email), ("password", password)],
+        )
+        .await
+    }
+}
+
+fn csrf_of(html: &str) -> String {
+    let marker = "name=\"csrf_token\" value=\"";
+    let start = html.find(marker).expect("a form with a csrf_token") + marker.len();
+    html[start..][..html[start..].find('"').unwrap()].to_owned()
+}
+
+fn secret_of(html: &str) -> String {
+    let start = html.find("vk_").expect("the new key's secret");
+    html[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .collect()
+}
+
+async fn account_of(app: &TestApp, email: &str) -> String {
+    voiced::store::accounts::find_id(&app.pool, email)
+        .await
+        .unwrap()
+        .expect("account exists")
+}
+
+#[tokio::test]
+async fn sign_up_makes_a_key_that_works_until_revoked() {
+    let app = TestApp::start().await;
+    let mut browser = Browser::new(&app);
+
+    // Not signed in: the console sends you to sign in.
+    let page = browser.get("/console/keys").await;
+    assert_eq!(page.status, 303);
+    assert_eq!(page.location.as_deref(), Some("/console/sign-in"));
+
+    let page = browser.sign_up("ada@example.com").await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    assert_eq!(page.location.as_deref(), Some("/console/keys"));
+    let cookie = page
+        .set_cookie
+        .last()
+        .expect("a session cookie")
+        .to_lowercase();
+    for attribute in ["httponly", "samesite=lax", "path=/console"] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    assert!(!cookie.contains("secure"), "http base URL: {cookie}");
+
+    let page = browser.get("/console/keys").await;
+    assert_eq!(page.status, 200);
+    assert!(page.content_type.starts_with("text/html"));
+    assert!(page.body.contains("ada@example.com"));
+
+    // New accounts start on signup_plan (none).
+    let account = account_of(&app, "ada@example.com").await;
+    let page = browser
+        .submit(
+            "/console/keys",
+            "/console/keys",
+            &[
+                ("name", "laptop"),
+                ("scope_read", "on"),
+                ("ceiling_minutes", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("shown only this once"));
+    let secret = secret_of(&page.body);
+    assert_eq!(secret.len(), 46, "{secret}");
+    // The list shows the prefix, never the secret, once the page is left.
+    let list = browser.get("/console/keys").await;
+    assert!(!list.body.contains(&secret));
+    assert!(list.body.contains(&secret[..12]));
+    assert!(list.body.contains("1 min"));
+
+    let voices = |secret: String| {
+        let request = app.get("/v1/voices").header("x-api-key", secret);
+        async move { json(request.send().await.unwrap()).await }
+    };
+    let (status, body) = voices(secret.clone()).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("pro_plan_required"))
+    );
+    assert!(
+        voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
+            .await
+            .unwrap()
+    );
+    assert_eq!(voices(secret.clone()).await.0, 200);
+
+    // Only voice:read was ticked.
+    let (status, body) = json(
+        app.post("/v1/speech")
+            .header("x-api-key", &secret)
+            .json(&serde_json::json!({"text": "hi", "voice_name": "x"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("insufficient_scope"))
+    );
+
+    // Ceiling: change, then remove.
+    let month = voiced::store::usage::month_of(chrono::Utc::now());
+    let key_id = voiced::store::keys::list(&app.pool, &account, month)
+        .await
+        .unwrap()[0]
+        .id
+        .clone();
+    let ceiling_path = format!("/console/keys/{key_id}/ceiling");
+    for (value, expected) in [("5", Some(5)), ("", None)] {
+        let page = browser
+            .submit(
+                "/console/keys",
+                &ceiling_path,
+                &[("ceiling_minutes", value)],
+            )
+            .await;
+        assert_eq!(page.status, 303, "{}", page.body);
+        let keys = voiced::store::keys::list(&app.pool, &account, month)
+            .await
+            .unwrap();
+        assert_eq!(keys[0].ceiling_minutes, expected);
+    }
+
+    // Revoke: a confirmation page, then the key is refused on its next request.
+    let revoke_path = format!("/console/keys/{key_id}/revoke");
+    let confirm = browser.get(&revoke_path).await;
+    assert!(confirm.body.contains("cannot be undone"));
+    let page = browser.submit(&revoke_path, &revoke_path, &[]).await;
+    assert_eq!(page.status, 303);
+    assert_eq!(voices(secret.clone()).await.0, 401);
+    assert!(browser.get("/console/keys").await.body.contains("revoked"));
+
+    // last_used_at was recorded by the successful request (off the request path).
+    common::poll_until(std::time::Duration::from_secs(10), "last used", || async {
+        let keys = voiced::store::keys::list(&app.pool, &account, month)
+            .await
+            .unwrap();
+        keys[0].last_used_at.map(|_| ())
+    })
+    .await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn forms_without_this_sessions_csrf_token_are_refused() {
+    let app = TestApp::start().await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_up("bob@example.com").await.status, 303);
+    let account = account_of(&app, "bob@example.com").await;
+    for form in [
+        vec![("name", "x"), ("scope_read", "on")],
+        vec![
+            ("name", "x"),
+            ("scope_read", "on"),
+            ("csrf_token", "forged"),
+        ],
+    ] {
+        let page = browser.post("/console/keys", &form).await;
+        assert_eq!(page.status, 403, "{}", page.body);
+        assert!(page.content_type.starts_with("text/html"));
+        assert!(page.body.contains("Form expired"));
+    }
+    // Another session's token does not work either.
+    let mut other = Browser::new(&app);
+    let token = csrf_of(&other.get("/console/sign-in").await.body);
+    let page = browser
+        .post(
+            "/console/keys",
+            &[("scope_read", "on"), ("csrf_token", &token)],
+        )
+        .await;
+    assert_eq!(page.status, 403);
+    let month = voiced::store::usage::month_of(chrono::Utc::now());
+    assert!(
+        voiced::store::keys::list(&app.pool, &account, month)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Sign-in itself needs the token.
+    let page = other
+        .post(
+            "/console/sign-in",
+            &[("email", "bob@example.com"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(page.status, 403);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn sign_in_answers_alike_and_is_limited() {
+    let app = TestApp::start().await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_up("carol@example.com").await.status, 303);
+
+    let mut stranger = Browser::new(&app);
+    let wrong_password = stranger
+        .sign_in("carol@example.com", "not the password")
+        .await;
+    let unknown_email = stranger
+        .sign_in("nobody@example.com", "not the password")
+        .await;
+    assert_eq!(wrong_password.status, 401);
+    assert_eq!(unknown_email.status, 401);
+    let strip = |page: &Page, email: &str| {
+        let body = page.body.replace(email, "EMAIL");
+        let token = csrf_of(&body);
+        body.replace(&token, "TOKEN")
+    };
+    assert_eq!(
+        strip(&wrong_password, "carol@example.com"),
+        strip(&unknown_email, "nobody@example.com")
+    );
+
+    // The right password signs in (attempt 3 of 10 from this address).
+    let mut carol = Browser::new(&app);
+    let page = carol.sign_in("carol@example.com", PASSWORD).await;
+    assert_eq!(page.status, 303);
+    assert_eq!(carol.get("/console/usage").await.status, 200);
+
+    // Seven more attempts from this address are answered; the eleventh is not.
+    for _ in 0..7 {
+        assert_eq!(
+            stranger
+                .sign_in("dave@example.com", "guess guess guess")
+                .await
+                .status,
+            401
+        );
+    }
+    let page = stranger
+        .sign_in("erin@example.com", "guess guess guess")
+        .await;
+    assert_eq!(page.status, 429, "{}", page.body);
+    assert!(page.content_type.starts_with("text/html"));
+    assert!(page.body.contains("Try again in"), "{}", page.body);
+    let retry: u64 = page.retry_after.expect("Retry-After").parse().unwrap();
+    assert!((1..=900).contains(&retry), "{retry}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn v1_ignores_the_console_session() {
+    let app = TestApp::start().await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_up("frank@example.com").await.status, 303);
+    let account = account_of(&app, "frank@example.com").await;
+    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
+        .await
+        .unwrap();
+    let cookie = browser.cookie.clone().expect("signed in");
+    let response = app
+        .get("/v1/voices")
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    assert!(response.headers().get(SET_COOKIE).is_none());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn password_change_sign_out_and_closed_sign_up() {
+    let app = TestApp::start_with(0, &[("VOICED_SIGNUP", "false")]).await;
+    let mut browser = Browser::new(&app);
+    let page = browser.get("/console/sign-up").await;
+    assert_eq!(page.status, 404);
+    assert!(page.body.contains("Sign-up is closed"));
+
+    // An operator-made account with a password signs in.
+    let hash = voiced::service::accounts::hash_password(PASSWORD.into())
+        .await
+        .unwrap();
+    voiced::store::accounts::insert_with_password(
+        &app.pool,
+        "acct_gina",
+        "gina@example.com",
+        Plan::Trial,
+        &hash,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        browser.sign_in("gina@example.com", PASSWORD).await.status,
+        303
+    );
+    let page = browser
+        .submit(
+            "/console/account",
+            "/console/account/password",
+            &[
+                ("current_password", "wrong wrong wrong"),
+                ("new_password", "another passphrase"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 400);
+    let page = browser
+        .submit(
+            "/console/account",
+            "/console/account/password",
+            &[
+                ("current_password", PASSWORD),
+                ("new_password", "another passphrase"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Password changed"));
+
+    let page = browser
+        .submit("/console/keys", "/console/sign-out", &[])
+        .await;
+    assert_eq!(page.status, 303);
+    assert_eq!(browser.get("/console/keys").await.status, 303);
+    let mut fresh = Browser::new(&app);
+    assert_eq!(
+        fresh.sign_in("gina@example.com", PASSWORD).await.status,
+        401
+    );
+    assert_eq!(
+        fresh
+            .sign_in("gina@example.com", "another passphrase")
+            .await
+            .status,
+        303
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn keys_of_other_accounts_are_out_of_reach() {
+    let app = TestApp::start().await;
+    let (owner, secret) = app.pro_user().await;
+    let month = voiced::store::usage::month_of(chrono::Utc::now());
+    let key_id = voiced::store::keys::list(&app.pool, &owner, month)
+        .await
+        .unwrap()[0]
+        .id
+        .clone();
+    let mut intruder = Browser::new(&app);
+    assert_eq!(intruder.sign_up("mallory@example.com").await.status, 303);
+    let path = format!("/console/keys/{key_id}/revoke");
+    assert_eq!(intruder.get(&path).await.status, 404);
+    let page = intruder.submit("/console/keys", &path, &[]).await;
+    assert_eq!(page.status, 404);
+    let ceiling = format!("/console/keys/{key_id}/ceiling");
+    let page = intruder
+        .submit("/console/keys", &ceiling, &[("ceiling_minutes", "0")])
+        .await;
+    assert_eq!(page.status, 404);
+    let response = app
+        .get("/v1/voices")
+        .header("x-api-key", &secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let keys = voiced::store::keys::list(&app.pool, &owner, month)
+        .await
+        .unwrap();
+    assert_eq!(keys[0].ceiling_minutes, None);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn every_error_code_has_a_page_and_problem_types_resolve() {
+    let app = TestApp::start().await;
+    let mut browser = Browser::new(&app);
+    for code in ErrorCode::ALL {
+        let page = browser.get(&format!("/errors/{}", code.as_str())).await;
+        assert_eq!(page.status, 200, "{}", code.as_str());
+        assert!(page.content_type.starts_with("text/html"));
+        assert!(page.body.contains(code.as_str()));
+        assert!(page.body.contains(&code.status().as_u16().to_string()));
+        assert!(page.body.contains("What to do"));
+    }
+    let page = browser.get("/errors/no_such_code").await;
+    assert_eq!(page.status, 404);
+    assert!(page.content_type.starts_with("text/html"));
+    assert!(page.body.contains("There is no error code"));
+
+    // The `type` of a real problem document is such a page on this server (default errors_url
+    // is {public_base_url}/errors; the test server's base differs only in its port).
+    let (_, body) = json(app.get("/v1/voices").send().await.unwrap()).await;
+    let type_url = body["type"].as_str().unwrap();
+    let path = type_url
+        .strip_prefix("http://127.0.0.1:8080")
+        .expect("a link to this server");
+    let page = browser.get(path).await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("invalid_api_key"));
+    app.stop().await;
+}
+
+/// `voiced admin … --password-stdin` with `input` on standard input.
+fn admin_with_stdin(app: &TestApp, args: &[&str], input: &str) -> serde_json::Value {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_voiced"))
+        .arg("admin")
+        .arg("--json")
+        .args(args)
+        .env("VOICED_DATABASE_URL", app.db.url())
+        .env("VOICED_LOG", "error")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("voiced runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("JSON")
+}
+
+#[tokio::test]
+async fn operators_set_passwords_from_standard_input() {
+    let app = TestApp::start().await;
+    let created = admin_with_stdin(
+        &app,
+        &[
+            "account",
+            "create",
+            "--email",
+            "hal@example.com",
+            "--plan",
+            "pro",
+            "--password-stdin",
+        ],
+        &format!("{PASSWORD}\n"),
+    );
+    assert!(created["id"].as_str().unwrap().starts_with("acct_"));
+    let mut browser = Browser::new(&app);
+    assert_eq!(
+        browser.sign_in("hal@example.com", PASSWORD).await.status,
+        303
+    );
+
+    admin_with_stdin(
+        &app,
+        &[
+            "account",
+            "set-password",
+            "hal@example.com",
+            "--password-stdin",
+        ],
+        "operator chosen pass\n",
+    );
+    let mut fresh = Browser::new(&app);
+    assert_eq!(fresh.sign_in("hal@example.com", PASSWORD).await.status, 401);
+    assert_eq!(
+        fresh
+            .sign_in("hal@example.com", "operator chosen pass")
+            .await
+            .status,
+        303
+    );
+    // Only the Argon2id hash is stored.
+    let (hash,): (String,) =
+        sqlx::query_as("SELECT password_hash FROM accounts WHERE email = 'hal@example.com'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert!(hash.starts_with("$argon2id$"), "{hash}");
+    assert!(!hash.contains("operator chosen pass"));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn voices_history_and_usage_follow_real_generations() {
+    let app = TestApp::start_with_workers(1).await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_up("ivy@example.com").await.status, 303);
+    let account = account_of(&app, "ivy@example.com").await;
+    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
+        .await
+        .unwrap();
+
+    // Add a preset voice; the page offers the installed engine's presets.
+    let voices = browser.get("/console/voices").await;
+    assert!(
+        voices.body.contains("value=\"kokoro:jf_alpha\""),
+        "{}",
+        voices.body
+    );
+    let page = browser
+        .submit(
+            "/console/voices",
+            "/console/voices",
+            &[
+                ("name", "Narrator"),
+                ("preset", "kokoro:jf_alpha"),
+                ("language", "en"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    let duplicate = browser
+        .submit(
+            "/console/voices",
+            "/console/voices",
+            &[
+                ("name", "Narrator"),
+                ("preset", "kokoro:jf_alpha"),
+                ("language", "en"),
+            ],
+        )
+        .await;
+    assert_eq!(duplicate.status, 400);
+    assert!(duplicate.body.contains("already has a voice"));
+
+    // Pin a seed and a personality; kokoro takes no temperature.
+    let voice = voiced::store::voices::find(&app.pool, &account, "Narrator")
+        .await
+        .unwrap()
+        .unwrap();
+    let path = format!("/console/voices/{}", voice.id);
+    let page = browser
+        .submit(
+            "/console/voices",
+            &path,
+            &[("seed", "42"), ("temperature", "0.7")],
+        )
+        .await;
+    assert_eq!(page.status, 400);
+    assert!(page.body.contains("takes no temperature"));
+    let page = browser
+        .submit(
+            "/console/voices",
+            &path,
+            &[("seed", "42"), ("personality", "Warm & calm <narrator>")],
+        )
+        .await;
+    assert_eq!(page.status, 303);
+    let pinned = voiced::store::voices::find(&app.pool, &account, "Narrator")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(pinned.pinned_seed, Some(42));
+    assert!(pinned.has_personality);
+    let voices = browser.get("/console/voices").await;
+    assert!(
+        voices.body.contains("Warm &#38; calm &#60;narrator&#62;"),
+        "{}",
+        voices.body
+    );
+
+    // A key from the console generates; history and usage show it.
+    let page = browser
+        .submit(
+            "/console/keys",
+            "/console/keys",
+            &[("scope_read", "on"), ("scope_generate", "on")],
+        )
+        .await;
+    let secret = secret_of(&page.body);
+    let (status, body) = json(
+        app.post("/v1/speech")
+            .header("x-api-key", &secret)
+            .json(&serde_json::json!({"text": "Hello from the console.", "voice_name": "Narrator"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 202, "{body}");
+    let id = body["id"].as_str().unwrap().to_owned();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(300),
+        app.completions.wait(&id, std::time::Duration::from_secs(5)),
+    )
+    .await
+    .expect("generation finishes")
+    .unwrap();
+
+    let history = browser.get("/console/history").await;
+    assert_eq!(history.status, 200);
+    assert!(history.body.contains("Hello from the console."));
+    assert!(history.body.contains("completed"));
+    let marker = "<audio controls preload=\"none\" src=\"";
+    let start = history.body.find(marker).expect("a player") + marker.len();
+    let src =
+        history.body[start..][..history.body[start..].find('"').unwrap()].replace("&amp;", "&");
+    assert!(src.starts_with(&format!("/v1/audio/{id}?sig=")), "{src}");
+    let audio = app.get(&src).send().await.unwrap();
+    assert_eq!(audio.status(), 200);
+    assert_eq!(audio.headers()["content-type"], "audio/mpeg");
+
+    let usage = browser.get("/console/usage").await;
+    assert_eq!(usage.status, 200);
+    assert!(
+        !usage.body.contains(">0.0 min</span>"),
+        "usage moved: {}",
+        usage.body
+    );
+    assert!(usage.body.contains("of 120.0 min"));
+    app.stop().await;
+}
