@@ -196,6 +196,8 @@ async fn invalid_voices_are_refused_naming_the_field() {
         (with("language", json!("en-")), "language"),
         (with("name", json!("   ")), "name"),
         (with("name", json!("n".repeat(101))), "name"),
+        (with("name", json!("a\u{0}b")), "name"),
+        (with("description", json!("a\u{0}b")), "description"),
         (with("description", json!(7)), "description"),
         (without("preset"), "preset"),
         (without("name"), "name"),

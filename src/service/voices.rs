@@ -59,7 +59,19 @@ pub async fn create_preset(
             "A voice name has 1 to 100 characters.",
         ));
     }
+    if name.chars().any(char::is_control) {
+        return Err(ServiceError::invalid(
+            "name",
+            "A voice name has no control characters.",
+        ));
+    }
     let description = voice.description.trim();
+    if description.contains('\0') {
+        return Err(ServiceError::invalid(
+            "description",
+            "A description has no NUL characters.",
+        ));
+    }
     if description.chars().count() > MAX_DESCRIPTION_CHARS {
         return Err(ServiceError::invalid(
             "description",
