@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::{Extension, Json};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::domain::EngineId;
@@ -22,8 +22,11 @@ use crate::service::idempotency::{self as idem, Begun};
 use crate::service::voices::{self as service, NewPresetVoice};
 use crate::store::voices::VoiceRow;
 
-/// Request body of `POST /v1/voices` (for the document; parsing is field by field).
-#[derive(Debug, ToSchema)]
+// For the document only: parsing is field by field. `deny_unknown_fields` is there for utoipa,
+// which writes it as `additionalProperties: false` (other members are refused).
+/// Request body of `POST /v1/voices`. Any other member is refused (400 naming it).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct CreateVoiceRequest {
     /// 1 to 100 characters, unique in the account; requests name the voice by it.

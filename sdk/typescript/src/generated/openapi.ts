@@ -216,7 +216,7 @@ export interface components {
             /** Format: int64 */
             total: number;
         };
-        /** @description Request body of `POST /v1/voices` (for the document; parsing is field by field). */
+        /** @description Request body of `POST /v1/voices`. Any other member is refused (400 naming it). */
         CreateVoiceRequest: {
             /** @description Up to 500 characters. */
             description?: string | null;
