@@ -269,6 +269,9 @@ static ABBREVIATION: LazyLock<Regex> = LazyLock::new(|| {
         .join("|");
     Regex::new(&format!(r"(^|[^\w.])({alternatives})")).expect("abbreviation pattern")
 });
+/// British style writes titles without the full stop: "Dr Smith", "Mrs Jones".
+static TITLE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(Dr|Mr|Mrs|Ms|Prof) ([A-Z])").expect("title pattern"));
 static NUMBER_SIGN: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?:\bNo\.|#)\s?(\d)").expect("number sign pattern"));
 
@@ -303,6 +306,13 @@ pub fn english(text: &str) -> String {
             .find(|(a, _)| *a == &c[2])
             .map_or("", |(_, s)| *s);
         format!("{}{said}", &c[1])
+    });
+    let text = TITLE.replace_all(&text, |c: &Captures<'_>| {
+        let said = ABBREVIATIONS
+            .iter()
+            .find(|(a, _)| a.strip_suffix('.') == Some(&c[1]))
+            .map_or("", |(_, s)| *s);
+        format!("{said} {}", &c[2])
     });
     let text = NUMBER_SIGN.replace_all(&text, "number $1");
     let text = CURRENCY.replace_all(&text, |c: &Captures<'_>| {
@@ -442,6 +452,8 @@ mod tests {
             ("$2.5 million", "two point five million dollars"),
             ("Dr. Smith", "doctor Smith"),
             ("Mr. and Mrs. Jones", "mister and missus Jones"),
+            ("Dr Smith and Mrs Jones", "doctor Smith and missus Jones"),
+            ("Drive to Mr", "Drive to Mr"),
             ("St. Louis", "saint Louis"),
             ("cats vs. dogs", "cats versus dogs"),
             ("apples, pears, etc.", "apples, pears, et cetera"),
