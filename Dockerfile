@@ -20,7 +20,10 @@ COPY --from=build /usr/local/bin/voiced /usr/local/bin/voiced
 COPY --from=build /out/lib/ /usr/local/lib/
 ENV VOICED_MODELS_DIR=/var/lib/voiced/models VOICED_DATA_DIR=/var/lib/voiced/data \
     VOICED_BIND=0.0.0.0:8080
-RUN voiced models fetch all
+# npm only for the fetch (`npm pack kokoro-js` carries Kokoro's voices); nothing runs Node after.
+RUN apt-get update && apt-get install -y --no-install-recommends npm \
+    && voiced models fetch all \
+    && apt-get purge -y --auto-remove npm nodejs && rm -rf /var/lib/apt/lists/* /root/.npm
 EXPOSE 8080
 ENTRYPOINT ["voiced"]
 CMD ["serve"]

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what voiced needs on a Debian-like machine, only what is missing:
 # PostgreSQL (server binaries), espeak-ng (phonemes), cmake/pkg-config/a C++ compiler (native
-# crates), sox/ffmpeg (test fixtures), Node.js ≥ 20 and npm (the TypeScript SDK), chromium (the
-# console's browser test), and the pinned Rust toolchain.
+# crates), sox/ffmpeg (test fixtures), Node.js ≥ 20 and npm (the TypeScript SDK; `voiced models
+# fetch kokoro` runs `npm pack` for Kokoro's voices), chromium (the console's browser test), and
+# the pinned Rust toolchain.
 set -euo pipefail
 
 need=()

@@ -415,9 +415,11 @@ async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> a
                     temperature,
                     personality: personality.as_deref(),
                 },
+                None,
             )
             .await
-            .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+            .map_err(|e| anyhow::anyhow!("{}", e.detail))?
+            .id;
             let name = name.trim();
             emit(
                 as_json,

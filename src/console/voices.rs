@@ -151,6 +151,7 @@ pub async fn add(
                         temperature: None,
                         personality: None,
                     },
+                    None,
                 )
                 .await
             }

@@ -29,7 +29,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::domain::Feature;
+use crate::domain::{Feature, Scope};
 use crate::engines::registry::EngineRegistry;
 use crate::service::speech::AdmissionPolicy;
 use crate::signing::AudioSigner;
@@ -128,6 +128,7 @@ impl utoipa::Modify for SecuritySchemes {
 fn v1_routes() -> OpenApiRouter<AppState> {
     let reads = OpenApiRouter::new()
         .routes(routes!(routes::reads::list_voices))
+        .routes(routes!(routes::voices::list_presets))
         .routes(routes!(routes::reads::list_captures))
         .routes(routes!(routes::generations::get_generation))
         .layer(from_fn_with_state(Requirement::read(), auth::authorize));
@@ -136,6 +137,14 @@ fn v1_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::openai_speech::create_openai_speech))
         .layer(from_fn_with_state(
             Requirement::generate(Feature::Speech),
+            auth::authorize,
+        ));
+    // Adding a preset voice needs `voice:generate` (spec: "add built-in preset voices") and no
+    // plan feature: it generates nothing.
+    let voices = OpenApiRouter::new()
+        .routes(routes!(routes::voices::create_voice))
+        .layer(from_fn_with_state(
+            Requirement::scope(Scope::VoiceGenerate),
             auth::authorize,
         ));
     let transcription = OpenApiRouter::new()
@@ -148,6 +157,7 @@ fn v1_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(reads)
         .merge(speech)
+        .merge(voices)
         .merge(transcription)
 }
 

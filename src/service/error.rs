@@ -17,6 +17,7 @@ pub enum ErrorCode {
     InvalidRequest,
     IdempotencyKeyReused,
     IdempotencyKeyInUse,
+    Conflict,
     RateLimitExceeded,
     QuotaExhausted,
     KeyCeilingExceeded,
@@ -31,7 +32,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 19] = [
         ErrorCode::InvalidApiKey,
         ErrorCode::ProPlanRequired,
         ErrorCode::InsufficientScope,
@@ -39,6 +40,7 @@ impl ErrorCode {
         ErrorCode::InvalidRequest,
         ErrorCode::IdempotencyKeyReused,
         ErrorCode::IdempotencyKeyInUse,
+        ErrorCode::Conflict,
         ErrorCode::RateLimitExceeded,
         ErrorCode::QuotaExhausted,
         ErrorCode::KeyCeilingExceeded,
@@ -61,6 +63,7 @@ impl ErrorCode {
             ErrorCode::InvalidRequest => "invalid_request",
             ErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
             ErrorCode::IdempotencyKeyInUse => "idempotency_key_in_use",
+            ErrorCode::Conflict => "conflict",
             ErrorCode::RateLimitExceeded => "rate_limit_exceeded",
             ErrorCode::QuotaExhausted => "quota_exhausted",
             ErrorCode::KeyCeilingExceeded => "key_ceiling_exceeded",
@@ -84,7 +87,7 @@ impl ErrorCode {
             | ErrorCode::InvalidSignature => StatusCode::FORBIDDEN,
             ErrorCode::InvalidRequest => StatusCode::BAD_REQUEST,
             ErrorCode::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::IdempotencyKeyInUse => StatusCode::CONFLICT,
+            ErrorCode::IdempotencyKeyInUse | ErrorCode::Conflict => StatusCode::CONFLICT,
             ErrorCode::RateLimitExceeded
             | ErrorCode::QuotaExhausted
             | ErrorCode::KeyCeilingExceeded => StatusCode::TOO_MANY_REQUESTS,
@@ -107,6 +110,7 @@ impl ErrorCode {
             ErrorCode::InvalidRequest => "Invalid request",
             ErrorCode::IdempotencyKeyReused => "Idempotency key reused",
             ErrorCode::IdempotencyKeyInUse => "Idempotency key in use",
+            ErrorCode::Conflict => "Conflict",
             ErrorCode::RateLimitExceeded => "Rate limit exceeded",
             ErrorCode::QuotaExhausted => "Audio allowance used up",
             ErrorCode::KeyCeilingExceeded => "Key spend ceiling reached",

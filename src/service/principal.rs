@@ -30,6 +30,14 @@ impl Requirement {
         }
     }
 
+    /// A scope and no plan feature.
+    pub const fn scope(scope: Scope) -> Self {
+        Self {
+            scope,
+            feature: None,
+        }
+    }
+
     pub const fn generate(feature: Feature) -> Self {
         Self {
             scope: Scope::VoiceGenerate,

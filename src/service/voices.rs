@@ -1,9 +1,10 @@
-//! Preset voice profiles: adding one (the console and `voiced admin voice create`) and setting
-//! its pins and personality.
+//! Preset voice profiles: adding one (`POST /v1/voices`, the console and `voiced admin voice
+//! create`) and setting its pins and personality.
 
 use sqlx::PgPool;
 
-use super::error::ServiceError;
+use super::error::{ErrorCode, ServiceError};
+use super::idempotency::{Claim, Render};
 use crate::domain::{EngineId, Seed, Temperature, new_id};
 use crate::engines::registry::EngineRegistry;
 use crate::store;
@@ -15,6 +16,7 @@ pub const MAX_PERSONALITY_CHARS: usize = 2000;
 pub struct NewPresetVoice<'a> {
     pub name: &'a str,
     pub description: &'a str,
+    /// ISO 639-1, optionally with a region (`en-gb`); empty: the preset's own language.
     pub language: &'a str,
     pub engine: EngineId,
     pub preset: &'a str,
@@ -23,14 +25,33 @@ pub struct NewPresetVoice<'a> {
     pub personality: Option<&'a str>,
 }
 
-/// Validates and adds a preset voice to the account; returns its id. The engine must be
-/// installed here and offer the preset; a duplicate name is refused naming `name`.
+/// Longest voice description.
+pub const MAX_DESCRIPTION_CHARS: usize = 500;
+
+/// Whether `language` is ISO 639-1, optionally with a two-letter region: `en`, `en-gb`, `pt-br`.
+pub fn valid_language(language: &str) -> bool {
+    let mut parts = language.split('-');
+    let two = |p: Option<&str>| {
+        p.is_some_and(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_lowercase()))
+    };
+    two(parts.next())
+        && match parts.next() {
+            None => true,
+            region => two(region) && parts.next().is_none(),
+        }
+}
+
+/// Validates and adds a preset voice to the account; returns the stored profile. The engine
+/// must be installed here and offer the preset; a duplicate name is 409 `conflict` naming
+/// `name`. With a `claim`, the answer `render` makes of the profile is stored for replays in
+/// the transaction that adds the voice.
 pub async fn create_preset(
     pool: &PgPool,
     registry: &EngineRegistry,
     account_id: &str,
     voice: NewPresetVoice<'_>,
-) -> Result<String, ServiceError> {
+    claim: Option<(&Claim, Render<'_, store::voices::VoiceRow>)>,
+) -> Result<store::voices::VoiceRow, ServiceError> {
     let name = voice.name.trim();
     if name.is_empty() || name.chars().count() > 100 {
         return Err(ServiceError::invalid(
@@ -38,11 +59,30 @@ pub async fn create_preset(
             "A voice name has 1 to 100 characters.",
         ));
     }
-    let language = voice.language.trim();
-    if language.len() != 2 || !language.chars().all(|c| c.is_ascii_lowercase()) {
+    if name.chars().any(char::is_control) {
+        return Err(ServiceError::invalid(
+            "name",
+            "A voice name has no control characters.",
+        ));
+    }
+    let description = voice.description.trim();
+    if description.contains('\0') {
+        return Err(ServiceError::invalid(
+            "description",
+            "A description has no NUL characters.",
+        ));
+    }
+    if description.chars().count() > MAX_DESCRIPTION_CHARS {
+        return Err(ServiceError::invalid(
+            "description",
+            format!("A description has at most {MAX_DESCRIPTION_CHARS} characters."),
+        ));
+    }
+    let language = voice.language.trim().to_ascii_lowercase();
+    if !language.is_empty() && !valid_language(&language) {
         return Err(ServiceError::invalid(
             "language",
-            "The language is an ISO 639-1 code such as en.",
+            "The language is an ISO 639-1 code such as en, optionally with a region: en-gb.",
         ));
     }
     check_temperature(voice.engine, voice.temperature)?;
@@ -56,29 +96,35 @@ pub async fn create_preset(
             ),
         ));
     }
-    let offered = registry
+    let Some(preset) = registry
         .presets()
         .into_iter()
         .find(|(id, _)| *id == voice.engine)
-        .is_some_and(|(_, presets)| presets.iter().any(|p| p.name == voice.preset));
-    if !offered {
+        .and_then(|(_, presets)| presets.into_iter().find(|p| p.name == voice.preset))
+    else {
         return Err(ServiceError::invalid(
             "preset",
             format!(
-                "The {} engine has no preset {:?}.",
+                "The {} engine has no preset {:?}; GET /v1/voices/presets lists them.",
                 voice.engine, voice.preset
             ),
         ));
-    }
+    };
+    let language = if language.is_empty() {
+        preset.language.clone()
+    } else {
+        language
+    };
     let id = new_id("voice");
+    let mut tx = pool.begin().await?;
     store::voices::insert_preset(
-        pool,
+        &mut *tx,
         store::voices::NewVoice {
             id: &id,
             account_id,
             name,
-            description: voice.description.trim(),
-            language,
+            description,
+            language: &language,
             engine: voice.engine.as_str(),
             preset: voice.preset,
             pinned_seed: voice.seed.map(Seed::as_i64),
@@ -88,12 +134,21 @@ pub async fn create_preset(
     )
     .await
     .map_err(|err| match &err {
-        sqlx::Error::Database(db) if db.is_unique_violation() => {
-            ServiceError::invalid("name", "This account already has a voice with that name.")
-        }
+        sqlx::Error::Database(db) if db.is_unique_violation() => ServiceError::new(
+            ErrorCode::Conflict,
+            "This account already has a voice with that name.",
+        )
+        .with_param("name"),
         _ => err.into(),
     })?;
-    Ok(id)
+    let row = store::voices::find(&mut *tx, account_id, &id)
+        .await?
+        .ok_or_else(|| ServiceError::internal("the voice just added is not there"))?;
+    if let Some((claim, render)) = claim {
+        claim.complete_in(&mut tx, &render(&row)).await?;
+    }
+    tx.commit().await?;
+    Ok(row)
 }
 
 fn check_temperature(

@@ -1,6 +1,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
+#[derive(Debug, Clone)]
 pub struct VoiceRow {
     pub id: String,
     pub name: String,
@@ -34,7 +35,7 @@ pub async fn list(pool: &PgPool, account_id: &str) -> sqlx::Result<Vec<VoiceRow>
 /// The account's voice whose id or name is `id_or_name` (ids first: they cannot collide with a
 /// name of another voice because ids carry the `voice_` prefix and are unique).
 pub async fn find(
-    pool: &PgPool,
+    db: impl sqlx::PgExecutor<'_>,
     account_id: &str,
     id_or_name: &str,
 ) -> sqlx::Result<Option<VoiceRow>> {
@@ -48,7 +49,7 @@ pub async fn find(
         account_id,
         id_or_name
     )
-    .fetch_optional(pool)
+    .fetch_optional(db)
     .await
 }
 
@@ -66,7 +67,7 @@ pub struct NewVoice<'a> {
 }
 
 /// Inserts a preset voice. A duplicate name in the account violates `voice_profiles_account_name`.
-pub async fn insert_preset(pool: &PgPool, voice: NewVoice<'_>) -> sqlx::Result<()> {
+pub async fn insert_preset(db: impl sqlx::PgExecutor<'_>, voice: NewVoice<'_>) -> sqlx::Result<()> {
     sqlx::query!(
         "INSERT INTO voice_profiles (id, account_id, name, description, language, voice_type,
                                      engine, preset, pinned_seed, pinned_temperature,
@@ -83,7 +84,7 @@ pub async fn insert_preset(pool: &PgPool, voice: NewVoice<'_>) -> sqlx::Result<(
         voice.pinned_temperature,
         voice.personality_prompt
     )
-    .execute(pool)
+    .execute(db)
     .await?;
     Ok(())
 }

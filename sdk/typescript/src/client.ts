@@ -43,7 +43,7 @@ export class Voiced {
   readonly audio: Audio;
   /** `POST /v1/transcriptions`. */
   readonly transcriptions: Transcriptions;
-  /** `GET /v1/voices`. */
+  /** `GET /v1/voices`, `POST /v1/voices` (add a preset voice), `GET /v1/voices/presets`. */
   readonly voices: Voices;
   /** `GET /v1/captures`. */
   readonly captures: Captures;

@@ -1,10 +1,11 @@
 //! Kokoro-82M (int8 ONNX) on ONNX Runtime: 24 kHz speech from espeak-ng phonemes.
 //!
-//! Data path: text → [`split`] into pieces under 510 tokens → [`phonemize`] (espeak-ng) →
+//! Data path: text ([`normalize`]d in English) → [`split`] into pieces under 510 tokens → [`phonemize`] (espeak-ng) →
 //! [`session`] (one ONNX Runtime session) with the voice's style row and [`noise`] drawn from
 //! the request's seed → pieces joined with short pauses.
 
 mod noise;
+pub mod normalize;
 mod phonemize;
 pub mod readable;
 pub mod session;
@@ -20,6 +21,7 @@ use self::voices::{Style, VoiceIndex};
 use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
 
 pub use self::split::{Boundary, Piece};
+pub use self::voices::{RAW_VOICE_BYTES, is_voice_name};
 
 pub const SAMPLE_RATE: u32 = 24_000;
 /// Pieces must stay below this many phoneme tokens (the voices have 510 style rows).
@@ -35,6 +37,8 @@ pub mod files {
     pub const VOICES_JA: &str = "voices_ja.npz";
     /// Upstream voice pack, optional: an operator may drop it in to add Kokoro's other voices.
     pub const VOICES_UPSTREAM: &str = "voices-v1.0.bin";
+    /// kokoro-js 1.2.1's 54 voices, one raw `<name>.bin` each (`voiced models fetch kokoro`).
+    pub const VOICES_DIR: &str = "voices";
     /// `<models_dir>/onnxruntime/` holds this library.
     pub const ORT_LIBRARY: &str = "libonnxruntime.so.1.31.1";
 }
@@ -60,11 +64,14 @@ impl KokoroConfig {
     }
 }
 
-fn voice_archives(model_dir: &Path) -> Vec<PathBuf> {
-    vec![
-        model_dir.join(files::VOICES_JA),
-        model_dir.join(files::VOICES_UPSTREAM),
-    ]
+fn voice_index(model_dir: &Path) -> Result<VoiceIndex, EngineError> {
+    VoiceIndex::open(
+        &[
+            model_dir.join(files::VOICES_JA),
+            model_dir.join(files::VOICES_UPSTREAM),
+        ],
+        Some(&model_dir.join(files::VOICES_DIR)),
+    )
 }
 
 /// Lists the installed voices without creating a session (for `voiced admin voice presets`).
@@ -72,7 +79,7 @@ pub fn presets(model_dir: &Path) -> Result<Vec<Preset>, EngineError> {
     if !model_dir.join(files::VOICES_JA).is_file() {
         return Err(not_fetched(&model_dir.join(files::VOICES_JA)));
     }
-    Ok(VoiceIndex::open(&voice_archives(model_dir))?.presets())
+    Ok(voice_index(model_dir)?.presets())
 }
 
 fn not_fetched(path: &Path) -> EngineError {
@@ -99,7 +106,7 @@ impl KokoroEngine {
             }
         }
         let vocab = Vocab::load(&dir.join(files::VOCAB))?;
-        let voices = VoiceIndex::open(&voice_archives(dir))?;
+        let voices = voice_index(dir)?;
         let session = KokoroSession::load(
             &dir.join(files::SEEDED_MODEL),
             &config.ort_library,
@@ -127,6 +134,13 @@ impl KokoroEngine {
         language: &str,
     ) -> Result<Vec<Piece>, EngineError> {
         let voice = phonemize::espeak_voice(language, preset)?;
+        let normalized;
+        let text = if voice.starts_with("en") {
+            normalized = normalize::english(text);
+            normalized.as_str()
+        } else {
+            text
+        };
         let mut tokenize = |texts: &[&str]| -> Result<Vec<Vec<i64>>, EngineError> {
             let phonemes = phonemize::phonemize_many(texts, &voice)?;
             Ok(phonemes.iter().map(|p| self.vocab.tokens(p)).collect())

@@ -54,21 +54,22 @@ impl Vocab {
     }
 }
 
-/// The espeak-ng voice for a profile language (ISO 639-1) and a Kokoro preset.
+/// The espeak-ng voice for a profile language (ISO 639-1, optionally with a region) and a
+/// Kokoro preset. A region the profile names wins (`en-gb`, `en-us`, `pt-br`, `pt-pt`); plain
 /// English follows the preset's dialect (`b…` presets are British).
 pub fn espeak_voice(language: &str, preset: &str) -> Result<String, EngineError> {
-    let primary = language
-        .split(['-', '_'])
-        .next()
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let voice = match primary.as_str() {
-        "en" if preset.starts_with('b') => "en-gb",
-        "en" => "en-us",
-        "zh" => "cmn",
-        "fr" => "fr-fr",
-        "pt" => "pt-br",
-        other
+    let language = language.trim().to_ascii_lowercase().replace('_', "-");
+    let (primary, region) = language.split_once('-').unwrap_or((&language, ""));
+    let voice = match (primary, region) {
+        ("en", "gb" | "uk") => "en-gb",
+        ("en", "us") => "en-us",
+        ("en", _) if preset.starts_with('b') => "en-gb",
+        ("en", _) => "en-us",
+        ("zh", _) => "cmn",
+        ("fr", _) => "fr-fr",
+        ("pt", "pt") => "pt",
+        ("pt", _) => "pt-br",
+        (other, _)
             if (2..=3).contains(&other.len()) && other.bytes().all(|b| b.is_ascii_lowercase()) =>
         {
             other
@@ -112,8 +113,10 @@ const ENGLISH: &[(&str, &str)] = &[
     ("ʲ", ""),
 ];
 
-/// American English only: misaki writes r-coloured vowels out and has no length marks.
+/// American English only: misaki writes r-coloured vowels out and has no length marks; the
+/// flapped t of "ninety" is a d (kokoro-js's fix-up).
 const AMERICAN: &[(&str, &str)] = &[
+    ("nˈInti", "nˈIndi"),
     ("ɜːɹ", "ɜɹ"),
     ("ɜː", "ɜɹ"),
     ("ɚ", "əɹ"),
@@ -327,6 +330,21 @@ fn clean(ipa: &str, voice: &str) -> String {
         }
     }
     let mut s = replace_all(s, TIES);
+    if voice == "cmn" {
+        // espeak writes Mandarin tones as digits after the syllable; misaki's Kokoro symbols are
+        // contour arrows (1 high level, 2 rising, 3 low, 4 falling; 5 neutral has none).
+        s = s
+            .chars()
+            .filter_map(|c| match c {
+                '1' => Some('→'),
+                '2' => Some('↗'),
+                '3' => Some('↓'),
+                '4' => Some('↘'),
+                '5' => None,
+                c => Some(c),
+            })
+            .collect();
+    }
     if voice.starts_with("en") {
         s = replace_all(s, ENGLISH);
         if voice == "en-us" {
@@ -410,12 +428,58 @@ mod tests {
         assert_eq!(espeak_voice("en", "jf_alpha").unwrap(), "en-us");
         assert_eq!(espeak_voice("pt", "pf_dora").unwrap(), "pt-br");
         assert!(espeak_voice("-x", "jf_alpha").is_err());
+        // A region on the profile wins over the preset's dialect.
+        assert_eq!(espeak_voice("en-gb", "af_heart").unwrap(), "en-gb");
+        assert_eq!(espeak_voice("en-us", "bf_emma").unwrap(), "en-us");
+        assert_eq!(espeak_voice("pt-br", "pf_dora").unwrap(), "pt-br");
+        assert_eq!(espeak_voice("fr", "ff_siwis").unwrap(), "fr-fr");
+        assert_eq!(espeak_voice("zh", "zf_xiaoxiao").unwrap(), "cmn");
+        for (language, voice) in [("es", "es"), ("hi", "hi"), ("it", "it"), ("ja", "ja")] {
+            assert_eq!(espeak_voice(language, "x").unwrap(), voice);
+        }
     }
 
     #[test]
     fn espeak_english_sentence() {
         let ph = phonemize("Hello, world. This is a test!", "en-us").unwrap();
         assert_eq!(ph, "həlˈO, wˈɜɹld. ðɪs ɪz ə tˈɛst!");
+    }
+
+    #[test]
+    fn espeak_ninety_is_flapped_in_american_only() {
+        assert_eq!(phonemize("ninety", "en-us").unwrap(), "nˈIndi");
+        assert_eq!(phonemize("ninety", "en-gb").unwrap(), "nˈInti");
+    }
+
+    #[test]
+    fn every_profile_language_phonemizes_into_kokoro_symbols() {
+        // Kokoro v1.0's symbols (vocab.json) besides ASCII letters and punctuation.
+        let kokoro =
+            "AIOQSTWYæçðøŋœɐɑɒɔɕɖəɚɛɜɟɡɣɤɥɨɪɯɰɲɳɴɸɹɻɽɾʁʂʃʈʊʋʌʎʒʔʝʣʤʥʦʧʨʰʲˈˌː\u{303}βθχᵊᵝᵻ→↓↗↘";
+        for (language, preset, text) in [
+            ("en-us", "af_heart", "The weather is lovely today."),
+            ("en-gb", "bf_emma", "The weather is lovely today."),
+            ("es", "ef_dora", "Hoy hace muy buen tiempo."),
+            ("fr", "ff_siwis", "Il fait très beau aujourd'hui."),
+            ("hi", "hf_alpha", "नमस्ते, आप कैसे हैं?"),
+            ("it", "if_sara", "Oggi il tempo è molto bello."),
+            ("pt-br", "pf_dora", "O tempo está muito bonito hoje."),
+            ("zh", "zf_xiaoxiao", "ni3 hao3, wo3 shi4 xue2sheng1"),
+            ("ja", "jf_alpha", "こんにちは"),
+        ] {
+            let voice = espeak_voice(language, preset).unwrap();
+            let ph = phonemize(text, &voice).unwrap();
+            assert!(
+                ph.chars().filter(|c| c.is_alphabetic()).count() > 3,
+                "{language}: {ph:?}"
+            );
+            for c in ph.chars() {
+                assert!(
+                    c.is_ascii_alphabetic() || " !\"(),.:;?—“”…".contains(c) || kokoro.contains(c),
+                    "{language}: {c:?} of {ph:?} is not a Kokoro symbol"
+                );
+            }
+        }
     }
 
     #[test]

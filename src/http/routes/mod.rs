@@ -5,3 +5,4 @@ pub mod openai_speech;
 pub mod reads;
 pub mod speech;
 pub mod transcriptions;
+pub mod voices;

@@ -154,6 +154,27 @@ export interface paths {
         /** Lists the account's voice profiles. */
         get: operations["list_voices"];
         put?: never;
+        /**
+         * Adds one of an installed engine's preset voices to the account as a voice profile.
+         *     Cloned voices are made in the studio, never through the API.
+         */
+        post: operations["create_voice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/voices/presets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lists the preset voices of the engines installed on this deployment. */
+        get: operations["list_presets"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -194,6 +215,31 @@ export interface components {
             offset: number;
             /** Format: int64 */
             total: number;
+        };
+        /** @description Request body of `POST /v1/voices`. Any other member is refused (400 naming it). */
+        CreateVoiceRequest: {
+            /** @description Up to 500 characters. */
+            description?: string | null;
+            /**
+             * @description An installed engine (`GET /v1/voices/presets`).
+             * @example kokoro
+             */
+            engine: string;
+            /**
+             * @description ISO 639-1, optionally with a region (`en-gb`). Omitted: the preset's language.
+             * @example en-us
+             */
+            language?: string | null;
+            /**
+             * @description 1 to 100 characters, unique in the account; requests name the voice by it.
+             * @example narrator
+             */
+            name: string;
+            /**
+             * @description One of the engine's presets (`GET /v1/voices/presets`).
+             * @example af_heart
+             */
+            preset: string;
         };
         /** @description A speech generation (`GET /v1/generations/{generationId}`). */
         Generation: {
@@ -287,7 +333,7 @@ export interface components {
              * @description A voice profile id or name of this account (string, or an object `{"id": …}`). OpenAI's
              *     built-in voice names are refused.
              */
-            voice: components["schemas"]["VoiceRef"];
+            voice: unknown;
         };
         /** @description RFC 9457 problem document (every error outside `POST /v1/audio/speech`). */
         Problem: {
@@ -408,9 +454,24 @@ export interface components {
             /** Format: int64 */
             total: number;
         };
-        /** @description How `voice` names a profile (for the document; parsing is by hand). */
-        VoiceRef: string | {
-            id: string;
+        /** @description A preset an installed engine offers (item of `GET /v1/voices/presets`). */
+        VoicePreset: {
+            /** @example Heart: American English female voice (Kokoro-82M) */
+            description: string;
+            /** @example kokoro */
+            engine: string;
+            /**
+             * @description ISO 639-1, with the region where the engine distinguishes it (`en-us`, `en-gb`, `pt-br`).
+             * @example en-us
+             */
+            language: string;
+            /** @example af_heart */
+            preset: string;
+        };
+        VoicePresetList: {
+            data: components["schemas"]["VoicePreset"][];
+            /** Format: int64 */
+            total: number;
         };
     };
     responses: never;
@@ -1057,6 +1118,172 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["VoiceList"];
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `pro_plan_required` or `insufficient_scope` (needs `voice:read`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    create_voice: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body within 24 h returns the first answer without adding again */
+                "Idempotency-Key"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateVoiceRequest"];
+            };
+        };
+        responses: {
+            /** @description The voice profile added; `Location` points at the voice list */
+            201: {
+                headers: {
+                    /** @description /v1/voices */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Voice"];
+                };
+            };
+            /** @description `invalid_request` (`param` names the field: an unknown engine or preset, a bad language, or any reference-audio field) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `pro_plan_required` or `insufficient_scope` (needs `voice:generate`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `conflict` (the account has a voice of that name; `param` is `name`) or `idempotency_key_in_use` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_presets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every installed engine's presets */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VoicePresetList"];
                 };
             };
             /** @description `invalid_api_key` */

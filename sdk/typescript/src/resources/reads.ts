@@ -1,7 +1,28 @@
-// Reads: `GET /v1/voices` and `GET /v1/captures` (one page, or every capture page by page).
+// Voices (`GET /v1/voices`, `POST /v1/voices`, `GET /v1/voices/presets`) and captures
+// (`GET /v1/captures`: one page, or every capture page by page).
 import { APIPromise } from "../api-promise.js";
-import type { RequestOptions, Transport } from "../core.js";
-import type { Capture, CaptureList, VoiceList } from "../types.js";
+import type { CreateOptions, RequestOptions, Transport } from "../core.js";
+import type {
+  Capture,
+  CaptureList,
+  CreateVoiceRequest,
+  Voice,
+  VoiceList,
+  VoicePresetList,
+} from "../types.js";
+
+export interface VoiceCreateParams {
+  /** 1 to 100 characters, unique in the account. */
+  name: string;
+  /** An installed engine, e.g. `kokoro` (see `presets()`). */
+  engine: string;
+  /** One of the engine's presets, e.g. `af_heart` (see `presets()`). */
+  preset: string;
+  /** ISO 639-1, optionally with a region (`en-gb`); default the preset's language. */
+  language?: string;
+  /** Up to 500 characters. */
+  description?: string;
+}
 
 export class Voices {
   readonly #transport: Transport;
@@ -13,6 +34,29 @@ export class Voices {
   /** The account's voice profiles, oldest first. */
   list(options?: RequestOptions): APIPromise<VoiceList> {
     return new APIPromise(this.#transport.json<VoiceList>({ method: "GET", path: "/v1/voices" }, options));
+  }
+
+  /**
+   * `POST /v1/voices`: adds one of an installed engine's preset voices as a voice profile.
+   * A name the account already has rejects with code `conflict`. Voices are never cloned
+   * through the API.
+   */
+  create(params: VoiceCreateParams, options?: CreateOptions): APIPromise<Voice> {
+    const body: CreateVoiceRequest = {
+      name: params.name,
+      engine: params.engine,
+      preset: params.preset,
+      language: params.language,
+      description: params.description,
+    };
+    return new APIPromise(this.#transport.json<Voice>({ method: "POST", path: "/v1/voices", body }, options));
+  }
+
+  /** `GET /v1/voices/presets`: the presets of the engines installed on the server. */
+  presets(options?: RequestOptions): APIPromise<VoicePresetList> {
+    return new APIPromise(
+      this.#transport.json<VoicePresetList>({ method: "GET", path: "/v1/voices/presets" }, options),
+    );
   }
 }
 

@@ -1,0 +1,205 @@
+//! `POST /v1/voices` (add a preset voice) and `GET /v1/voices/presets` (what can be added).
+//! Adding is the service core's (`service::voices::create_preset`, shared with the console);
+//! cloning is never done through the API.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::domain::EngineId;
+use crate::http::AppState;
+use crate::http::auth::Principal;
+use crate::http::error::ApiError;
+use crate::http::idempotency;
+use crate::http::json::JsonObject;
+use crate::http::models::{Problem, Voice};
+use crate::service::idempotency::{self as idem, Begun};
+use crate::service::voices::{self as service, NewPresetVoice};
+use crate::store::voices::VoiceRow;
+
+// For the document only: parsing is field by field. `deny_unknown_fields` is there for utoipa,
+// which writes it as `additionalProperties: false` (other members are refused).
+/// Request body of `POST /v1/voices`. Any other member is refused (400 naming it).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct CreateVoiceRequest {
+    /// 1 to 100 characters, unique in the account; requests name the voice by it.
+    #[schema(min_length = 1, max_length = 100, example = "narrator")]
+    name: String,
+    /// An installed engine (`GET /v1/voices/presets`).
+    #[schema(example = "kokoro")]
+    engine: String,
+    /// One of the engine's presets (`GET /v1/voices/presets`).
+    #[schema(example = "af_heart")]
+    preset: String,
+    /// ISO 639-1, optionally with a region (`en-gb`). Omitted: the preset's language.
+    #[schema(example = "en-us")]
+    language: Option<String>,
+    /// Up to 500 characters.
+    #[schema(max_length = 500)]
+    description: Option<String>,
+}
+
+/// A preset an installed engine offers (item of `GET /v1/voices/presets`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VoicePreset {
+    #[schema(example = "kokoro")]
+    pub engine: String,
+    #[schema(example = "af_heart")]
+    pub preset: String,
+    /// ISO 639-1, with the region where the engine distinguishes it (`en-us`, `en-gb`, `pt-br`).
+    #[schema(example = "en-us")]
+    pub language: String,
+    #[schema(example = "Heart: American English female voice (Kokoro-82M)")]
+    pub description: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VoicePresetList {
+    pub data: Vec<VoicePreset>,
+    pub total: i64,
+}
+
+const FIELDS: [&str; 5] = ["name", "engine", "preset", "language", "description"];
+
+/// Field names that would carry reference audio: cloning is not done through the API.
+fn is_reference_audio(field: &str) -> bool {
+    let field = field.to_ascii_lowercase();
+    ["audio", "sample", "reference", "clone", "recording"]
+        .iter()
+        .any(|w| field.contains(w))
+}
+
+fn optional_str<'a>(body: &'a JsonObject, name: &str) -> Result<&'a str, ApiError> {
+    match body.optional(name) {
+        None => Ok(""),
+        Some(serde_json::Value::String(s)) => Ok(s),
+        Some(_) => Err(ApiError::invalid(name, format!("{name} must be a string"))),
+    }
+}
+
+/// Adds one of an installed engine's preset voices to the account as a voice profile.
+/// Cloned voices are made in the studio, never through the API.
+#[utoipa::path(post, path = "/v1/voices", tag = "voices",
+    security(("api_key" = []), ("bearer" = [])),
+    params(("Idempotency-Key" = Option<String>, Header, max_length = 255,
+        description = "Same key and body within 24 h returns the first answer without adding again")),
+    request_body(content = CreateVoiceRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The voice profile added; `Location` points at the voice list", body = Voice,
+            headers(("Location" = String, description = "/v1/voices"))),
+        (status = 400, description = "`invalid_request` (`param` names the field: an unknown engine or preset, a bad language, or any reference-audio field)", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:generate`)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`conflict` (the account has a voice of that name; `param` is `name`) or `idempotency_key_in_use`", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`idempotency_key_reused`", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn create_voice(
+    State(state): State<AppState>,
+    Extension(principal): Extension<Arc<Principal>>,
+    headers: HeaderMap,
+    body: JsonObject,
+) -> Result<Response, ApiError> {
+    let key = idempotency::key_from(&headers)?;
+    if let Some(field) = body.0.keys().find(|k| is_reference_audio(k)) {
+        return Err(ApiError::invalid(
+            field.clone(),
+            "Voices are not cloned through the API (make cloned voices in the studio); \
+             POST /v1/voices adds an engine's preset voice: {name, engine, preset, language?, \
+             description?}.",
+        ));
+    }
+    body.only(&FIELDS)?;
+    let name = body.required_str("name")?;
+    let engine: EngineId = body
+        .required_str("engine")?
+        .parse()
+        .map_err(|m: String| ApiError::invalid("engine", m))?;
+    let preset = body.required_str("preset")?;
+    let language = optional_str(&body, "language")?;
+    let description = optional_str(&body, "description")?;
+    let fingerprint = match key {
+        Some(_) => idempotency::fingerprint("POST /v1/voices", &body.value()),
+        None => Vec::new(),
+    };
+    let claim = match idem::begin(
+        &state.pool,
+        &principal.account_id,
+        key,
+        fingerprint,
+        state.request_timeout,
+    )
+    .await?
+    {
+        Begun::Replay(stored) => return Ok(idempotency::respond(stored, true)),
+        Begun::Fresh(claim) => claim,
+    };
+    let render = |row: &VoiceRow| {
+        idempotency::stored_json(
+            StatusCode::CREATED,
+            &[("location", "/v1/voices".to_owned())],
+            &Voice::from(row.clone()),
+        )
+    };
+    let result = service::create_preset(
+        &state.pool,
+        &state.engines,
+        &principal.account_id,
+        NewPresetVoice {
+            name,
+            description,
+            language,
+            engine,
+            preset,
+            seed: None,
+            temperature: None,
+            personality: None,
+        },
+        claim
+            .as_ref()
+            .map(|c| (c, &render as idem::Render<VoiceRow>)),
+    )
+    .await
+    .map(|row| idempotency::respond(render(&row), false));
+    idem::settle(&state.pool, claim, result).await
+}
+
+/// Lists the preset voices of the engines installed on this deployment.
+#[utoipa::path(get, path = "/v1/voices/presets", tag = "voices",
+    security(("api_key" = []), ("bearer" = [])),
+    responses(
+        (status = 200, description = "Every installed engine's presets", body = VoicePresetList),
+        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:read`)", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn list_presets(State(state): State<AppState>) -> Json<VoicePresetList> {
+    let engines = state.engines.clone();
+    let data: Vec<VoicePreset> = engines
+        .presets()
+        .into_iter()
+        .flat_map(|(engine, presets)| {
+            presets.into_iter().map(move |p| VoicePreset {
+                engine: engine.as_str().to_owned(),
+                preset: p.name,
+                language: p.language,
+                description: p.description,
+            })
+        })
+        .collect();
+    Json(VoicePresetList {
+        total: data.len() as i64,
+        data,
+    })
+}
