@@ -333,7 +333,7 @@ export interface components {
              * @description A voice profile id or name of this account (string, or an object `{"id": …}`). OpenAI's
              *     built-in voice names are refused.
              */
-            voice: unknown;
+            voice: components["schemas"]["VoiceRef"];
         };
         /** @description RFC 9457 problem document (every error outside `POST /v1/audio/speech`). */
         Problem: {
@@ -472,6 +472,10 @@ export interface components {
             data: components["schemas"]["VoicePreset"][];
             /** Format: int64 */
             total: number;
+        };
+        /** @description How `voice` names a profile (for the document; parsing is by hand). */
+        VoiceRef: string | {
+            id: string;
         };
     };
     responses: never;
