@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what voiced needs on a Debian-like machine, only what is missing:
 # PostgreSQL (server binaries), espeak-ng (phonemes), cmake/pkg-config/a C++ compiler (native
-# crates), sox/ffmpeg (test fixtures), Node.js ≥ 20 and npm (the TypeScript SDK), and the pinned
-# Rust toolchain.
+# crates), sox/ffmpeg (test fixtures), Node.js ≥ 20 and npm (the TypeScript SDK), redis-server
+# (the scale-out test's shared rate limits), and the pinned Rust toolchain.
 set -euo pipefail
 
 need=()
@@ -17,6 +17,7 @@ command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v sox >/dev/null 2>&1 || need+=(sox libsox-fmt-all)
 command -v ffmpeg >/dev/null 2>&1 || need+=(ffmpeg)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 # Debian 13 ships Node.js 20; on older releases install Node ≥ 20 first (e.g. NodeSource).
 { command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; } || need+=(nodejs npm)
 if ! command -v python3 >/dev/null 2>&1; then

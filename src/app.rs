@@ -239,10 +239,15 @@ async fn stop_workers(
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let database = Database::open(&config, 16 + 2 * config.workers).await?;
     let signer = AudioSigner::new(signing_secret(&config)?);
-    let limits = RateLimits::real(
+    let mut limits = RateLimits::real(
         config.rate_limit_writes_per_hour,
         config.rate_limit_reads_per_minute,
     );
+    if let Some(url) = &config.redis_url {
+        limits = limits
+            .shared(url)
+            .map_err(|e| anyhow::anyhow!("setting redis_url: {e}"))?;
+    }
     let (announce_shutdown, shutdown_deadline) = tokio::sync::watch::channel(None);
     let state = state(
         &config,

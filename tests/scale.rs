@@ -1,0 +1,227 @@
+//! Scale-out on real engines (issue 15): several `voiced serve` processes on one PostgreSQL and
+//! one Redis (`redis_url`). Loopback only: Redis listens on a unix socket in a temp dir, the
+//! servers on free loopback ports; every wait polls with a deadline.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::child::ChildServer;
+use common::{TempDir, TestApp, poll_until};
+
+/// A private `redis-server` (Debian's package; `scripts/install-deps.sh`) on a unix socket, no
+/// TCP, no persistence. Killed when dropped.
+struct Redis {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl Redis {
+    async fn start(dir: &Path) -> Redis {
+        let socket = dir.join("redis.sock");
+        let child = Command::new("redis-server")
+            .args(["--port", "0", "--save", "", "--appendonly", "no"])
+            .arg("--unixsocket")
+            .arg(&socket)
+            .arg("--dir")
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server starts (scripts/install-deps.sh installs it)");
+        let redis = Redis { child, socket };
+        let url = redis.url();
+        poll_until(Duration::from_secs(30), "redis-server to answer", || {
+            let url = url.clone();
+            async move {
+                let client = redis::Client::open(url).ok()?;
+                let mut connection = client.get_multiplexed_async_connection().await.ok()?;
+                redis::cmd("PING")
+                    .query_async::<String>(&mut connection)
+                    .await
+                    .ok()
+            }
+        })
+        .await;
+        redis
+    }
+
+    fn url(&self) -> String {
+        format!("unix://{}", self.socket.display())
+    }
+
+    /// Names of the keys matching `pattern`.
+    async fn keys(&self, pattern: &str) -> Vec<String> {
+        let client = redis::Client::open(self.url()).expect("redis url");
+        let mut connection = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("redis answers");
+        redis::cmd("KEYS")
+            .arg(pattern)
+            .query_async(&mut connection)
+            .await
+            .expect("KEYS")
+    }
+
+    fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `GET /v1/voices` through `base`: status and the `RateLimit` header.
+async fn read(client: &reqwest::Client, base: &str, secret: &str) -> (u16, String) {
+    let response = client
+        .get(format!("{base}/v1/voices"))
+        .bearer_auth(secret)
+        .send()
+        .await
+        .expect("the server answers");
+    let header = response
+        .headers()
+        .get("ratelimit")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    (response.status().as_u16(), header)
+}
+
+/// A write the limiter counts (`{}` is refused by validation afterwards): status and header.
+async fn write(client: &reqwest::Client, base: &str, secret: &str) -> (u16, String) {
+    let response = client
+        .post(format!("{base}/v1/speech"))
+        .bearer_auth(secret)
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .expect("the server answers");
+    let header = response
+        .headers()
+        .get("ratelimit")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    (response.status().as_u16(), header)
+}
+
+#[tokio::test]
+async fn the_read_quota_is_shared_by_serve_processes_and_survives_a_redis_outage() {
+    let app = TestApp::start().await;
+    let (_account, secret) = app.pro_user().await;
+    let redis_dir = TempDir::new("redis", 0o700);
+    let redis = Redis::start(redis_dir.path()).await;
+    // No models: these servers only answer reads (and start without loading Whisper).
+    let no_models = TempDir::new("no-models", 0o755);
+    // A write quota too small to refill during the test (one request per 10 minutes), and the
+    // spec's read quota.
+    let env = [
+        ("VOICED_REDIS_URL", redis.url()),
+        ("VOICED_MODELS_DIR", no_models.path().display().to_string()),
+        ("VOICED_RATE_LIMIT_WRITES_PER_HOUR", "6".to_string()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let url = app.db.url();
+    let (a, b) = tokio::join!(
+        ChildServer::start(&url, &env),
+        ChildServer::start(&url, &env)
+    );
+    let client = reqwest::Client::new();
+
+    // Six writes alternate between the processes; the remaining count is one count, and the
+    // seventh is refused by either.
+    for n in 0..6u32 {
+        let base = if n % 2 == 0 { &a.base } else { &b.base };
+        let (status, header) = write(&client, base, &secret).await;
+        assert_ne!(status, 429, "write {n}: {header}");
+        let expected = format!("\"writes\";r={};", 5 - n);
+        assert!(
+            header.starts_with(&expected),
+            "write {n} through {base}: {header}"
+        );
+    }
+    for base in [&a.base, &b.base] {
+        let (status, header) = write(&client, base, &secret).await;
+        assert_eq!(status, 429, "through {base}");
+        assert!(header.starts_with("\"writes\";r=0;"), "{header}");
+    }
+
+    // Reads: 300 a minute for the key, not per process. Both processes are read from until each
+    // has refused one; alone, each would have allowed 300 (600 in all). Shared, the total is
+    // 300 plus the cells refilled meanwhile (one per 200 ms).
+    let mut allowed = 0u32;
+    let mut refused = [false, false];
+    let mut n = 0usize;
+    while !(refused[0] && refused[1]) {
+        let batch: Vec<_> = (0..16)
+            .map(|i| {
+                let side = (n + i) % 2;
+                let base = if side == 0 { &a.base } else { &b.base };
+                let request = client
+                    .get(format!("{base}/v1/voices"))
+                    .bearer_auth(&secret)
+                    .send();
+                async move { (side, request.await.expect("the server answers")) }
+            })
+            .collect();
+        n += 16;
+        for (side, response) in futures_util::future::join_all(batch).await {
+            match response.status().as_u16() {
+                200 => allowed += 1,
+                429 => {
+                    refused[side] = true;
+                    let retry_after: u64 = response.headers()["retry-after"]
+                        .to_str()
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    assert!((1..=60).contains(&retry_after), "{retry_after}");
+                }
+                other => panic!("read answered {other}"),
+            }
+        }
+        assert!(
+            allowed < 600,
+            "{allowed} reads allowed: the quota is not shared"
+        );
+    }
+    assert!(allowed >= 300, "{allowed}");
+    assert_eq!(redis.keys("voiced:ratelimit:read-burst:*").await.len(), 1);
+    assert_eq!(redis.keys("voiced:ratelimit:writes:*").await.len(), 1);
+
+    // Redis goes away: each process counts alone (its own fresh limiter), reads go on.
+    redis.stop();
+    let (status, header) = read(&client, &a.base, &secret).await;
+    assert_eq!(status, 200, "{header}");
+    assert!(header.starts_with("\"read-burst\";r=299;"), "{header}");
+
+    // Redis comes back (empty, on the same socket): the processes count there again by
+    // themselves, without a restart.
+    let redis = Redis::start(redis_dir.path()).await;
+    poll_until(
+        Duration::from_secs(60),
+        "the serve process to count in Redis again",
+        || {
+            let (client, base, secret, redis) = (&client, &b.base, &secret, &redis);
+            async move {
+                let (status, _) = read(client, base, secret).await;
+                assert_eq!(status, 200);
+                (!redis.keys("voiced:ratelimit:read-burst:*").await.is_empty()).then_some(())
+            }
+        },
+    )
+    .await;
+    drop((a, b));
+    redis.stop();
+    app.stop().await;
+}
