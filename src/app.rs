@@ -204,6 +204,9 @@ fn worker_deps(config: &Config, pool: &PgPool, health: Arc<WorkerHealth>) -> Wor
 /// within the grace period, or are handed back to the queue.
 pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
     let database = Database::open(&config, 2 * count + 2).await?;
+    if let Some(addr) = config.metrics_bind {
+        crate::telemetry::metrics_listener::spawn(addr, database.pool.clone(), None).await?;
+    }
     let (stop, shutdown) = tokio::sync::watch::channel(Shutdown::Running);
     let workers = spawn_workers(
         &config,
@@ -257,6 +260,14 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         shutdown_deadline,
     )
     .await?;
+    if let Some(addr) = config.metrics_bind {
+        crate::telemetry::metrics_listener::spawn(
+            addr,
+            database.pool.clone(),
+            Some(state.asr.clone()),
+        )
+        .await?;
+    }
     if state.asr.is_installed() {
         // Load and warm the recogniser before the listener binds.
         if let Err(err) = state.asr.transcribe(vec![0.0; 16_000]).await {

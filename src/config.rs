@@ -48,6 +48,7 @@ struct Raw {
     rate_limit_writes_per_hour: u32,
     rate_limit_reads_per_minute: u32,
     redis_url: String,
+    metrics_bind: String,
     request_timeout_secs: u64,
     header_read_timeout_secs: u64,
     shutdown_grace_secs: u64,
@@ -85,6 +86,8 @@ pub struct Config {
     pub rate_limit_reads_per_minute: u32,
     /// Shared rate limits in this Redis; `None`: each process counts alone.
     pub redis_url: Option<String>,
+    /// Prometheus metrics listener (`GET /metrics`); `None`: off. Never the public port.
+    pub metrics_bind: Option<SocketAddr>,
     pub request_timeout_secs: u64,
     pub header_read_timeout_secs: u64,
     pub shutdown_grace_secs: u64,
@@ -158,6 +161,21 @@ impl Config {
             .bind
             .parse()
             .map_err(|_| ConfigError::invalid("bind", "expected host:port, e.g. 127.0.0.1:8080"))?;
+        let metrics_bind = match raw.metrics_bind.trim() {
+            "" => None,
+            value => Some(value.parse().map_err(|_| {
+                ConfigError::invalid(
+                    "metrics_bind",
+                    "expected host:port, e.g. 127.0.0.1:9090, or empty",
+                )
+            })?),
+        };
+        if metrics_bind.is_some() && metrics_bind == Some(bind) {
+            return Err(ConfigError::invalid(
+                "metrics_bind",
+                "must differ from bind: metrics are never served on the public port",
+            ));
+        }
         let public_base_url = url_setting("public_base_url", &raw.public_base_url)?;
         let errors_url = url_setting("errors_url", &raw.errors_url)?;
         let billing_url = url_setting("billing_url", &raw.billing_url)?;
@@ -224,6 +242,7 @@ impl Config {
             rate_limit_writes_per_hour: raw.rate_limit_writes_per_hour,
             rate_limit_reads_per_minute: raw.rate_limit_reads_per_minute,
             redis_url: Some(raw.redis_url).filter(|u| !u.trim().is_empty()),
+            metrics_bind,
             request_timeout_secs: raw.request_timeout_secs,
             header_read_timeout_secs: raw.header_read_timeout_secs,
             shutdown_grace_secs: raw.shutdown_grace_secs,

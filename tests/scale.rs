@@ -132,8 +132,12 @@ async fn the_read_quota_is_shared_by_serve_processes_and_survives_a_redis_outage
     ];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let url = app.db.url();
+    // Process A serves Prometheus metrics on a listener of its own.
+    let metrics_bind = format!("127.0.0.1:{}", common::child::free_port());
+    let mut env_a = env.clone();
+    env_a.push(("VOICED_METRICS_BIND", metrics_bind.as_str()));
     let (a, b) = tokio::join!(
-        ChildServer::start(&url, &env),
+        ChildServer::start(&url, &env_a),
         ChildServer::start(&url, &env)
     );
     let client = reqwest::Client::new();
@@ -221,6 +225,53 @@ async fn the_read_quota_is_shared_by_serve_processes_and_survives_a_redis_outage
         },
     )
     .await;
+
+    // A's metrics: its requests by route template, the refusals and the fallback by policy, the
+    // queue and the pool. Never on the public port.
+    let public = client
+        .get(format!("{}/metrics", a.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(public.status(), 404);
+    let metrics = client
+        .get(format!("http://{metrics_bind}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let value = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in\n{metrics}"))
+    };
+    assert!(
+        value("voiced_http_requests_total{route=\"/v1/voices\",method=\"GET\",status=\"200\"}")
+            >= 150.0
+    );
+    assert!(
+        value("voiced_http_requests_total{route=\"/v1/speech\",method=\"POST\",status=\"429\"}")
+            >= 1.0
+    );
+    assert!(
+        value("voiced_http_request_duration_seconds_count{route=\"/v1/voices\",method=\"GET\"}")
+            >= 150.0
+    );
+    assert_eq!(
+        value("voiced_rate_limit_refusals_total{policy=\"writes\"}"),
+        1.0
+    );
+    assert!(value("voiced_rate_limit_refusals_total{policy=\"read-burst\"}") >= 1.0);
+    assert!(value("voiced_rate_limit_fallbacks_total{policy=\"read-burst\"}") >= 1.0);
+    assert_eq!(value("voiced_queue_depth"), 0.0);
+    assert_eq!(value("voiced_queue_oldest_age_seconds"), 0.0);
+    assert!(value("voiced_db_pool_connections{state=\"idle\"}") >= 0.0);
+    assert!(value("voiced_db_pool_connections{state=\"in_use\"}") >= 0.0);
+    assert_eq!(value("voiced_recogniser_in_use"), 0.0);
+
     drop((a, b));
     redis.stop();
     app.stop().await;
