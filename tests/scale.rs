@@ -276,3 +276,153 @@ async fn the_read_quota_is_shared_by_serve_processes_and_survives_a_redis_outage
     redis.stop();
     app.stop().await;
 }
+
+/// Long enough (several seconds of engine time) that the worker is still rendering it when the
+/// test kills it.
+const LONG_TEXT: &str = "The first worker starts this paragraph and never finishes it. \
+    It is stopped without warning in the middle of a sentence, and its lease runs out. \
+    The second worker then claims the same generation and renders it from the beginning. \
+    Nothing is lost, and nothing is charged twice. The caller only sees it take a little longer.";
+
+/// A `voiced worker` process (one engine thread) with a short lease, so that a killed worker's
+/// job is taken over quickly.
+fn worker(database_url: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_voiced"))
+        .args(["worker", "--count", "1"])
+        .env("VOICED_DATABASE_URL", database_url)
+        .env("VOICED_LEASE_SECS", "2")
+        .env("VOICED_LOG", "error")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("voiced worker starts")
+}
+
+async fn speak(client: &reqwest::Client, base: &str, secret: &str, text: &str) -> String {
+    let response = client
+        .post(format!("{base}/v1/speech"))
+        .bearer_auth(secret)
+        .json(&serde_json::json!({"text": text, "voice_name": "Narrator"}))
+        .send()
+        .await
+        .expect("the server answers");
+    assert_eq!(response.status(), 202);
+    let body: serde_json::Value = response.json().await.unwrap();
+    body["id"].as_str().expect("an id").to_owned()
+}
+
+/// Polls the generation through `base` until it is no longer generating.
+async fn finished(
+    client: &reqwest::Client,
+    base: &str,
+    secret: &str,
+    id: &str,
+) -> serde_json::Value {
+    poll_until(Duration::from_secs(300), "the generation to finish", || {
+        let request = client
+            .get(format!("{base}/v1/generations/{id}"))
+            .bearer_auth(secret)
+            .send();
+        async move {
+            let body: serde_json::Value = request.await.ok()?.json().await.ok()?;
+            (body["status"] != "generating").then_some(body)
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_one_of_each() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(
+        &account,
+        "Narrator",
+        voiced::domain::EngineId::Kokoro,
+        "jf_alpha",
+    )
+    .await;
+    let redis_dir = TempDir::new("redis", 0o700);
+    let redis = Redis::start(redis_dir.path()).await;
+    let redis_url = redis.url();
+    // The small Whisper model: the serve processes warm it at start.
+    let env = [
+        ("VOICED_REDIS_URL", redis_url.as_str()),
+        ("VOICED_WHISPER_MODEL", "whisper-tiny.en"),
+        // The polls below would spend the spec's read quota, shared by both processes.
+        ("VOICED_RATE_LIMIT_READS_PER_MINUTE", "100000"),
+    ];
+    let url = app.db.url();
+    let (a, b) = tokio::join!(
+        ChildServer::start(&url, &env),
+        ChildServer::start(&url, &env)
+    );
+    let mut workers = [worker(&url), worker(&url)];
+    let client = reqwest::Client::new();
+
+    // Generations submitted to either serve process are completed by the workers, read back
+    // and downloaded through both.
+    let mut ids = Vec::new();
+    for (n, base) in [&a.base, &b.base, &a.base, &b.base].into_iter().enumerate() {
+        ids.push(speak(&client, base, &secret, &format!("Shared work, part {n}.")).await);
+    }
+    for id in &ids {
+        let generation = finished(&client, &b.base, &secret, id).await;
+        assert_eq!(generation["status"], "completed", "{generation}");
+        let audio_url = generation["audio_url"].as_str().unwrap();
+        let path = &audio_url[audio_url.find("/v1/audio/").unwrap()..];
+        let mut bodies = Vec::new();
+        for base in [&a.base, &b.base] {
+            let response = client.get(format!("{base}{path}")).send().await.unwrap();
+            assert_eq!(response.status(), 200, "{base}{path}");
+            bodies.push(response.bytes().await.unwrap());
+        }
+        assert!(bodies[0].len() > 1000);
+        assert_eq!(bodies[0], bodies[1]);
+    }
+
+    // A worker killed while it holds a job: the other worker completes it.
+    let id = speak(&client, &a.base, &secret, LONG_TEXT).await;
+    let owner_pid: String = poll_until(Duration::from_secs(120), "a worker to claim it", || {
+        let (pool, id) = (app.pool.clone(), id.clone());
+        async move {
+            sqlx::query_scalar::<_, String>(
+                "SELECT split_part(lease_owner, ':', 2) FROM generations
+                 WHERE id = $1 AND status = 'generating' AND lease_expires_at > now()",
+            )
+            .bind(id)
+            .fetch_optional(&pool)
+            .await
+            .unwrap()
+        }
+    })
+    .await;
+    let victim = workers
+        .iter()
+        .position(|w| w.id().to_string() == owner_pid)
+        .expect("one of the two workers holds it");
+    workers[victim].kill().expect("SIGKILL");
+    workers[victim].wait().unwrap();
+    let generation = finished(&client, &a.base, &secret, &id).await;
+    assert_eq!(generation["status"], "completed", "{generation}");
+    let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM generations WHERE id = $1")
+        .bind(&id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(attempts, 2, "taken over after the kill");
+
+    // A serve process killed: the other goes on serving, and its generations complete.
+    drop(a);
+    let id = speak(&client, &b.base, &secret, "Still served.").await;
+    let generation = finished(&client, &b.base, &secret, &id).await;
+    assert_eq!(generation["status"], "completed", "{generation}");
+
+    for mut w in workers {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+    drop(b);
+    redis.stop();
+    app.stop().await;
+}
