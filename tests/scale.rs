@@ -285,17 +285,29 @@ const LONG_TEXT: &str = "The first worker starts this paragraph and never finish
     Nothing is lost, and nothing is charged twice. The caller only sees it take a little longer.";
 
 /// A `voiced worker` process (one engine thread) with a short lease, so that a killed worker's
-/// job is taken over quickly.
-fn worker(database_url: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_voiced"))
-        .args(["worker", "--count", "1"])
-        .env("VOICED_DATABASE_URL", database_url)
-        .env("VOICED_LEASE_SECS", "2")
-        .env("VOICED_LOG", "error")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("voiced worker starts")
+/// job is taken over quickly. Killed when dropped (a failing test leaves no process behind).
+struct Worker(Child);
+
+impl Worker {
+    fn start(database_url: &str) -> Worker {
+        let child = Command::new(env!("CARGO_BIN_EXE_voiced"))
+            .args(["worker", "--count", "1"])
+            .env("VOICED_DATABASE_URL", database_url)
+            .env("VOICED_LEASE_SECS", "2")
+            .env("VOICED_LOG", "error")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("voiced worker starts");
+        Worker(child)
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 async fn speak(client: &reqwest::Client, base: &str, secret: &str, text: &str) -> String {
@@ -357,7 +369,7 @@ async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_on
         ChildServer::start(&url, &env),
         ChildServer::start(&url, &env)
     );
-    let mut workers = [worker(&url), worker(&url)];
+    let mut workers = [Worker::start(&url), Worker::start(&url)];
     let client = reqwest::Client::new();
 
     // Generations submitted to either serve process are completed by the workers, read back
@@ -399,10 +411,10 @@ async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_on
     .await;
     let victim = workers
         .iter()
-        .position(|w| w.id().to_string() == owner_pid)
+        .position(|w| w.0.id().to_string() == owner_pid)
         .expect("one of the two workers holds it");
-    workers[victim].kill().expect("SIGKILL");
-    workers[victim].wait().unwrap();
+    workers[victim].0.kill().expect("SIGKILL");
+    workers[victim].0.wait().unwrap();
     let generation = finished(&client, &a.base, &secret, &id).await;
     assert_eq!(generation["status"], "completed", "{generation}");
     let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM generations WHERE id = $1")
@@ -418,10 +430,7 @@ async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_on
     let generation = finished(&client, &b.base, &secret, &id).await;
     assert_eq!(generation["status"], "completed", "{generation}");
 
-    for mut w in workers {
-        let _ = w.kill();
-        let _ = w.wait();
-    }
+    drop(workers);
     drop(b);
     redis.stop();
     app.stop().await;
