@@ -20,7 +20,7 @@ use crate::models::whisper::WhisperModel;
 use crate::service::speech::AdmissionPolicy;
 use crate::signing::AudioSigner;
 use crate::store;
-use crate::store::blobs::PgBlobStore;
+use crate::store::blobs::{BlobStore, PgBlobStore, RoutedBlobStore, S3BlobStore};
 use crate::store::embedded::{EmbeddedConfig, EmbeddedPostgres};
 use crate::worker::asr::AsrService;
 use crate::worker::completions::Completions;
@@ -145,7 +145,7 @@ pub async fn state(
         .context("listening for generation completions")?;
     Ok(AppState {
         asr: asr(config)?,
-        blobs: Arc::new(PgBlobStore::new(pool.clone())),
+        blobs: blob_store(config, &pool)?,
         engines: engines(config),
         completions,
         pool,
@@ -191,10 +191,27 @@ pub fn spawn_workers(
         .collect()
 }
 
-fn worker_deps(config: &Config, pool: &PgPool, health: Arc<WorkerHealth>) -> WorkerDeps {
+/// Audio in PostgreSQL, and in S3 when `blob_store` is set (new audio then goes there).
+pub fn blob_store(config: &Config, pool: &PgPool) -> anyhow::Result<Arc<dyn BlobStore>> {
+    let s3 = match &config.blob_store {
+        Some(url) => Some(S3BlobStore::from_url(url).context("setting blob_store")?),
+        None => None,
+    };
+    Ok(Arc::new(RoutedBlobStore::new(
+        PgBlobStore::new(pool.clone()),
+        s3,
+    )))
+}
+
+fn worker_deps(
+    config: &Config,
+    pool: &PgPool,
+    blobs: Arc<dyn BlobStore>,
+    health: Arc<WorkerHealth>,
+) -> WorkerDeps {
     WorkerDeps {
         pool: pool.clone(),
-        blobs: Arc::new(PgBlobStore::new(pool.clone())),
+        blobs,
         registry: engines(config),
         health,
     }
@@ -210,7 +227,12 @@ pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
     let (stop, shutdown) = tokio::sync::watch::channel(Shutdown::Running);
     let workers = spawn_workers(
         &config,
-        &worker_deps(&config, &database.pool, Arc::default()),
+        &worker_deps(
+            &config,
+            &database.pool,
+            blob_store(&config, &database.pool)?,
+            Arc::default(),
+        ),
         count,
         &shutdown,
     );
@@ -279,7 +301,12 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let (stop, shutdown) = tokio::sync::watch::channel(Shutdown::Running);
     let workers = spawn_workers(
         &config,
-        &worker_deps(&config, &database.pool, state.health.clone()),
+        &worker_deps(
+            &config,
+            &database.pool,
+            state.blobs.clone(),
+            state.health.clone(),
+        ),
         config.workers,
         &shutdown,
     );

@@ -48,6 +48,7 @@ struct Raw {
     rate_limit_writes_per_hour: u32,
     rate_limit_reads_per_minute: u32,
     redis_url: String,
+    blob_store: String,
     metrics_bind: String,
     request_timeout_secs: u64,
     header_read_timeout_secs: u64,
@@ -86,6 +87,8 @@ pub struct Config {
     pub rate_limit_reads_per_minute: u32,
     /// Shared rate limits in this Redis; `None`: each process counts alone.
     pub redis_url: Option<String>,
+    /// `s3://bucket/prefix`: new audio in S3 (the `AWS_*` variables); `None`: in PostgreSQL.
+    pub blob_store: Option<String>,
     /// Prometheus metrics listener (`GET /metrics`); `None`: off. Never the public port.
     pub metrics_bind: Option<SocketAddr>,
     pub request_timeout_secs: u64,
@@ -161,6 +164,18 @@ impl Config {
             .bind
             .parse()
             .map_err(|_| ConfigError::invalid("bind", "expected host:port, e.g. 127.0.0.1:8080"))?;
+        let blob_store = match raw.blob_store.trim() {
+            "" => None,
+            value if value.len() > "s3://".len() && value.starts_with("s3://") => {
+                Some(value.to_owned())
+            }
+            _ => {
+                return Err(ConfigError::invalid(
+                    "blob_store",
+                    "expected s3://bucket/prefix, or empty for PostgreSQL",
+                ));
+            }
+        };
         let metrics_bind = match raw.metrics_bind.trim() {
             "" => None,
             value => Some(value.parse().map_err(|_| {
@@ -243,6 +258,7 @@ impl Config {
             rate_limit_reads_per_minute: raw.rate_limit_reads_per_minute,
             redis_url: Some(raw.redis_url).filter(|u| !u.trim().is_empty()),
             metrics_bind,
+            blob_store,
             request_timeout_secs: raw.request_timeout_secs,
             header_read_timeout_secs: raw.header_read_timeout_secs,
             shutdown_grace_secs: raw.shutdown_grace_secs,

@@ -1,6 +1,7 @@
-//! Scale-out on real engines (issue 15): several `voiced serve` processes on one PostgreSQL and
-//! one Redis (`redis_url`). Loopback only: Redis listens on a unix socket in a temp dir, the
-//! servers on free loopback ports; every wait polls with a deadline.
+//! Scale-out on real engines (issue 15): several `voiced serve` and `voiced worker` processes on
+//! one PostgreSQL, one Redis (`redis_url`) and an S3-compatible server (`blob_store`). Loopback
+//! only: Redis listens on a unix socket in a temp dir, moto and the servers on free loopback
+//! ports; every wait polls with a deadline.
 
 mod common;
 
@@ -434,4 +435,163 @@ async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_on
     drop(b);
     redis.stop();
     app.stop().await;
+}
+
+/// A local S3-compatible server for the `blob_store` test: moto (PyPI `moto[server]`, pinned in
+/// `scripts/test.sh`, which installs it into a venv and names it in `VOICED_MOTO_SERVER`).
+/// Chosen because it installs from PyPI with pip (no container, no compiler), speaks the S3 API
+/// including ranged GETs and object attributes, and keeps everything in memory. Killed on drop.
+struct S3Server {
+    child: Child,
+    endpoint: String,
+}
+
+impl S3Server {
+    async fn start() -> S3Server {
+        let program = std::env::var("VOICED_MOTO_SERVER").unwrap_or_else(|_| {
+            let cache = std::env::var("VOICED_CACHE").unwrap_or_else(|_| {
+                format!("{}/.cache/voiced", std::env::var("HOME").expect("HOME"))
+            });
+            format!("{cache}/venv-moto/bin/moto_server")
+        });
+        let port = common::child::free_port();
+        let child = Command::new(&program)
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("{program} starts ({e}); scripts/test.sh installs moto[server] there")
+            });
+        let server = S3Server {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+        };
+        let client = reqwest::Client::new();
+        poll_until(Duration::from_secs(60), "the S3 server to answer", || {
+            let request = client.get(format!("{}/", server.endpoint)).send();
+            async move { request.await.ok().filter(|r| r.status() == 200).map(drop) }
+        })
+        .await;
+        server
+    }
+
+    async fn create_bucket(&self, bucket: &str) {
+        let response = reqwest::Client::new()
+            .put(format!("{}/{bucket}", self.endpoint))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "creating bucket {bucket}");
+    }
+}
+
+impl Drop for S3Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn audio_in_s3_is_written_by_a_worker_and_streams_from_every_serve_process() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(
+        &account,
+        "Narrator",
+        voiced::domain::EngineId::Kokoro,
+        "jf_alpha",
+    )
+    .await;
+    let s3 = S3Server::start().await;
+    s3.create_bucket("voiced-audio").await;
+    let env = [
+        ("VOICED_BLOB_STORE", "s3://voiced-audio/tenant-audio"),
+        ("AWS_ENDPOINT_URL", s3.endpoint.as_str()),
+        ("AWS_ALLOW_HTTP", "true"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+        ("AWS_REGION", "us-east-1"),
+        ("VOICED_WHISPER_MODEL", "whisper-tiny.en"),
+    ];
+    let mut with_worker = env.to_vec();
+    with_worker.push(("VOICED_WORKERS", "1"));
+    let url = app.db.url();
+    let (a, b) = tokio::join!(
+        ChildServer::start(&url, &with_worker),
+        ChildServer::start(&url, &env)
+    );
+    let client = reqwest::Client::new();
+
+    let id = speak(&client, &b.base, &secret, "Stored in the bucket.").await;
+    let generation = finished(&client, &b.base, &secret, &id).await;
+    assert_eq!(generation["status"], "completed", "{generation}");
+
+    // The generation records that S3 holds its audio; PostgreSQL holds none of it.
+    let key: String = sqlx::query_scalar("SELECT audio_key FROM generations WHERE id = $1")
+        .bind(&id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(key, format!("s3:audio/{id}"));
+    let in_pg: i64 = sqlx::query_scalar("SELECT count(*) FROM blobs")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(in_pg, 0);
+
+    // The object is in the bucket under the prefix, and both processes stream it, whole and in
+    // ranges (ranged GETs to S3).
+    let bucket = object_store::aws::AmazonS3Builder::new()
+        .with_endpoint(&s3.endpoint)
+        .with_allow_http(true)
+        .with_access_key_id("test")
+        .with_secret_access_key("test")
+        .with_region("us-east-1")
+        .with_bucket_name("voiced-audio")
+        .build()
+        .unwrap();
+    let stored = object_store::ObjectStore::get(
+        &bucket,
+        &object_store::path::Path::from(format!("tenant-audio/audio/{id}")),
+    )
+    .await
+    .expect("the object is in the bucket under the prefix");
+    assert_eq!(
+        stored
+            .attributes
+            .get(&object_store::Attribute::ContentType)
+            .map(|v| v.to_string()),
+        Some(generation_content_type(&generation).to_owned())
+    );
+    let object = stored.bytes().await.unwrap();
+    assert!(object.len() > 1000);
+    let audio_url = generation["audio_url"].as_str().unwrap();
+    let path = &audio_url[audio_url.find("/v1/audio/").unwrap()..];
+    for base in [&a.base, &b.base] {
+        let whole = client.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(whole.status(), 200);
+        assert_eq!(whole.bytes().await.unwrap(), object);
+        let part = client
+            .get(format!("{base}{path}"))
+            .header("range", "bytes=10-99")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(part.status(), 206);
+        assert_eq!(part.bytes().await.unwrap(), object.slice(10..100));
+    }
+    drop((a, b));
+    app.stop().await;
+}
+
+/// The content type the API gives for the generation's format.
+fn generation_content_type(generation: &serde_json::Value) -> &'static str {
+    match generation["format"].as_str() {
+        Some("wav") => "audio/wav",
+        Some("opus") => "audio/ogg",
+        _ => "audio/mpeg",
+    }
 }

@@ -255,7 +255,7 @@ async fn process_job(
     };
     match outcome {
         Ok(rendered) => {
-            let key = format!("audio/{id}");
+            let key = deps.blobs.key_for(&format!("audio/{id}"));
             let blob = Blob {
                 content_type: rendered.format.content_type().to_owned(),
                 bytes: rendered.bytes,
