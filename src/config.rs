@@ -52,6 +52,9 @@ struct Raw {
     max_pending_per_account: u32,
     rate_limit_writes_per_hour: u32,
     rate_limit_reads_per_minute: u32,
+    redis_url: String,
+    blob_store: String,
+    metrics_bind: String,
     request_timeout_secs: u64,
     header_read_timeout_secs: u64,
     shutdown_grace_secs: u64,
@@ -93,6 +96,12 @@ pub struct Config {
     pub max_pending_per_account: u32,
     pub rate_limit_writes_per_hour: u32,
     pub rate_limit_reads_per_minute: u32,
+    /// Shared rate limits in this Redis; `None`: each process counts alone.
+    pub redis_url: Option<String>,
+    /// `s3://bucket/prefix`: new audio in S3 (the `AWS_*` variables); `None`: in PostgreSQL.
+    pub blob_store: Option<String>,
+    /// Prometheus metrics listener (`GET /metrics`); `None`: off. Never the public port.
+    pub metrics_bind: Option<SocketAddr>,
     pub request_timeout_secs: u64,
     pub header_read_timeout_secs: u64,
     pub shutdown_grace_secs: u64,
@@ -171,6 +180,33 @@ impl Config {
             .bind
             .parse()
             .map_err(|_| ConfigError::invalid("bind", "expected host:port, e.g. 127.0.0.1:8080"))?;
+        let blob_store = match raw.blob_store.trim() {
+            "" => None,
+            value if value.len() > "s3://".len() && value.starts_with("s3://") => {
+                Some(value.to_owned())
+            }
+            _ => {
+                return Err(ConfigError::invalid(
+                    "blob_store",
+                    "expected s3://bucket/prefix, or empty for PostgreSQL",
+                ));
+            }
+        };
+        let metrics_bind = match raw.metrics_bind.trim() {
+            "" => None,
+            value => Some(value.parse().map_err(|_| {
+                ConfigError::invalid(
+                    "metrics_bind",
+                    "expected host:port, e.g. 127.0.0.1:9090, or empty",
+                )
+            })?),
+        };
+        if metrics_bind.is_some() && metrics_bind == Some(bind) {
+            return Err(ConfigError::invalid(
+                "metrics_bind",
+                "must differ from bind: metrics are never served on the public port",
+            ));
+        }
         let public_base_url = url_setting("public_base_url", &raw.public_base_url)?;
         // Empty links point at the pages this binary serves.
         let derived = |setting: &str, value: &str, path: &str| {
@@ -251,6 +287,9 @@ impl Config {
             max_pending_per_account: raw.max_pending_per_account,
             rate_limit_writes_per_hour: raw.rate_limit_writes_per_hour,
             rate_limit_reads_per_minute: raw.rate_limit_reads_per_minute,
+            redis_url: Some(raw.redis_url).filter(|u| !u.trim().is_empty()),
+            metrics_bind,
+            blob_store,
             request_timeout_secs: raw.request_timeout_secs,
             header_read_timeout_secs: raw.header_read_timeout_secs,
             shutdown_grace_secs: raw.shutdown_grace_secs,

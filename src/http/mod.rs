@@ -232,6 +232,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+                .layer(axum::middleware::from_fn(record_request))
                 .layer(TraceLayer::new_for_http().make_span_with(make_span))
                 .layer(from_fn_with_state(
                     state.links.clone(),
@@ -252,6 +253,37 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
 /// change it, so it needs no live state.
 pub fn openapi_document() -> utoipa::openapi::OpenApi {
     documented(v1_routes()).1
+}
+
+/// Request metrics (`metrics_bind`): count and latency by route template (never the raw path),
+/// method and status. Without a metrics listener the recorder is absent and this costs little.
+async fn record_request(
+    request: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", |p| p.as_str())
+        .to_owned();
+    let method = match *request.method() {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    };
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    metrics::counter!("voiced_http_requests_total", "route" => route.clone(), "method" => method, "status" => status)
+        .increment(1);
+    metrics::histogram!("voiced_http_request_duration_seconds", "route" => route, "method" => method)
+        .record(started.elapsed().as_secs_f64());
+    response
 }
 
 /// Spans are named by route template, never the raw path (ids would explode cardinality).

@@ -3,9 +3,15 @@
 //!
 //! Two independent policies per key: `writes` (600 per hour: POST, PUT, PATCH, DELETE) and
 //! `read-burst` (300 per minute: everything else). A request counts against exactly one.
+//!
+//! With `redis_url` set, every serve process counts against the same state: one GCRA Lua script
+//! per key and policy ([`GCRA_SCRIPT`]), atomic in Redis, with the same arithmetic as `governor`
+//! (so the headers read the same). When Redis cannot be reached the process falls back to its
+//! own in-process limiter (a warning at most once a minute, the metric
+//! `voiced_rate_limit_fallbacks_total`) and tries Redis again a second later, by itself.
 
 use std::num::NonZeroU32;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::{Request, State};
@@ -75,10 +81,115 @@ impl Policy {
     }
 }
 
+/// GCRA in Redis. KEYS[1]: the key's state (its theoretical arrival time, microseconds since
+/// the epoch on the Redis clock). ARGV[1]: emission interval (µs per request); ARGV[2]: burst
+/// (the quota). Returns {allowed (1/0), remaining, µs to wait}. Redis's own clock serves every
+/// process alike, so serve processes need no clock agreement.
+pub const GCRA_SCRIPT: &str = r#"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local tolerance = interval * burst
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local new_tat = tat + interval
+local allow_at = new_tat - tolerance
+if now < allow_at then
+  return {0, 0, allow_at - now}
+end
+redis.call('SET', KEYS[1], string.format('%.0f', new_tat), 'PX', math.ceil((new_tat - now) / 1000) + 1)
+return {1, math.floor((tolerance - (new_tat - now)) / interval), 0}
+"#;
+
+/// How long a failing Redis is left alone before the next try.
+const REDIS_RETRY: Duration = Duration::from_secs(1);
+/// At most one "Redis unreachable" warning in this long.
+const WARN_EVERY: Duration = Duration::from_secs(60);
+
+/// The shared limiter's connection (made lazily, so that start-up does not need Redis) and its
+/// fallback bookkeeping.
+struct Shared {
+    client: redis::Client,
+    connection: tokio::sync::Mutex<Option<redis::aio::ConnectionManager>>,
+    script: redis::Script,
+    /// Set while Redis fails: no call is tried before this moment.
+    retry_at: Mutex<Option<Instant>>,
+    last_warning: Mutex<Option<Instant>>,
+}
+
+/// What one policy says about one request.
+enum Decision {
+    Allowed { remaining: u32 },
+    Refused { wait: Duration },
+}
+
+impl Shared {
+    async fn connection(&self) -> redis::RedisResult<redis::aio::ConnectionManager> {
+        let mut slot = self.connection.lock().await;
+        if let Some(connection) = slot.as_ref() {
+            return Ok(connection.clone());
+        }
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Duration::from_millis(500))
+            .set_response_timeout(Duration::from_millis(500))
+            .set_number_of_retries(1);
+        let connection =
+            redis::aio::ConnectionManager::new_with_config(self.client.clone(), config).await?;
+        *slot = Some(connection.clone());
+        Ok(connection)
+    }
+
+    async fn check(&self, policy: &Policy, key_id: &str) -> redis::RedisResult<Decision> {
+        let mut connection = self.connection().await?;
+        let interval_us = (policy.window_secs * 1_000_000 / u64::from(policy.quota)).max(1);
+        let (allowed, remaining, wait_us): (i64, i64, i64) = self
+            .script
+            .key(format!("voiced:ratelimit:{}:{key_id}", policy.name))
+            .arg(interval_us)
+            .arg(policy.quota)
+            .invoke_async(&mut connection)
+            .await?;
+        Ok(if allowed == 1 {
+            Decision::Allowed {
+                remaining: u32::try_from(remaining.max(0)).unwrap_or(0),
+            }
+        } else {
+            Decision::Refused {
+                wait: Duration::from_micros(u64::try_from(wait_us.max(0)).unwrap_or(0)),
+            }
+        })
+    }
+
+    fn resting(&self) -> bool {
+        let retry_at = self.retry_at.lock().expect("not poisoned");
+        retry_at.is_some_and(|at| Instant::now() < at)
+    }
+
+    fn failed(&self, err: &redis::RedisError) {
+        let now = Instant::now();
+        *self.retry_at.lock().expect("not poisoned") = Some(now + REDIS_RETRY);
+        let mut last = self.last_warning.lock().expect("not poisoned");
+        if last.is_none_or(|at| now.duration_since(at) >= WARN_EVERY) {
+            *last = Some(now);
+            // The error names the failure, never the URL (it may carry a password).
+            tracing::warn!(error = %err, "Redis unreachable: rate limits are per process until it answers again");
+        }
+    }
+
+    fn recovered(&self) {
+        let mut retry_at = self.retry_at.lock().expect("not poisoned");
+        if retry_at.take().is_some() {
+            tracing::info!("Redis answers again: rate limits are shared again");
+        }
+    }
+}
+
 pub struct RateLimits {
     writes: Policy,
     reads: Policy,
     policy_header: HeaderValue,
+    shared: Option<Shared>,
 }
 
 impl RateLimits {
@@ -108,7 +219,21 @@ impl RateLimits {
             writes,
             reads,
             policy_header,
+            shared: None,
         }
+    }
+
+    /// Counts in Redis at `url` (`redis://…`, `rediss://…`, `unix:///path`), falling back to
+    /// this process's limiter while Redis cannot be reached. Only the URL is checked here.
+    pub fn shared(mut self, url: &str) -> Result<Self, redis::RedisError> {
+        self.shared = Some(Shared {
+            client: redis::Client::open(url)?,
+            connection: tokio::sync::Mutex::new(None),
+            script: redis::Script::new(GCRA_SCRIPT),
+            retry_at: Mutex::new(None),
+            last_warning: Mutex::new(None),
+        });
+        Ok(self)
     }
 
     pub fn real(writes_per_hour: u32, reads_per_minute: u32) -> Self {
@@ -131,6 +256,32 @@ impl RateLimits {
             _ => &self.writes,
         }
     }
+
+    /// The shared state when Redis answers; this process's otherwise.
+    async fn decide(&self, policy: &Policy, key_id: &str) -> Decision {
+        if let Some(shared) = &self.shared {
+            if !shared.resting() {
+                match shared.check(policy, key_id).await {
+                    Ok(decision) => {
+                        shared.recovered();
+                        return decision;
+                    }
+                    Err(err) => shared.failed(&err),
+                }
+            }
+            metrics::counter!("voiced_rate_limit_fallbacks_total", "policy" => policy.name)
+                .increment(1);
+        }
+        let key = key_id.to_owned();
+        match policy.limiter.check_key(&key) {
+            Ok(snapshot) => Decision::Allowed {
+                remaining: snapshot.remaining_burst_capacity(),
+            },
+            Err(not_until) => Decision::Refused {
+                wait: not_until.wait_time_from(policy.limiter.clock().now()),
+            },
+        }
+    }
 }
 
 /// Counts the request against its key's policy and writes the headers on whatever answer
@@ -148,14 +299,14 @@ pub async fn rate_limit(
         return next.run(request).await;
     };
     let policy = limits.policy_for(request.method());
-    let (mut response, remaining, reset) = match policy.limiter.check_key(&key_id) {
-        Ok(snapshot) => {
-            let remaining = snapshot.remaining_burst_capacity();
+    let (mut response, remaining, reset) = match limits.decide(policy, &key_id).await {
+        Decision::Allowed { remaining } => {
             let response = next.run(request).await;
             (response, remaining, policy.reset_secs(remaining))
         }
-        Err(not_until) => {
-            let wait = not_until.wait_time_from(policy.limiter.clock().now());
+        Decision::Refused { wait } => {
+            metrics::counter!("voiced_rate_limit_refusals_total", "policy" => policy.name)
+                .increment(1);
             let retry_after = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
             let response = ApiError::new(
                 ErrorCode::RateLimitExceeded,

@@ -167,6 +167,8 @@ pub async fn admit(
     tx.commit().await?;
     failpoint("after_speech_commit");
     tracing::info!(generation_id = %admitted.id, engine = %order.engine, estimated_ms, "generation accepted");
+    metrics::counter!("voiced_generations_total", "engine" => order.engine.as_str(), "outcome" => "accepted")
+        .increment(1);
     Ok(admitted)
 }
 

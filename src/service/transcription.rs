@@ -31,6 +31,7 @@ pub fn take_place(asr: &AsrService) -> Result<Place, ServiceError> {
         return Err(ServiceError::unavailable(60));
     }
     asr.try_admit().map(Place).ok_or_else(|| {
+        metrics::counter!("voiced_recogniser_refusals_total").increment(1);
         ServiceError::new(
             ErrorCode::ServiceUnavailable,
             "The recogniser is busy with other transcriptions; retry shortly.",

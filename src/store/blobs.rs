@@ -1,6 +1,6 @@
 //! The blob store for generated audio (DECISIONS "Storage"): one small interface, with
-//! PostgreSQL as the default backend. An S3-compatible backend (`object_store`) is the
-//! multi-node option; it is not built yet. Downloads read blobs in ranges ([`BlobStore::head`],
+//! PostgreSQL as the default backend, and an S3-compatible one (`object_store`, setting
+//! `blob_store`) for the multi-node layout; [`RoutedBlobStore`] picks by each key's mark. Downloads read blobs in ranges ([`BlobStore::head`],
 //! [`BlobStore::read`]) so that a large file is streamed, never held whole in memory.
 
 use std::future::Future;
@@ -24,6 +24,10 @@ type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// Where audio bytes live. Keys are opaque strings; `put` overwrites (a retried generation
 /// writes the same bytes under the same key).
 pub trait BlobStore: Send + Sync {
+    /// The key under which new audio named `name` is written (which may mark its store).
+    fn key_for(&self, name: &str) -> String {
+        name.to_owned()
+    }
     fn put<'a>(&'a self, key: &'a str, blob: &'a Blob) -> BoxFuture<'a, anyhow::Result<()>>;
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, anyhow::Result<Option<Blob>>>;
     fn head<'a>(&'a self, key: &'a str) -> BoxFuture<'a, anyhow::Result<Option<BlobHead>>>;
@@ -110,5 +114,189 @@ impl BlobStore for PgBlobStore {
             .ok_or_else(|| anyhow::anyhow!("blob {key} vanished"))?;
             Ok(bytes)
         })
+    }
+}
+
+/// Keys of blobs held in S3 start with this; a key without it is in PostgreSQL. So each
+/// generation's `audio_key` says which store holds its audio, and a deployment can move to S3
+/// (or back) without losing the audio written before.
+pub const S3_SCHEME: &str = "s3:";
+
+/// Audio in an S3-compatible bucket (`blob_store = "s3://bucket/prefix"`; credentials, region
+/// and endpoint from the standard `AWS_*` variables, e.g. `AWS_ENDPOINT_URL` and
+/// `AWS_ALLOW_HTTP=true` for a local server). Keys are stored under the prefix.
+pub struct S3BlobStore {
+    store: object_store::aws::AmazonS3,
+    prefix: String,
+}
+
+impl S3BlobStore {
+    /// `s3://bucket` or `s3://bucket/prefix`; nothing is contacted here.
+    pub fn from_url(url: &str) -> anyhow::Result<Self> {
+        let rest = url
+            .strip_prefix("s3://")
+            .ok_or_else(|| anyhow::anyhow!("expected s3://bucket/prefix"))?;
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        anyhow::ensure!(!bucket.is_empty(), "expected s3://bucket/prefix");
+        let store = object_store::aws::AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .build()?;
+        Ok(Self {
+            store,
+            prefix: prefix.trim_matches('/').to_owned(),
+        })
+    }
+
+    fn path(&self, key: &str) -> object_store::path::Path {
+        let key = key.strip_prefix(S3_SCHEME).unwrap_or(key);
+        if self.prefix.is_empty() {
+            object_store::path::Path::from(key)
+        } else {
+            object_store::path::Path::from(format!("{}/{key}", self.prefix))
+        }
+    }
+
+    async fn get_opts(
+        &self,
+        key: &str,
+        options: object_store::GetOptions,
+    ) -> anyhow::Result<Option<object_store::GetResult>> {
+        use object_store::ObjectStore as _;
+        match self.store.get_opts(&self.path(key), options).await {
+            Ok(result) => Ok(Some(result)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(err) => Err(err.into()),
+        }
+    }
+}
+
+fn content_type_of(result: &object_store::GetResult) -> String {
+    result
+        .attributes
+        .get(&object_store::Attribute::ContentType)
+        .map_or_else(|| "application/octet-stream".to_owned(), |v| v.to_string())
+}
+
+impl BlobStore for S3BlobStore {
+    fn put<'a>(&'a self, key: &'a str, blob: &'a Blob) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            use object_store::ObjectStore as _;
+            let options = object_store::PutOptions {
+                attributes: object_store::Attributes::from_iter([(
+                    object_store::Attribute::ContentType,
+                    object_store::AttributeValue::from(blob.content_type.clone()),
+                )]),
+                ..Default::default()
+            };
+            self.store
+                .put_opts(&self.path(key), blob.bytes.clone().into(), options)
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, anyhow::Result<Option<Blob>>> {
+        Box::pin(async move {
+            let Some(result) = self.get_opts(key, Default::default()).await? else {
+                return Ok(None);
+            };
+            let content_type = content_type_of(&result);
+            let bytes = result.bytes().await?.to_vec();
+            Ok(Some(Blob {
+                content_type,
+                bytes,
+            }))
+        })
+    }
+
+    fn head<'a>(&'a self, key: &'a str) -> BoxFuture<'a, anyhow::Result<Option<BlobHead>>> {
+        Box::pin(async move {
+            let options = object_store::GetOptions {
+                head: true,
+                ..Default::default()
+            };
+            Ok(self.get_opts(key, options).await?.map(|result| BlobHead {
+                content_type: content_type_of(&result),
+                len: result.meta.size,
+            }))
+        })
+    }
+
+    fn read<'a>(
+        &'a self,
+        key: &'a str,
+        offset: u64,
+        len: u64,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<u8>>> {
+        Box::pin(async move {
+            if len == 0 {
+                return Ok(Vec::new());
+            }
+            // A ranged GET; S3 clamps the end to the object's size.
+            let options = object_store::GetOptions {
+                range: Some(object_store::GetRange::Bounded(offset..offset + len)),
+                ..Default::default()
+            };
+            match self.get_opts(key, options).await? {
+                Some(result) => Ok(result.bytes().await?.to_vec()),
+                None => anyhow::bail!("blob {key} is gone"),
+            }
+        })
+    }
+}
+
+/// The blob store a process uses: new audio goes to S3 when `blob_store` is set (its key marked
+/// [`S3_SCHEME`]), else to PostgreSQL; reads follow each key's mark.
+pub struct RoutedBlobStore {
+    pg: PgBlobStore,
+    s3: Option<S3BlobStore>,
+}
+
+impl RoutedBlobStore {
+    pub fn new(pg: PgBlobStore, s3: Option<S3BlobStore>) -> Self {
+        Self { pg, s3 }
+    }
+
+    fn backend(&self, key: &str) -> anyhow::Result<&dyn BlobStore> {
+        if key.starts_with(S3_SCHEME) {
+            match &self.s3 {
+                Some(s3) => Ok(s3),
+                None => anyhow::bail!(
+                    "audio {key} is in S3 but this process has no blob_store (VOICED_BLOB_STORE)"
+                ),
+            }
+        } else {
+            Ok(&self.pg)
+        }
+    }
+}
+
+impl BlobStore for RoutedBlobStore {
+    fn key_for(&self, name: &str) -> String {
+        match self.s3 {
+            Some(_) => format!("{S3_SCHEME}{name}"),
+            None => name.to_owned(),
+        }
+    }
+
+    fn put<'a>(&'a self, key: &'a str, blob: &'a Blob) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move { self.backend(key)?.put(key, blob).await })
+    }
+
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, anyhow::Result<Option<Blob>>> {
+        Box::pin(async move { self.backend(key)?.get(key).await })
+    }
+
+    fn head<'a>(&'a self, key: &'a str) -> BoxFuture<'a, anyhow::Result<Option<BlobHead>>> {
+        Box::pin(async move { self.backend(key)?.head(key).await })
+    }
+
+    fn read<'a>(
+        &'a self,
+        key: &'a str,
+        offset: u64,
+        len: u64,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<u8>>> {
+        Box::pin(async move { self.backend(key)?.read(key, offset, len).await })
     }
 }

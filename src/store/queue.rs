@@ -333,3 +333,31 @@ pub async fn status(pool: &PgPool, id: &str) -> sqlx::Result<Option<String>> {
         .fetch_optional(pool)
         .await
 }
+
+/// The queue as metrics see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Depth {
+    /// Waiting for a worker (never claimed, handed back, or with an expired lease).
+    pub queued: i64,
+    /// Held by a worker now.
+    pub running: i64,
+    /// Age of the oldest waiting generation; 0 when none waits.
+    pub oldest_queued_secs: f64,
+}
+
+pub async fn depth(pool: &PgPool) -> sqlx::Result<Depth> {
+    let row = sqlx::query!(
+        r#"SELECT count(*) FILTER (WHERE lease_expires_at IS NULL OR lease_expires_at < now()) AS "queued!",
+                  count(*) FILTER (WHERE lease_expires_at >= now()) AS "running!",
+                  COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)
+                      FILTER (WHERE lease_expires_at IS NULL OR lease_expires_at < now())), 0)::float8 AS "oldest!"
+           FROM generations WHERE status = 'generating'"#
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(Depth {
+        queued: row.queued,
+        running: row.running,
+        oldest_queued_secs: row.oldest,
+    })
+}

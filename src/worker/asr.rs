@@ -24,6 +24,8 @@ pub struct AsrService {
     skipped: Arc<AtomicU64>,
     /// Jobs handed to the recogniser threads.
     submitted: Arc<AtomicU64>,
+    /// Places in all: threads plus queue.
+    capacity: usize,
 }
 
 impl AsrService {
@@ -45,6 +47,7 @@ impl AsrService {
             model_dir: config.model_dir,
             skipped,
             submitted: Arc::default(),
+            capacity: threads.max(1) + queue,
         })
     }
 
@@ -61,6 +64,11 @@ impl AsrService {
     /// Places free now (threads plus queue, less those held).
     pub fn available(&self) -> usize {
         self.admission.available_permits()
+    }
+
+    /// Places held now: transcriptions running or waiting for a recogniser thread.
+    pub fn in_use(&self) -> usize {
+        self.capacity - self.admission.available_permits().min(self.capacity)
     }
 
     /// How many jobs were handed to the recogniser threads.

@@ -194,6 +194,7 @@ async fn process_job(
         shutdown,
     } = control;
     let id = job.id.clone();
+    let engine_name = job.engine.clone();
     let started = std::time::Instant::now();
     let cancel = Arc::new(AtomicBool::new(false));
     let mut result = engine.submit(job, cancel.clone());
@@ -242,7 +243,7 @@ async fn process_job(
             }
             () = &mut deadline => {
                 let message = format!("generation ran past the time limit of {} s", options.timeout.as_secs());
-                finish_failed(deps, options, &id, &message).await;
+                finish_failed(deps, options, &id, &engine_name, &message).await;
                 // Stop at the next sentence boundary, and wait for the engine before the next job.
                 cancel.store(true, Ordering::Relaxed);
                 if result.await.is_err() {
@@ -254,7 +255,7 @@ async fn process_job(
     };
     match outcome {
         Ok(rendered) => {
-            let key = format!("audio/{id}");
+            let key = deps.blobs.key_for(&format!("audio/{id}"));
             let blob = Blob {
                 content_type: rendered.format.content_type().to_owned(),
                 bytes: rendered.bytes,
@@ -266,12 +267,19 @@ async fn process_job(
             }
             match queue::complete(&deps.pool, &id, &options.name, &key, rendered.duration_ms).await
             {
-                Ok(Completion::Completed) => tracing::info!(
-                    audio_ms = rendered.duration_ms,
-                    engine_ms = rendered.engine_ms as u64,
-                    total_ms = started.elapsed().as_millis() as u64,
-                    "generation completed"
-                ),
+                Ok(Completion::Completed) => {
+                    tracing::info!(
+                        audio_ms = rendered.duration_ms,
+                        engine_ms = rendered.engine_ms as u64,
+                        total_ms = started.elapsed().as_millis() as u64,
+                        "generation completed"
+                    );
+                    completed_metrics(
+                        &engine_name,
+                        rendered.duration_ms,
+                        rendered.engine_ms as f64,
+                    );
+                }
                 Ok(Completion::Cancelled) => {
                     tracing::info!("generation cancelled by its caller; not charged")
                 }
@@ -283,19 +291,22 @@ async fn process_job(
         }
         Err(RenderError::Cancelled) => {
             // `fail` records the cancellation's own reason.
-            finish_failed(deps, options, &id, "cancelled").await;
+            finish_failed(deps, options, &id, &engine_name, "cancelled").await;
         }
         Err(RenderError::Panicked) => {
             finish_failed(
                 deps,
                 options,
                 &id,
+                &engine_name,
                 "the engine failed unexpectedly on this generation; nothing was charged",
             )
             .await;
             replace_engine(engine);
         }
-        Err(RenderError::Failed(message)) => finish_failed(deps, options, &id, &message).await,
+        Err(RenderError::Failed(message)) => {
+            finish_failed(deps, options, &id, &engine_name, &message).await
+        }
     }
 }
 
@@ -305,9 +316,34 @@ fn replace_engine(engine: &mut EngineThread) {
     }
 }
 
-async fn finish_failed(deps: &WorkerDeps, options: &WorkerOptions, id: &str, message: &str) {
+async fn finish_failed(
+    deps: &WorkerDeps,
+    options: &WorkerOptions,
+    id: &str,
+    engine: &str,
+    message: &str,
+) {
     tracing::warn!(error = %message, "generation failed");
-    if let Err(err) = queue::fail(&deps.pool, id, &options.name, message).await {
-        tracing::error!(error = %err, "marking failed failed");
+    match queue::fail(&deps.pool, id, &options.name, message).await {
+        Ok(true) => {
+            metrics::counter!("voiced_generations_total", "engine" => engine.to_owned(), "outcome" => "failed")
+                .increment(1)
+        }
+        Ok(false) => {}
+        Err(err) => tracing::error!(error = %err, "marking failed failed"),
     }
+}
+
+/// A completed generation: counted by engine, its real-time factor (engine time / audio time),
+/// and the audio charged.
+fn completed_metrics(engine: &str, audio_ms: i64, engine_ms: f64) {
+    let engine = engine.to_owned();
+    metrics::counter!("voiced_generations_total", "engine" => engine.clone(), "outcome" => "completed")
+        .increment(1);
+    if audio_ms > 0 {
+        metrics::histogram!("voiced_engine_real_time_factor", "engine" => engine)
+            .record(engine_ms / audio_ms as f64);
+    }
+    metrics::counter!("voiced_usage_charged_ms_total")
+        .increment(u64::try_from(audio_ms).unwrap_or(0));
 }
