@@ -244,10 +244,13 @@ pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
         &shutdown,
     );
     shutdown_signal().await;
-    let grace = Duration::from_secs(config.shutdown_grace_secs);
+    let grace = Duration::from_secs(config.shutdown_grace_secs).saturating_sub(CLOSING_TIME);
     stop_workers(&stop, workers, tokio::time::Instant::now() + grace).await;
     database.close(false).await
 }
+
+/// What shutdown keeps of the grace period for closing connections and the database.
+const CLOSING_TIME: Duration = Duration::from_millis(500);
 
 /// Drains the workers (no new claims; the jobs in hand go on) until `deadline`, then aborts what
 /// still runs (stopped at a sentence boundary and handed back to the queue).
@@ -348,7 +351,9 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
         shutdown_signal().await;
         on_signal.notify_one();
     };
-    let grace = Duration::from_secs(config.shutdown_grace_secs);
+    // Work stops a little before the grace ends, so that closing the database and the private
+    // cluster still fits inside `shutdown_grace_secs`.
+    let grace = Duration::from_secs(config.shutdown_grace_secs).saturating_sub(CLOSING_TIME);
     let draining = {
         let signalled = signalled.clone();
         tokio::spawn(async move {
@@ -361,13 +366,11 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             stop_workers(&stop, workers, tokio::time::Instant::now() + grace).await;
         })
     };
-    let served = http::serve(
-        listener,
-        app,
-        signal,
-        http::ServeOptions::from_config(&config),
-    )
-    .await;
+    let options = http::ServeOptions {
+        grace,
+        ..http::ServeOptions::from_config(&config)
+    };
+    let served = http::serve(listener, app, signal, options).await;
     signalled.notify_one(); // in case serving ended without a signal
     shrink.abort();
     let _ = draining.await;
