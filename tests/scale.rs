@@ -165,6 +165,7 @@ async fn the_read_quota_is_shared_by_serve_processes_and_survives_a_redis_outage
     // has refused one; alone, each would have allowed 300 (600 in all). Shared, the total is
     // 300 plus the cells refilled meanwhile (one per 200 ms).
     let mut allowed = 0u32;
+    let mut allowed_by = [0u32; 2];
     let mut refused = [false, false];
     let mut n = 0usize;
     while !(refused[0] && refused[1]) {
@@ -182,7 +183,10 @@ async fn the_read_quota_is_shared_by_serve_processes_and_survives_a_redis_outage
         n += 16;
         for (side, response) in futures_util::future::join_all(batch).await {
             match response.status().as_u16() {
-                200 => allowed += 1,
+                200 => {
+                    allowed += 1;
+                    allowed_by[side] += 1;
+                }
                 429 => {
                     refused[side] = true;
                     let retry_after: u64 = response.headers()["retry-after"]
@@ -249,9 +253,12 @@ async fn the_read_quota_is_shared_by_serve_processes_and_survives_a_redis_outage
             .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
             .unwrap_or_else(|| panic!("no {name} in\n{metrics}"))
     };
+    // A counted at least the reads it allowed in the shared-quota loop (the split between the
+    // two processes varies with timing; the count does not).
     assert!(
         value("voiced_http_requests_total{route=\"/v1/voices\",method=\"GET\",status=\"200\"}")
-            >= 150.0
+            >= f64::from(allowed_by[0]),
+        "{allowed_by:?}"
     );
     assert!(
         value("voiced_http_requests_total{route=\"/v1/speech\",method=\"POST\",status=\"429\"}")
