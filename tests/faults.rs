@@ -133,23 +133,7 @@ async fn twenty_worker_kills_lose_and_double_charge_nothing() {
 
 /// A one-second 440 Hz tone as WAV, base64 in the request body.
 fn tone_body() -> Value {
-    use base64::Engine as _;
-    let mut cursor = std::io::Cursor::new(Vec::new());
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: 16_000,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut writer = hound::WavWriter::new(&mut cursor, spec).unwrap();
-    for n in 0..16_000 {
-        let t = n as f32 / 16_000.0;
-        writer
-            .write_sample(((t * 440.0 * std::f32::consts::TAU).sin() * 8000.0) as i16)
-            .unwrap();
-    }
-    writer.finalize().unwrap();
-    json!({"audio": base64::engine::general_purpose::STANDARD.encode(cursor.into_inner())})
+    json!({"audio": common::tone_wav_base64()})
 }
 
 /// An account with a pro plan, a key and a Kokoro voice, written straight to `pool`.

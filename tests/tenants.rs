@@ -438,27 +438,6 @@ async fn text_the_voice_cannot_read_is_refused_before_it_is_queued() {
     app.stop().await;
 }
 
-/// A one-second 440 Hz tone as WAV, base64-encoded (a valid clip for the recogniser).
-fn tone_wav_base64() -> String {
-    use base64::Engine as _;
-    let mut cursor = std::io::Cursor::new(Vec::new());
-    let spec = hound::WavSpec {
-        channels: 1,
-        sample_rate: 16_000,
-        bits_per_sample: 16,
-        sample_format: hound::SampleFormat::Int,
-    };
-    let mut writer = hound::WavWriter::new(&mut cursor, spec).unwrap();
-    for n in 0..16_000 {
-        let t = n as f32 / 16_000.0;
-        writer
-            .write_sample(((t * 440.0 * std::f32::consts::TAU).sin() * 8000.0) as i16)
-            .unwrap();
-    }
-    writer.finalize().unwrap();
-    base64::engine::general_purpose::STANDARD.encode(cursor.into_inner())
-}
-
 async fn count(app: &TestApp, table: &str, account: &str) -> i64 {
     sqlx::query_scalar(&format!(
         "SELECT count(*) FROM {table} WHERE account_id = $1"
@@ -488,7 +467,7 @@ async fn idempotency_survives_a_crash_between_commit_and_answer() {
         (
             "after_capture_commit",
             "/v1/transcriptions",
-            json!({"audio": tone_wav_base64()}),
+            json!({"audio": common::tone_wav_base64()}),
             "captures",
             200,
         ),

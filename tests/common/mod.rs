@@ -241,6 +241,27 @@ where
     }
 }
 
+/// A one-second 440 Hz tone as WAV, base64-encoded (a valid clip for the recogniser).
+pub fn tone_wav_base64() -> String {
+    use base64::Engine as _;
+    let mut cursor = std::io::Cursor::new(Vec::new());
+    let spec = hound::WavSpec {
+        channels: 1,
+        sample_rate: 16_000,
+        bits_per_sample: 16,
+        sample_format: hound::SampleFormat::Int,
+    };
+    let mut writer = hound::WavWriter::new(&mut cursor, spec).unwrap();
+    for n in 0..16_000 {
+        let t = n as f32 / 16_000.0;
+        writer
+            .write_sample(((t * 440.0 * std::f32::consts::TAU).sin() * 8000.0) as i16)
+            .unwrap();
+    }
+    writer.finalize().unwrap();
+    base64::engine::general_purpose::STANDARD.encode(cursor.into_inner())
+}
+
 /// Status and JSON body of a response.
 pub async fn json(response: Response) -> (u16, Value) {
     let status = response.status().as_u16();

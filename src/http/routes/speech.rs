@@ -97,7 +97,7 @@ const FIELDS: [&str; 5] = [
 #[utoipa::path(post, path = "/v1/speech", tag = "speech",
     security(("api_key" = []), ("bearer" = [])),
     params(("Idempotency-Key" = Option<String>, Header, max_length = 255,
-        description = "Same key and body within 24 h returns the first answer without generating again")),
+        description = "Same key and body within 48 h returns the first answer without generating again")),
     request_body(content = SpeechRequest, content_type = "application/json"),
     responses(
         (status = 202, description = "Accepted; `Location` points at the generation", body = SpeechAccepted,

@@ -57,7 +57,7 @@ pub struct TranscriptionResult {
 #[utoipa::path(post, path = "/v1/transcriptions", tag = "captures",
     security(("api_key" = []), ("bearer" = [])),
     params(("Idempotency-Key" = Option<String>, Header, max_length = 255,
-        description = "Same key and body within 24 h returns the first answer without transcribing again")),
+        description = "Same key and body within 48 h returns the first answer without transcribing again")),
     request_body(content = TranscriptionRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The transcript; a capture was stored", body = TranscriptionResult),

@@ -89,7 +89,7 @@ fn optional_str<'a>(body: &'a JsonObject, name: &str) -> Result<&'a str, ApiErro
 #[utoipa::path(post, path = "/v1/voices", tag = "voices",
     security(("api_key" = []), ("bearer" = [])),
     params(("Idempotency-Key" = Option<String>, Header, max_length = 255,
-        description = "Same key and body within 24 h returns the first answer without adding again")),
+        description = "Same key and body within 48 h returns the first answer without adding again")),
     request_body(content = CreateVoiceRequest, content_type = "application/json"),
     responses(
         (status = 201, description = "The voice profile added; `Location` points at the voice list", body = Voice,

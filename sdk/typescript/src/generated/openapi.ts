@@ -892,7 +892,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Same key and body within 24 h returns the first answer without generating again */
+                /** @description Same key and body within 48 h returns the first answer without generating again */
                 "Idempotency-Key"?: string | null;
             };
             path?: never;
@@ -1002,7 +1002,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Same key and body within 24 h returns the first answer without transcribing again */
+                /** @description Same key and body within 48 h returns the first answer without transcribing again */
                 "Idempotency-Key"?: string | null;
             };
             path?: never;
@@ -1166,7 +1166,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Same key and body within 24 h returns the first answer without adding again */
+                /** @description Same key and body within 48 h returns the first answer without adding again */
                 "Idempotency-Key"?: string | null;
             };
             path?: never;
