@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tiny random stand-ins for the cloning engines' public ONNX layouts, for tests.
 
-No weights for chatterbox_turbo are reachable from this project (docs/engines.md), so the tests
+No weights for chatterbox_turbo, qwen or luxtts are reachable from this project (docs/engines.md), so the tests
 run the real pipeline on graphs with exactly the public signatures (input/output names, dtypes,
 ranks, output order, KV naming, the special token ids) and shrunk hidden sizes. The graphs are
 random but fixed (numpy seed), and built so that generation ends by itself: the language model
@@ -22,6 +22,14 @@ Written under OUT (the layout an operator places under `<models_dir>`):
         flow noise with RandomNormalLike like the real graph
     chatterbox_turbo/tokenizer.json                 a `tokenizers` WordLevel tokenizer
     chatterbox_turbo/voices/default.wav             a 6 s synthetic reference voice, 24 kHz
+    qwen/, qwen_custom_voice/                       the wavekat layout of Qwen3-TTS-12Hz:
+        config.json, tokenizer/{vocab.json,merges.txt}, embeddings/*.npy,
+        fp32/{talker_prefill,talker_decode,code_predictor,vocoder}.onnx (+ .data); Base also
+        speaker_encoder.onnx, tokenizer_encoder.onnx and voices/{default.wav, narrator.wav +
+        narrator.txt}; generation stops by itself after about 12-20 frames (see qwen_models)
+    luxtts/                                         text_encoder.onnx, fm_decoder.onnx,
+        tokens.txt, vocoder.onnx (48 kHz, the signature docs/engines.md asks operators for),
+        voices/default.{wav,txt}
 
 Usage: tiny_engine_models.py OUT
 """
