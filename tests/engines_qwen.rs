@@ -126,6 +126,13 @@ fn the_install_state_follows_the_files_and_their_check() {
         lux.details.iter().any(|d| d.contains("vocoder.onnx")),
         "{lux:?}"
     );
+    let err = voiced::models::checked::prepare(empty.path(), EngineId::Qwen)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("talker_prefill.onnx") && err.contains("place the upstream files first"),
+        "{err}"
+    );
 
     // The files in place but not checked: missing, saying what to run; loading refuses.
     let bare = common::TempDir::new("qwen-bare", 0o755);

@@ -49,13 +49,10 @@ pub fn prepare(models_dir: &Path, engine: EngineId) -> Result<PathBuf, FetchErro
         .iter()
         .find(|p| !p.contains("voiced models prepare"))
     {
-        return Err(FetchError::Io {
-            path: dir.clone(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!("{problem}; place the upstream files first (docs/engines.md)"),
-            ),
-        });
+        return Err(FetchError::Check(format!(
+            "{}: {problem}; place the upstream files first (docs/engines.md)",
+            dir.display()
+        )));
     }
     if manifest::verify(&dir, &files, engine.as_str()).is_ok() {
         return Ok(manifest::path(&dir));
