@@ -94,6 +94,7 @@ fn input(text: &str, seed: u64, temperature: Option<f32>) -> SynthesisInput<'_> 
         seed,
         temperature,
         cancel: None,
+        voice_print: None,
     }
 }
 

@@ -69,10 +69,13 @@ enum ModelsCommand {
         #[arg(value_parser = ["kokoro", "whisper-base", "whisper-tiny.en", "all"])]
         name: String,
     },
-    /// Install step for operator-placed files: seed the graphs that draw noise internally.
-    #[command(after_help = "Example:\n  voiced models prepare chatterbox_turbo")]
+    /// Install step for operator-placed files: seed the graphs that draw noise internally, check
+    /// the others draw none, record checksums.
+    #[command(
+        after_help = "Examples:\n  voiced models prepare chatterbox_turbo\n  voiced models prepare qwen"
+    )]
     Prepare {
-        #[arg(value_parser = ["chatterbox_turbo"])]
+        #[arg(value_parser = ["chatterbox_turbo", "qwen", "qwen_custom_voice", "luxtts"])]
         engine: String,
     },
     /// Each engine: installed, missing (what to place, from where) or unavailable.
@@ -101,6 +104,21 @@ fn print_status(config: &Config, as_json: bool) -> anyhow::Result<()> {
         }
         println!("{:<18}   {}", "", engine.how);
     }
+    Ok(())
+}
+
+fn prepare_engine(config: &Config, engine: &str) -> anyhow::Result<()> {
+    if engine == "chatterbox_turbo" {
+        let seeded = crate::models::chatterbox::prepare_turbo(&config.models_dir)?;
+        println!("chatterbox_turbo: seeded decoder {}", seeded.display());
+        return Ok(());
+    }
+    let id: crate::domain::EngineId = engine.parse().map_err(anyhow::Error::msg)?;
+    let manifest = crate::models::checked::prepare(&config.models_dir, id)?;
+    println!(
+        "{engine}: no graph draws its own noise; checksums recorded in {}",
+        manifest.display()
+    );
     Ok(())
 }
 
@@ -139,11 +157,7 @@ pub fn main() -> ExitCode {
     if let Command::Models(models) = &command {
         let result = match models {
             ModelsCommand::Fetch { name } => fetch_models(&config, name),
-            ModelsCommand::Prepare { .. } => {
-                crate::models::chatterbox::prepare_turbo(&config.models_dir)
-                    .map(|seeded| println!("chatterbox_turbo: seeded decoder {}", seeded.display()))
-                    .map_err(anyhow::Error::from)
-            }
+            ModelsCommand::Prepare { engine } => prepare_engine(&config, engine),
             ModelsCommand::Status { json } => print_status(&config, *json),
         };
         return match result {

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use super::chatterbox_turbo::{self, ChatterboxTurboEngine, TurboConfig};
 use super::kokoro::{self, KokoroConfig, KokoroEngine};
+use super::luxtts::{self, LuxConfig, LuxEngine};
+use super::qwen::{self, QwenEngine, QwenEngineConfig, Variant};
 use super::{Engine, EngineError, Preset};
 use crate::domain::EngineId;
 
@@ -40,6 +42,20 @@ impl EngineRegistry {
         }
     }
 
+    fn qwen_config(&self, variant: Variant) -> QwenEngineConfig {
+        QwenEngineConfig {
+            intra_threads: self.intra_threads,
+            ..QwenEngineConfig::from_models_dir(&self.models_dir, variant)
+        }
+    }
+
+    fn lux_config(&self) -> LuxConfig {
+        LuxConfig {
+            intra_threads: self.intra_threads,
+            ..LuxConfig::from_models_dir(&self.models_dir)
+        }
+    }
+
     /// Whether `engine` can exist on any deployment: tada has no ONNX export (docs/engines.md),
     /// so its voices are refused at request time rather than failing later.
     pub fn is_available(engine: EngineId) -> bool {
@@ -65,6 +81,15 @@ impl EngineRegistry {
                     .iter()
                     .all(|file| config.model_dir.join(file).is_file())
             }
+            EngineId::Qwen | EngineId::QwenCustomVoice => {
+                let config = self.qwen_config(qwen_variant(engine));
+                config.ort_library.is_file()
+                    && qwen::files::problems(&config.dir, config.variant).is_empty()
+            }
+            EngineId::Luxtts => {
+                let config = self.lux_config();
+                config.ort_library.is_file() && luxtts::files::problems(&config.dir).is_empty()
+            }
             _ => false,
         }
     }
@@ -75,6 +100,7 @@ impl EngineRegistry {
     pub fn readable(&self, engine: EngineId, language: &str, text: &str) -> Result<(), String> {
         match engine {
             EngineId::Kokoro => kokoro::readable::check(language, text),
+            EngineId::Luxtts => luxtts::readable(language),
             _ => Ok(()),
         }
     }
@@ -97,6 +123,10 @@ impl EngineRegistry {
             EngineId::ChatterboxTurbo => {
                 Ok(Box::new(ChatterboxTurboEngine::load(&self.turbo_config())?))
             }
+            EngineId::Qwen | EngineId::QwenCustomVoice => Ok(Box::new(QwenEngine::load(
+                &self.qwen_config(qwen_variant(engine)),
+            )?)),
+            EngineId::Luxtts => Ok(Box::new(LuxEngine::load(&self.lux_config())?)),
             EngineId::Tada => Err(EngineError::NotInstalled(TADA_UNAVAILABLE.into())),
             other => Err(EngineError::NotInstalled(format!(
                 "the {other} engine is not installed on this deployment"
@@ -118,7 +148,24 @@ impl EngineRegistry {
                 chatterbox_turbo::presets(&self.turbo_config().dir),
             ));
         }
+        for engine in [EngineId::Qwen, EngineId::QwenCustomVoice] {
+            if self.is_installed(engine) {
+                let config = self.qwen_config(qwen_variant(engine));
+                all.push((engine, qwen::presets(&config.dir, config.variant)));
+            }
+        }
+        if self.is_installed(EngineId::Luxtts) {
+            all.push((EngineId::Luxtts, luxtts::presets(&self.lux_config().dir)));
+        }
         all
+    }
+}
+
+fn qwen_variant(engine: EngineId) -> Variant {
+    if engine == EngineId::QwenCustomVoice {
+        Variant::CustomVoice
+    } else {
+        Variant::Base
     }
 }
 
@@ -150,5 +197,18 @@ impl Engine for PanicOnMarker {
             "test engine panics on its marker text"
         );
         self.inner.synthesize(input)
+    }
+
+    fn reference_rate(&self) -> Option<u32> {
+        self.inner.reference_rate()
+    }
+
+    fn voice_print(
+        &mut self,
+        reference: &[f32],
+        transcript: Option<&str>,
+        language: &str,
+    ) -> Result<Vec<u8>, EngineError> {
+        self.inner.voice_print(reference, transcript, language)
     }
 }

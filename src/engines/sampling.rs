@@ -37,7 +37,7 @@ pub fn sample(logits: &[f32], generated: &[i64], params: Sampling, uniform: f64)
 }
 
 /// Keeps the logits at least as large as the k-th largest (ties kept).
-fn top_k(x: &mut [f64], k: usize) {
+pub(crate) fn top_k(x: &mut [f64], k: usize) {
     if k == 0 || k >= x.len() {
         return;
     }
@@ -51,7 +51,7 @@ fn top_k(x: &mut [f64], k: usize) {
 
 /// Removes the least likely ids whose cumulative probability (ascending) is at most 1 − p,
 /// always keeping the most likely one.
-fn top_p(x: &mut [f64], p: f64) {
+pub(crate) fn top_p(x: &mut [f64], p: f64) {
     if p >= 1.0 {
         return;
     }
@@ -69,7 +69,7 @@ fn top_p(x: &mut [f64], p: f64) {
     }
 }
 
-fn softmax(x: &[f64]) -> Vec<f64> {
+pub(crate) fn softmax(x: &[f64]) -> Vec<f64> {
     let max = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let exp: Vec<f64> = x.iter().map(|v| (v - max).exp()).collect();
     let sum: f64 = exp.iter().sum();
@@ -77,7 +77,7 @@ fn softmax(x: &[f64]) -> Vec<f64> {
 }
 
 /// The first id whose cumulative probability exceeds `uniform` × total.
-fn draw(probs: &[f64], uniform: f64) -> usize {
+pub(crate) fn draw(probs: &[f64], uniform: f64) -> usize {
     let total: f64 = probs.iter().sum();
     let target = uniform * total;
     let mut cumulative = 0.0;

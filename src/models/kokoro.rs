@@ -140,6 +140,8 @@ pub enum FetchError {
     Onnx(String),
     #[error("adding the seed inputs to the graph failed: {0}")]
     Rewrite(String),
+    #[error("checking the graphs failed: {0}")]
+    Check(String),
     #[error("unsupported platform: {0}")]
     Platform(String),
 }

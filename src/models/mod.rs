@@ -2,6 +2,7 @@
 //! verified under the models dir. Nothing is fetched from a model hub.
 
 pub mod chatterbox;
+pub mod checked;
 pub mod ctranslate2;
 pub mod kokoro;
 pub mod progress;

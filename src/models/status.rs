@@ -79,10 +79,10 @@ pub fn status(models_dir: &Path) -> Vec<EngineStatus> {
                     Vec::new(),
                     "no ONNX export of TADA exists (docs/engines.md)".to_owned(),
                 ),
-                EngineId::Chatterbox
-                | EngineId::Qwen
-                | EngineId::QwenCustomVoice
-                | EngineId::Luxtts => (
+                EngineId::Qwen | EngineId::QwenCustomVoice | EngineId::Luxtts => {
+                    checked_status(models_dir, engine, installed)
+                }
+                EngineId::Chatterbox => (
                     State::Unavailable,
                     Vec::new(),
                     "no pipeline in this build yet (docs/engines.md)".to_owned(),
@@ -96,4 +96,70 @@ pub fn status(models_dir: &Path) -> Vec<EngineStatus> {
             }
         })
         .collect()
+}
+
+/// qwen, qwen_custom_voice and luxtts: the files in use, or what is missing and where from.
+fn checked_status(
+    models_dir: &Path,
+    engine: EngineId,
+    installed: bool,
+) -> (State, Vec<String>, String) {
+    use crate::engines::{luxtts, qwen};
+    let (dir, problems, files, from) = match engine {
+        EngineId::Luxtts => {
+            let dir = luxtts::files::dir(models_dir);
+            (
+                dir.clone(),
+                luxtts::files::problems(&dir),
+                luxtts::files::checked_files(&dir),
+                "place YatharthS/LuxTTS's text_encoder.onnx, fm_decoder.onnx (or fm_decoder_int8.onnx) and tokens.txt, an ONNX vocoder vocoder.onnx (mel [1, 100, frames] → waveform; docs/engines.md) and reference clips voices/<preset>.wav with their transcripts voices/<preset>.txt",
+            )
+        }
+        _ => {
+            let variant = if engine == EngineId::Qwen {
+                qwen::Variant::Base
+            } else {
+                qwen::Variant::CustomVoice
+            };
+            let dir = variant.dir(models_dir);
+            (
+                dir.clone(),
+                qwen::files::problems(&dir, variant),
+                qwen::files::checked_files(&dir, variant),
+                if variant == qwen::Variant::Base {
+                    "place a wavekat-layout ONNX export of Qwen/Qwen3-TTS-12Hz-0.6B-Base or -1.7B-Base (e.g. wavekat/Qwen3-TTS-0.6B-Base-ONNX: config.json, tokenizer/, embeddings/, fp32/ or int4/, speaker_encoder.onnx, tokenizer_encoder.onnx) and reference clips voices/<preset>.wav (optionally with transcripts voices/<preset>.txt)"
+                } else {
+                    "place a wavekat-layout ONNX export of Qwen/Qwen3-TTS-12Hz-0.6B-CustomVoice or -1.7B-CustomVoice (config.json, tokenizer/, embeddings/, fp32/ or int4/; tools/qwen3-tts-onnx of wavekat/wavekat-tts exports it)"
+                },
+            )
+        }
+    };
+    let details = if installed {
+        let mut details: Vec<String> = files
+            .iter()
+            .map(|f| dir.join(f).display().to_string())
+            .collect();
+        details.push(format!(
+            "{} (checksums verified)",
+            crate::engines::manifest::path(&dir).display()
+        ));
+        details
+    } else {
+        let mut problems = problems;
+        if !crate::engines::onnx::library_path(models_dir).is_file() {
+            problems.push("ONNX Runtime is missing: `voiced models fetch kokoro`".into());
+        }
+        problems
+    };
+    let how = format!(
+        "{from} in {}, then `voiced models prepare {}` (docs/engines.md)",
+        dir.display(),
+        engine.as_str()
+    );
+    let state = if installed {
+        State::Installed
+    } else {
+        State::Missing
+    };
+    (state, details, how)
 }

@@ -177,6 +177,7 @@ fn render(
             seed: job.seed as u64,
             temperature: job.temperature,
             cancel: Some(cancel),
+            voice_print: None,
         })
         .map_err(|e| match e {
             EngineError::Cancelled => RenderError::Cancelled,

@@ -6,7 +6,7 @@
 
 mod noise;
 pub mod normalize;
-mod phonemize;
+pub(crate) mod phonemize;
 pub mod readable;
 pub mod session;
 pub(crate) mod split;

@@ -139,6 +139,21 @@ pub fn phonemize(text: &str, voice: &str) -> Result<String, EngineError> {
 
 /// Phonemizes several texts with one espeak-ng process.
 pub fn phonemize_many(texts: &[&str], voice: &str) -> Result<Vec<String>, EngineError> {
+    phonemize_with(texts, voice, &|ipa| clean(ipa, voice))
+}
+
+/// espeak-ng's own IPA of several texts, punctuation put back the same way but without Kokoro's
+/// spellings (ties and language tags removed): for models trained on piper-phonemize's output
+/// (LuxTTS).
+pub fn ipa_many(texts: &[&str], voice: &str) -> Result<Vec<String>, EngineError> {
+    phonemize_with(texts, voice, &plain)
+}
+
+fn phonemize_with(
+    texts: &[&str],
+    voice: &str,
+    clean: &dyn Fn(&str) -> String,
+) -> Result<Vec<String>, EngineError> {
     if matches!(voice, "ja" | "cmn") && texts.iter().any(|t| t.chars().any(is_ideograph)) {
         return Err(EngineError::InvalidInput(
             "espeak-ng cannot read kanji/hanzi; write the text in kana (Japanese) or pinyin".into(),
@@ -156,18 +171,22 @@ pub fn phonemize_many(texts: &[&str], voice: &str) -> Result<Vec<String>, Engine
     let mut ipa = espeak(&words, voice)?.into_iter();
     Ok(items
         .iter()
-        .map(|items| assemble(items, &mut ipa, voice))
+        .map(|items| assemble(items, &mut ipa, clean))
         .collect())
 }
 
 /// Joins phonemized word runs and punctuation the way misaki writes them: "həlˈO, wˈɜɹld."
-fn assemble(items: &[Item<'_>], ipa: &mut impl Iterator<Item = String>, voice: &str) -> String {
+fn assemble(
+    items: &[Item<'_>],
+    ipa: &mut impl Iterator<Item = String>,
+    clean: &dyn Fn(&str) -> String,
+) -> String {
     let mut out = String::new();
     let mut after_opening = false;
     for item in items {
         match item {
             Item::Words(_) => {
-                let ph = clean(&ipa.next().unwrap_or_default(), voice);
+                let ph = clean(&ipa.next().unwrap_or_default());
                 if ph.is_empty() {
                     continue;
                 }
@@ -355,6 +374,22 @@ fn clean(ipa: &str, voice: &str) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// One line of espeak IPA as espeak writes it, minus ties and language-switch tags.
+fn plain(ipa: &str) -> String {
+    let mut s = String::with_capacity(ipa.len());
+    let mut in_tag = false;
+    for c in ipa.chars() {
+        match c {
+            '(' => in_tag = true,
+            ')' => in_tag = false,
+            '^' => {}
+            _ if !in_tag => s.push(c),
+            _ => {}
+        }
+    }
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn replace_all(mut s: String, table: &[(&str, &str)]) -> String {
