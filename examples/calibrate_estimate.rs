@@ -40,6 +40,7 @@ fn main() {
                     seed: 7,
                     temperature: None,
                     cancel: None,
+                    voice_print: None,
                 })
                 .unwrap();
             let chars = text.chars().count() as f64;

@@ -33,6 +33,7 @@ fn main() {
         seed: 1,
         temperature: None,
         cancel: None,
+        voice_print: None,
     };
     let t = Instant::now();
     let pcm = engine.synthesize(&input).unwrap();

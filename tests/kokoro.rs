@@ -26,6 +26,7 @@ fn say(engine: &mut KokoroEngine, text: &str, language: &str, seed: u64) -> Pcm 
         seed,
         temperature: None,
         cancel: None,
+        voice_print: None,
     };
     engine.synthesize(&input).unwrap()
 }
@@ -156,6 +157,7 @@ fn unknown_preset_and_unspeakable_text_are_errors() {
         seed: 1,
         temperature: None,
         cancel: None,
+        voice_print: None,
     };
     assert!(
         matches!(engine.synthesize(&input), Err(EngineError::UnknownPreset(p)) if p == "xx_nobody")
@@ -167,6 +169,7 @@ fn unknown_preset_and_unspeakable_text_are_errors() {
         seed: 1,
         temperature: None,
         cancel: None,
+        voice_print: None,
     };
     assert!(matches!(
         engine.synthesize(&input),
@@ -179,6 +182,7 @@ fn unknown_preset_and_unspeakable_text_are_errors() {
         seed: 1,
         temperature: None,
         cancel: None,
+        voice_print: None,
     };
     assert!(matches!(
         engine.synthesize(&input),

@@ -70,9 +70,11 @@ enum ModelsCommand {
         name: String,
     },
     /// Install step for operator-placed files: seed the graphs that draw noise internally.
-    #[command(after_help = "Example:\n  voiced models prepare chatterbox_turbo")]
+    #[command(
+        after_help = "Examples:\n  voiced models prepare chatterbox_turbo\n  voiced models prepare chatterbox"
+    )]
     Prepare {
-        #[arg(value_parser = ["chatterbox_turbo"])]
+        #[arg(value_parser = ["chatterbox_turbo", "chatterbox"])]
         engine: String,
     },
     /// Each engine: installed, missing (what to place, from where) or unavailable.
@@ -139,9 +141,9 @@ pub fn main() -> ExitCode {
     if let Command::Models(models) = &command {
         let result = match models {
             ModelsCommand::Fetch { name } => fetch_models(&config, name),
-            ModelsCommand::Prepare { .. } => {
-                crate::models::chatterbox::prepare_turbo(&config.models_dir)
-                    .map(|seeded| println!("chatterbox_turbo: seeded decoder {}", seeded.display()))
+            ModelsCommand::Prepare { engine } => {
+                crate::models::chatterbox::prepare(&config.models_dir, engine)
+                    .map(|seeded| println!("{engine}: seeded decoder {}", seeded.display()))
                     .map_err(anyhow::Error::from)
             }
             ModelsCommand::Status { json } => print_status(&config, *json),

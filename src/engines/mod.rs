@@ -16,6 +16,9 @@ pub struct SynthesisInput<'a> {
     /// Set when the generation's caller went away: engines check it between sentences and stop
     /// with [`EngineError::Cancelled`].
     pub cancel: Option<&'a AtomicBool>,
+    /// A cloned profile's stored voice print (the bytes [`Engine::voice_print`] returned); `None`
+    /// for a preset voice.
+    pub voice_print: Option<&'a [u8]>,
 }
 
 impl SynthesisInput<'_> {
@@ -61,8 +64,27 @@ pub enum EngineError {
 pub trait Engine: Send {
     fn presets(&self) -> Vec<Preset>;
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError>;
+    /// The rate reference audio must have for [`Engine::voice_print`]; `None` when the engine
+    /// cannot clone.
+    fn reference_rate(&self) -> Option<u32> {
+        None
+    }
+    /// A cloned voice's conditioning, computed once from checked reference audio at
+    /// [`Engine::reference_rate`], as opaque versioned bytes stored with the profile.
+    fn voice_print(
+        &mut self,
+        _reference: &[f32],
+        _transcript: Option<&str>,
+        _language: &str,
+    ) -> Result<Vec<u8>, EngineError> {
+        Err(EngineError::InvalidInput(
+            "this engine cannot clone a voice".into(),
+        ))
+    }
 }
 
+pub mod chatterbox;
+pub mod chatterbox_shared;
 pub mod chatterbox_turbo;
 pub mod kokoro;
 pub mod onnx;

@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use super::chatterbox::{self, ChatterboxConfig, ChatterboxEngine};
+use super::chatterbox_shared::files as chatterbox_files;
 use super::chatterbox_turbo::{self, ChatterboxTurboEngine, TurboConfig};
 use super::kokoro::{self, KokoroConfig, KokoroEngine};
 use super::{Engine, EngineError, Preset};
@@ -40,6 +42,13 @@ impl EngineRegistry {
         }
     }
 
+    fn chatterbox_config(&self) -> ChatterboxConfig {
+        ChatterboxConfig {
+            intra_threads: self.intra_threads,
+            ..ChatterboxConfig::from_models_dir(&self.models_dir)
+        }
+    }
+
     /// Whether `engine` can exist on any deployment: tada has no ONNX export (docs/engines.md),
     /// so its voices are refused at request time rather than failing later.
     pub fn is_available(engine: EngineId) -> bool {
@@ -52,7 +61,12 @@ impl EngineRegistry {
             EngineId::ChatterboxTurbo => {
                 let config = self.turbo_config();
                 config.ort_library.is_file()
-                    && chatterbox_turbo::files::problems(&config.dir).is_empty()
+                    && chatterbox_files::problems(&config.dir, chatterbox_turbo::DIR).is_empty()
+            }
+            EngineId::Chatterbox => {
+                let config = self.chatterbox_config();
+                config.ort_library.is_file()
+                    && chatterbox_files::problems(&config.dir, chatterbox::DIR).is_empty()
             }
             EngineId::Kokoro => {
                 let config = self.kokoro_config();
@@ -75,6 +89,9 @@ impl EngineRegistry {
     pub fn readable(&self, engine: EngineId, language: &str, text: &str) -> Result<(), String> {
         match engine {
             EngineId::Kokoro => kokoro::readable::check(language, text),
+            EngineId::Chatterbox => {
+                chatterbox::readable(&self.chatterbox_config().dir, language, text)
+            }
             _ => Ok(()),
         }
     }
@@ -97,6 +114,9 @@ impl EngineRegistry {
             EngineId::ChatterboxTurbo => {
                 Ok(Box::new(ChatterboxTurboEngine::load(&self.turbo_config())?))
             }
+            EngineId::Chatterbox => {
+                Ok(Box::new(ChatterboxEngine::load(&self.chatterbox_config())?))
+            }
             EngineId::Tada => Err(EngineError::NotInstalled(TADA_UNAVAILABLE.into())),
             other => Err(EngineError::NotInstalled(format!(
                 "the {other} engine is not installed on this deployment"
@@ -116,6 +136,12 @@ impl EngineRegistry {
             all.push((
                 EngineId::ChatterboxTurbo,
                 chatterbox_turbo::presets(&self.turbo_config().dir),
+            ));
+        }
+        if self.is_installed(EngineId::Chatterbox) {
+            all.push((
+                EngineId::Chatterbox,
+                chatterbox::presets(&self.chatterbox_config().dir),
             ));
         }
         all
@@ -150,5 +176,18 @@ impl Engine for PanicOnMarker {
             "test engine panics on its marker text"
         );
         self.inner.synthesize(input)
+    }
+
+    fn reference_rate(&self) -> Option<u32> {
+        self.inner.reference_rate()
+    }
+
+    fn voice_print(
+        &mut self,
+        reference: &[f32],
+        transcript: Option<&str>,
+        language: &str,
+    ) -> Result<Vec<u8>, EngineError> {
+        self.inner.voice_print(reference, transcript, language)
     }
 }
