@@ -777,7 +777,7 @@ async fn engines_speak_and_clone_through_the_api() {
     let m = wav_of(&app, &secret, speech_body("Multi", 3, None)).await;
     let samples = wav_samples(&m, SAMPLE_RATE);
     assert!(
-        samples > 0 && samples % SAMPLES_PER_TOKEN == 0,
+        samples > 0 && samples.is_multiple_of(SAMPLES_PER_TOKEN),
         "{samples} samples"
     );
     assert_eq!(

@@ -237,22 +237,31 @@ fn render(
 }
 
 /// A cloned voice's print: the reference clip decoded and checked again, brought to the
-/// engine's rate, and run through the engine's conditioning once.
+/// engine's rate, and run through the engine's conditioning once. The failure message is for
+/// the account (it is shown with the voice): engine details go to the log.
 fn print(
     registry: &EngineRegistry,
     loaded: &mut HashMap<EngineId, Box<dyn Engine>>,
     job: &PrintJob,
 ) -> Result<Vec<u8>, RenderError> {
-    let failed = |e: &dyn std::fmt::Display| RenderError::Failed(e.to_string());
-    let engine_id: EngineId = job.engine.parse().map_err(|e: String| failed(&e))?;
-    let engine = engine_for(registry, loaded, engine_id).map_err(|e| failed(&e))?;
-    compute_print(
-        engine.as_mut(),
-        &job.audio,
-        job.transcript.as_deref(),
-        &job.language,
-    )
-    .map_err(|e| failed(&e))
+    let engine_id: EngineId = job
+        .engine
+        .parse()
+        .map_err(|e: String| RenderError::Failed(e))?;
+    let outcome = engine_for(registry, loaded, engine_id)
+        .map_err(PrintError::from)
+        .and_then(|engine| {
+            compute_print(
+                engine.as_mut(),
+                &job.audio,
+                job.transcript.as_deref(),
+                &job.language,
+            )
+        });
+    outcome.map_err(|err| {
+        tracing::warn!(voice_id = %job.voice_id, engine = %engine_id, error = %err, "voice print failed");
+        RenderError::Failed(err.for_account(engine_id))
+    })
 }
 
 /// Why a voice print could not be made.
@@ -264,6 +273,22 @@ pub enum PrintError {
     Reference(#[from] crate::engines::reference::ReferenceError),
     #[error(transparent)]
     Engine(#[from] EngineError),
+}
+
+impl PrintError {
+    /// What the account is told (no paths or engine internals).
+    pub fn for_account(&self, engine: EngineId) -> String {
+        match self {
+            PrintError::CannotClone => format!("the {engine} engine cannot clone a voice"),
+            PrintError::Reference(e) => e.to_string(),
+            PrintError::Engine(EngineError::NotInstalled(_)) => {
+                format!("the {engine} engine is not installed where the voice print was computed")
+            }
+            PrintError::Engine(_) => {
+                format!("the {engine} engine could not compute a voice print from this recording")
+            }
+        }
+    }
 }
 
 /// The print of `audio` (a reference clip as uploaded) for `engine`: the same steps wherever
