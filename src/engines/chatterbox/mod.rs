@@ -471,4 +471,15 @@ mod tests {
         assert_eq!(prompt_positions(&ids), [0, 0, 1, 2, 3, 4, 0, 0]);
         assert_eq!(text_rows(&ids), [1, 2, 3, 4, 5]);
     }
+
+    #[test]
+    fn languages_outside_the_23_and_chinese_without_its_table_are_refused() {
+        let dir = Path::new("/nonexistent");
+        assert!(readable(dir, "pt-br", "Olá").is_ok());
+        assert!(readable(dir, "zh", "ni hao").is_ok());
+        let why = readable(dir, "zh", "你好").unwrap_err();
+        assert!(why.contains(text::CANGJIE), "{why}");
+        let why = readable(dir, "xx", "hello").unwrap_err();
+        assert!(why.contains("ar, da, de"), "{why}");
+    }
 }

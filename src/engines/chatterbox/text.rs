@@ -60,7 +60,10 @@ pub fn normalize_punctuation(text: &str) -> String {
     }
 }
 
-/// Character → Cangjie code with its homograph index (`Cangjie5_TC.json` lines "字\tcode").
+/// Character → Cangjie code with its homograph index, built as upstream's
+/// `ChineseCangjieConverter` does from `Cangjie5_TC.json` (lines "word\tcode…"): a glyph's code
+/// is the last line naming it, and its index is its first position among all the words of
+/// that code, in file order.
 #[derive(Debug, Default)]
 pub struct Cangjie(HashMap<char, String>);
 
@@ -74,37 +77,38 @@ impl Cangjie {
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let entries: Vec<String> = serde_json::from_slice(&bytes)
             .map_err(|e| format!("{}: not a JSON list of strings: {e}", path.display()))?;
-        let mut by_code: HashMap<String, usize> = HashMap::new();
-        let mut table = HashMap::new();
-        for entry in entries {
+        let mut code_of: HashMap<&str, &str> = HashMap::new();
+        let mut words_of: HashMap<&str, Vec<&str>> = HashMap::new();
+        for entry in &entries {
             let mut fields = entry.split('\t');
             let (Some(word), Some(code)) = (fields.next(), fields.next()) else {
                 continue;
             };
+            code_of.insert(word, code);
+            words_of.entry(code).or_default().push(word);
+        }
+        let mut table = HashMap::new();
+        for (word, code) in code_of {
             let mut chars = word.chars();
             let (Some(glyph), None) = (chars.next(), chars.next()) else {
                 continue;
             };
-            if table.contains_key(&glyph) {
-                continue;
-            }
-            let index = by_code.entry(code.to_owned()).or_insert(0);
-            let suffix = if *index > 0 {
+            let index = words_of[code].iter().position(|w| *w == word).unwrap_or(0);
+            let suffix = if index > 0 {
                 index.to_string()
             } else {
                 String::new()
             };
-            *index += 1;
             table.insert(glyph, format!("{code}{suffix}"));
         }
         Ok(Some(Cangjie(table)))
     }
 
-    /// Every known glyph as `[cj_x]…[cj_.]`, the rest unchanged.
+    /// Every Han glyph the table knows as `[cj_x]…[cj_.]`, the rest unchanged.
     fn convert(&self, text: &str) -> String {
         let mut out = String::with_capacity(text.len() * 4);
         for c in text.chars() {
-            match self.0.get(&c) {
+            match self.0.get(&c).filter(|_| is_han(c)) {
                 Some(code) => {
                     for part in code.chars() {
                         out.push_str(&format!("[cj_{part}]"));
@@ -136,8 +140,12 @@ pub fn prepare(text: &str, language: &str, cangjie: Option<&Cangjie>, space_toke
 
 /// Whether `text` has Han characters (which need the Cangjie table).
 pub fn has_han(text: &str) -> bool {
-    text.chars()
-        .any(|c| matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F))
+    text.chars().any(is_han)
+}
+
+/// CJK ideographs (the letters upstream converts, category Lo, that have Cangjie codes).
+fn is_han(c: char) -> bool {
+    matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F)
 }
 
 #[cfg(test)]
@@ -167,11 +175,16 @@ mod tests {
     fn chinese_becomes_cangjie_codes_with_their_homograph_index() {
         let dir = std::env::temp_dir().join(format!("voiced-cangjie-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(CANGJIE), r#"["日\ta", "曰\ta", "月\tb"]"#).unwrap();
+        // 日 is listed twice: its last code counts. "日曰" (a word) takes a place in a's list.
+        std::fs::write(
+            dir.join(CANGJIE),
+            r#"["日\tz", "日曰\ta", "日\ta", "曰\ta", "月\tb", "。\tzz"]"#,
+        )
+        .unwrap();
         let table = Cangjie::load(&dir).unwrap().unwrap();
         assert_eq!(
-            prepare("日曰月", "zh", Some(&table), true),
-            "[zh][cj_a][cj_.][cj_a][cj_1][cj_.][cj_b][cj_.]."
+            prepare("日曰月。", "zh", Some(&table), true),
+            "[zh][cj_a][cj_1][cj_.][cj_a][cj_2][cj_.][cj_b][cj_.]。"
         );
         assert!(has_han("日") && !has_han("abc"));
         std::fs::remove_dir_all(&dir).unwrap();
