@@ -31,6 +31,19 @@ Written under OUT (the layout an operator places under `<models_dir>`):
         tokens.txt, vocoder.onnx (48 kHz, the signature docs/engines.md asks operators for),
         voices/default.{wav,txt}
 
+    chatterbox/onnx/speech_encoder.onnx             as chatterbox_turbo's
+    chatterbox/onnx/embed_tokens.onnx               input_ids i64 [B, S], position_ids i64 [B, S],
+        exaggeration f32 [B] -> inputs_embeds [B, S, D]; text rows are those up to the first 0
+        (stop text), 6563 carries the exaggeration vector, the rest are speech rows (upstream
+        `InputsEmbeds`)
+    chatterbox/onnx/language_model.onnx(+ _data)    inputs_embeds, attention_mask,
+        past_key_values.{i}.{key,value} (no position_ids) -> logits f32 [B, S, 8194], present.*
+    chatterbox/onnx/conditional_decoder.onnx(+ _data)  as chatterbox_turbo's
+    chatterbox/tokenizer.json                       character-level WordLevel tokenizer with the
+        added tokens [SPACE] and [xx] per language, and the upstream template
+        [6563, 255, ..., 0, 6561, 6561]
+    chatterbox/voices/default.wav                   a 6 s synthetic reference voice, 24 kHz
+
 Usage: tiny_engine_models.py OUT
 """
 import json
@@ -49,6 +62,14 @@ HEADS = 2  # 16 upstream
 HEAD_DIM = 8  # 64 upstream
 LAYERS = 2  # 24 upstream
 SPEECH_VOCAB = 6563  # logits width, as upstream
+MTL_VOCAB = 8194  # the multilingual model's logits width
+EXAGGERATION = 6563
+START_TEXT = 255
+STOP_TEXT = 0
+MTL_LANGUAGES = (
+    "ar da de el en es fi fr he hi it ja ko ms nl no pl pt ru sv sw tr zh"
+).split()
+MTL_CHARS = list("abcdefghijklmnopqrstuvwxyz0123456789.,!?'-\"") + ["\u0301", "\u0300", "\u0308", "\u0327"]
 START_SPEECH = 6561
 STOP_SPEECH = 6562
 SAMPLES_PER_TOKEN = 960
@@ -161,20 +182,24 @@ def embed_tokens(path, rng):
     )
 
 
-def language_model(path, rng):
+def language_model(path, rng, vocab=SPEECH_VOCAB, positions=True):
+    """positions: the graph takes position_ids (turbo); the multilingual one does not (its
+    embedder adds the positions)."""
     g = Graph(rng)
-    # Sinusoidal positions; channel 0 stays 0 so that layer 0 can count speech tokens.
-    freqs = np.concatenate([[0.0], 1.0 / (10000 ** (np.arange(1, D) / D))]).astype(np.float32)
-    pos = g.op("Unsqueeze", [g.op("Cast", ["position_ids"], to=TensorProto.FLOAT), g.const([2], np.int64)])
-    x = g.op("Add", ["inputs_embeds", g.op("Mul", [g.op("Sin", [g.op("Mul", [pos, g.const(freqs)])]), g.const(0.3)])])
-    mask = g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
-    mask = g.op("Unsqueeze", [mask, g.const([1, 2], np.int64)])  # [B, 1, 1, total]
-    mask_bias = g.op("Mul", [g.op("Sub", [g.const(1.0), mask]), g.const(-1e4)])
     inputs = [
         f32("inputs_embeds", ["batch_size", "sequence_length", D]),
         i64("attention_mask", ["batch_size", "total_sequence_length"]),
-        i64("position_ids", ["batch_size", "sequence_length"]),
     ]
+    x = "inputs_embeds"
+    if positions:
+        # Sinusoidal positions; channel 0 stays 0 so that layer 0 can count speech tokens.
+        freqs = np.concatenate([[0.0], 1.0 / (10000 ** (np.arange(1, D) / D))]).astype(np.float32)
+        pos = g.op("Unsqueeze", [g.op("Cast", ["position_ids"], to=TensorProto.FLOAT), g.const([2], np.int64)])
+        x = g.op("Add", [x, g.op("Mul", [g.op("Sin", [g.op("Mul", [pos, g.const(freqs)])]), g.const(0.3)])])
+        inputs.append(i64("position_ids", ["batch_size", "sequence_length"]))
+    mask = g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
+    mask = g.op("Unsqueeze", [mask, g.const([1, 2], np.int64)])  # [B, 1, 1, total]
+    mask_bias = g.op("Mul", [g.op("Sub", [g.const(1.0), mask]), g.const(-1e4)])
     outputs = []
     count = None
     for layer in range(LAYERS):
@@ -203,16 +228,109 @@ def language_model(path, rng):
         if layer == 0:
             marker = g.op("Slice", [v, g.const([0, 0], np.int64), g.const([1, 1], np.int64), g.const([1, 3], np.int64)])
             count = g.op("ReduceSum", [marker, g.const([1, 2, 3], np.int64)], keepdims=0)  # [B]
-    logits = g.op("MatMul", [x, g.weight([D, SPEECH_VOCAB], 1.0 / np.sqrt(D))])
-    stop = np.zeros([SPEECH_VOCAB], np.float32)
+    logits = g.op("MatMul", [x, g.weight([D, vocab], 1.0 / np.sqrt(D))])
+    stop = np.zeros([vocab], np.float32)
     stop[STOP_SPEECH] = 1.0
-    never = np.zeros([SPEECH_VOCAB], np.float32)
+    never = np.zeros([vocab], np.float32)
     never[START_SPEECH] = -30.0
     steps = g.op("Unsqueeze", [g.op("Sub", [count, g.const(float(STOP_AFTER))]), g.const([1, 2], np.int64)])
     bias = g.op("Add", [g.op("Mul", [g.op("Mul", [steps, g.const(STOP_SLOPE)]), g.const(stop)]), g.const(never)])
     g.op("Add", [logits, bias], "logits")
-    outputs.insert(0, f32("logits", ["batch_size", "sequence_length", SPEECH_VOCAB]))
+    outputs.insert(0, f32("logits", ["batch_size", "sequence_length", vocab]))
     g.save(path, inputs, outputs, external=True)
+
+
+def multilingual_embed_tokens(path, rng):
+    """Upstream `InputsEmbeds`: rows up to the first stop-text id (0) are text (token and
+    position tables), the exaggeration id carries `exaggeration` times a learned vector, every
+    other row is speech (token and position tables). Speech rows carry the step marker in
+    channel 0 that the tiny language model counts."""
+    g = Graph(rng)
+    ids = "input_ids"
+    seq = g.op("Shape", [ids], start=1, end=2)
+    idx = g.op("Unsqueeze", [g.op("Range", [g.const(0, np.int64), g.op("Squeeze", [seq, g.const([0], np.int64)]), g.const(1, np.int64)]), g.const([0], np.int64)])  # [1, S]
+    is_zero = g.op("Cast", [g.op("Equal", [ids, g.const(STOP_TEXT, np.int64)])], to=TensorProto.FLOAT)
+    has_zero = g.op("Cast", [g.op("ReduceMax", [is_zero], axes=[1], keepdims=1)], to=TensorProto.BOOL)  # [B, 1]
+    zero_pos = g.op("ArgMax", [is_zero], axis=1, keepdims=1)  # first zero, [B, 1]
+    base_text = g.op("And", [g.op("LessOrEqual", [idx, zero_pos]), has_zero])
+    exag = g.op("Equal", [ids, g.const(EXAGGERATION, np.int64)])
+    not_exag = g.op("Not", [exag])
+    text_mask = g.op("And", [base_text, not_exag])
+    speech_mask = g.op("And", [g.op("Not", [base_text]), not_exag])
+    zero = g.const(0, np.int64)
+    pos = "position_ids"
+
+    def table(rows, marker):
+        t = rng.standard_normal([rows, D]).astype(np.float32) * 0.5
+        t[:, 0] = marker
+        return g.const(t)
+
+    def rows(mask, tok_table, pos_table):
+        tok = g.op("Gather", [tok_table, g.op("Where", [mask, ids, zero])])
+        at = g.op("Gather", [pos_table, g.op("Where", [mask, pos, zero])])
+        m = g.op("Unsqueeze", [g.op("Cast", [mask], to=TensorProto.FLOAT), g.const([2], np.int64)])
+        return g.op("Mul", [g.op("Add", [tok, at]), m])
+
+    text = rows(text_mask, table(MTL_VOCAB, 0.0), table(512, 0.0))
+    speech_pos = rng.standard_normal([1100, D]).astype(np.float32) * 0.3
+    speech_pos[:, 0] = 0.0
+    speech = rows(speech_mask, table(MTL_VOCAB, 1.0), g.const(speech_pos))
+    vec = rng.standard_normal([D]).astype(np.float32)
+    vec[0] = 0.0
+    adv = g.op("Mul", [g.op("Unsqueeze", ["exaggeration", g.const([1, 2], np.int64)]), g.const(vec)])  # [B, 1, D]
+    em = g.op("Unsqueeze", [g.op("Cast", [exag], to=TensorProto.FLOAT), g.const([2], np.int64)])
+    g.op("Add", [g.op("Add", [text, speech]), g.op("Mul", [adv, em])], "inputs_embeds")
+    g.save(
+        path,
+        [
+            i64("input_ids", ["batch_size", "sequence_length"]),
+            i64("position_ids", ["batch_size", "sequence_length"]),
+            f32("exaggeration", ["batch_size"]),
+        ],
+        [f32("inputs_embeds", ["batch_size", "sequence_length", D])],
+    )
+
+
+def multilingual_tokenizer(path):
+    added = ["[UNK]", "[SPACE]"] + [f"[{l}]" for l in MTL_LANGUAGES]
+    vocab = {}
+    for i, w in enumerate(added + MTL_CHARS):
+        vocab[w] = i + 1  # 0 is the stop-text id
+    assert len(vocab) < START_TEXT
+    doc = {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [
+            {"id": vocab[w], "content": w, "single_word": False, "lstrip": False, "rstrip": False,
+             "normalized": False, "special": False}
+            for w in added
+        ],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "."}, "behavior": "Isolated", "invert": False},
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [
+                {"SpecialToken": {"id": "[EXAG]", "type_id": 0}},
+                {"SpecialToken": {"id": "[SOT]", "type_id": 0}},
+                {"Sequence": {"id": "A", "type_id": 0}},
+                {"SpecialToken": {"id": "[EOT]", "type_id": 0}},
+                {"SpecialToken": {"id": "[SPEECH]", "type_id": 0}},
+                {"SpecialToken": {"id": "[SPEECH]", "type_id": 0}},
+            ],
+            "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {
+                "[EXAG]": {"id": "[EXAG]", "ids": [EXAGGERATION], "tokens": ["[EXAG]"]},
+                "[SOT]": {"id": "[SOT]", "ids": [START_TEXT], "tokens": ["[SOT]"]},
+                "[EOT]": {"id": "[EOT]", "ids": [STOP_TEXT], "tokens": ["[EOT]"]},
+                "[SPEECH]": {"id": "[SPEECH]", "ids": [START_SPEECH], "tokens": ["[SPEECH]"]},
+            },
+        },
+        "decoder": None,
+        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "[UNK]"},
+    }
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1, ensure_ascii=False)
 
 
 def conditional_decoder(path, rng):
@@ -678,6 +796,17 @@ def main(out):
     qwen_models(out, custom_voice=False)
     qwen_models(out, custom_voice=True)
     luxtts_models(out)
+
+    mtl = os.path.join(out, "chatterbox")
+    os.makedirs(os.path.join(mtl, "onnx"), exist_ok=True)
+    os.makedirs(os.path.join(mtl, "voices"), exist_ok=True)
+    rng = np.random.default_rng(20261124)
+    speech_encoder(os.path.join(mtl, "onnx", "speech_encoder.onnx"), rng)
+    multilingual_embed_tokens(os.path.join(mtl, "onnx", "embed_tokens.onnx"), rng)
+    language_model(os.path.join(mtl, "onnx", "language_model.onnx"), rng, vocab=MTL_VOCAB, positions=False)
+    conditional_decoder(os.path.join(mtl, "onnx", "conditional_decoder.onnx"), rng)
+    multilingual_tokenizer(os.path.join(mtl, "tokenizer.json"))
+    reference_voice(os.path.join(mtl, "voices", "default.wav"), rng)
 
 
 if __name__ == "__main__":

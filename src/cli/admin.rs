@@ -20,7 +20,8 @@ use crate::store;
   voiced admin account list
   voiced admin --json account show ada@example.com
   voiced admin key create --account ada@example.com --scopes voice:read,voice:generate
-  voiced admin voice presets")]
+  voiced admin voice presets
+  voiced admin voice clone --account ada@example.com --name Ada --engine chatterbox --audio ada.wav")]
 pub struct AdminArgs {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
@@ -50,7 +51,9 @@ enum AdminCommand {
         subcommand,
         after_help = "Examples:\n  voiced admin voice presets\n  \
                       voiced admin voice create --account ada@example.com --name Narrator \
-                      --engine kokoro --preset jf_alpha"
+                      --engine kokoro --preset jf_alpha\n  \
+                      voiced admin voice clone --account ada@example.com --name Ada \
+                      --engine chatterbox --audio ada.wav"
     )]
     Voice(VoiceCommand),
 }
@@ -196,6 +199,34 @@ enum VoiceCommand {
         /// Personality prompt that directs the voice.
         #[arg(long)]
         personality: Option<String>,
+    },
+    /// Clone a voice from a reference recording (5 to 30 s of the speaker, any format voiced
+    /// decodes); computes its voice print here, where the engine is installed. Only with the
+    /// speaker's consent.
+    #[command(
+        after_help = "Example:\n  voiced admin voice clone --account ada@example.com --name Ada \
+                            --engine chatterbox_turbo --audio ada.wav --transcript 'Hello, I am Ada.'"
+    )]
+    Clone {
+        /// The account's id or email.
+        #[arg(long)]
+        account: String,
+        #[arg(long)]
+        name: String,
+        /// An engine that clones: chatterbox, chatterbox_turbo, qwen, luxtts.
+        #[arg(long, value_parser = parse_engine)]
+        engine: EngineId,
+        /// The reference recording (wav, mp3, flac, ogg or webm).
+        #[arg(long, value_name = "FILE")]
+        audio: std::path::PathBuf,
+        /// What is said in the recording (engines that use one).
+        #[arg(long)]
+        transcript: Option<String>,
+        /// ISO 639-1 code.
+        #[arg(long, default_value = "en")]
+        language: String,
+        #[arg(long, default_value = "")]
+        description: String,
     },
     /// List the presets each installed engine offers.
     #[command(
@@ -427,9 +458,85 @@ async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> a
                 format!("voice {id} ({name}: {engine}/{preset})"),
             );
         }
+        AdminCommand::Voice(VoiceCommand::Clone {
+            account,
+            name,
+            engine,
+            audio,
+            transcript,
+            language,
+            description,
+        }) => {
+            let account = resolve_account(pool, &account).await?;
+            let bytes = std::fs::read(&audio)
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", audio.display()))?;
+            let voice = clone_voice(
+                pool,
+                registry,
+                &account,
+                crate::service::cloning::NewClone {
+                    name: &name,
+                    description: &description,
+                    language: &language,
+                    engine,
+                    audio: &bytes,
+                    transcript: transcript.as_deref(),
+                },
+            )
+            .await?;
+            emit(
+                as_json,
+                json!({
+                    "id": voice.id,
+                    "name": voice.name,
+                    "engine": voice.engine,
+                    "voice_type": voice.voice_type,
+                    "sample_count": voice.sample_count,
+                }),
+                format!(
+                    "voice {} ({}: {engine}, cloned from {}; voice print computed)",
+                    voice.id,
+                    voice.name,
+                    audio.display()
+                ),
+            );
+        }
         AdminCommand::Voice(VoiceCommand::Presets) => unreachable!("handled without a database"),
     }
     Ok(())
+}
+
+/// Checks the request and its reference audio, loads the engine here and computes the voice
+/// print, then stores the voice with it: the voice can speak as soon as this returns.
+async fn clone_voice(
+    pool: &PgPool,
+    registry: &EngineRegistry,
+    account: &str,
+    clone: crate::service::cloning::NewClone<'_>,
+) -> anyhow::Result<store::voices::VoiceRow> {
+    let refused = |e: crate::service::ServiceError| match e.param {
+        Some(param) => anyhow::anyhow!("--{param}: {}", e.detail),
+        None => anyhow::anyhow!("{}", e.detail),
+    };
+    let checked = crate::service::cloning::check(registry, &clone).map_err(refused)?;
+    let registry = registry.clone();
+    let (engine, audio, transcript, language) = (
+        checked.engine,
+        clone.audio.to_vec(),
+        checked.transcript.clone(),
+        checked.language.clone(),
+    );
+    let print = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<u8>> {
+        let mut loaded = registry
+            .load(engine)
+            .map_err(|e| anyhow::anyhow!("the {engine} engine cannot start here: {e}"))?;
+        crate::worker::compute_print(loaded.as_mut(), &audio, transcript.as_deref(), &language)
+            .map_err(|e| anyhow::anyhow!("computing the voice print failed: {e}"))
+    })
+    .await??;
+    crate::service::cloning::store(pool, account, &checked, clone.audio, Some(&print))
+        .await
+        .map_err(refused)
 }
 
 /// Lists the presets of each installed engine (no model is loaded).

@@ -72,10 +72,10 @@ enum ModelsCommand {
     /// Install step for operator-placed files: seed the graphs that draw noise internally, check
     /// the others draw none, record checksums.
     #[command(
-        after_help = "Examples:\n  voiced models prepare chatterbox_turbo\n  voiced models prepare qwen"
+        after_help = "Examples:\n  voiced models prepare chatterbox_turbo\n  voiced models prepare chatterbox\n  voiced models prepare qwen"
     )]
     Prepare {
-        #[arg(value_parser = ["chatterbox_turbo", "qwen", "qwen_custom_voice", "luxtts"])]
+        #[arg(value_parser = ["chatterbox_turbo", "chatterbox", "qwen", "qwen_custom_voice", "luxtts"])]
         engine: String,
     },
     /// Each engine: installed, missing (what to place, from where) or unavailable.
@@ -108,9 +108,9 @@ fn print_status(config: &Config, as_json: bool) -> anyhow::Result<()> {
 }
 
 fn prepare_engine(config: &Config, engine: &str) -> anyhow::Result<()> {
-    if engine == "chatterbox_turbo" {
-        let seeded = crate::models::chatterbox::prepare_turbo(&config.models_dir)?;
-        println!("chatterbox_turbo: seeded decoder {}", seeded.display());
+    if matches!(engine, "chatterbox_turbo" | "chatterbox") {
+        let seeded = crate::models::chatterbox::prepare(&config.models_dir, engine)?;
+        println!("{engine}: seeded decoder {}", seeded.display());
         return Ok(());
     }
     let id: crate::domain::EngineId = engine.parse().map_err(anyhow::Error::msg)?;

@@ -17,6 +17,7 @@ mod usage;
 mod voices;
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::http::header;
 use axum::response::{IntoResponse, Redirect};
 use axum::routing::get;
@@ -85,6 +86,11 @@ pub fn router(pool: PgPool, secure_cookies: bool) -> Router<AppState> {
         .route("/console/usage", get(usage::usage))
         .route("/console/billing", get(usage::billing))
         .route("/console/voices", get(voices::list).post(voices::add))
+        .route(
+            "/console/voices/clone",
+            axum::routing::post(voices::clone)
+                .layer(DefaultBodyLimit::max(voices::CLONE_BODY_LIMIT)),
+        )
         .route(
             "/console/voices/{voice_id}",
             axum::routing::post(voices::update),

@@ -1,9 +1,10 @@
-//! `/console/voices`: the account's voice profiles; add one from an installed engine's presets;
-//! set or clear its pinned seed, temperature (engines that take one) and personality prompt.
-//! Cloning is not here: it comes with the cloning engines.
+//! `/console/voices`: the account's voice profiles; add one from an installed engine's presets,
+//! or clone one from an uploaded recording (with the speaker's consent confirmed); set or clear
+//! its pinned seed, temperature (engines that take one) and personality prompt.
 
 use askama::Template;
 use axum::Form;
+use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -13,9 +14,11 @@ use super::page::{Chrome, PageError, render, see_other};
 use super::session::{SignedIn, check_csrf};
 use crate::domain::{EngineId, Seed, Temperature};
 use crate::http::AppState;
-use crate::service::ServiceError;
+use crate::service::cloning::{self, NewClone};
 use crate::service::voices::{self, NewPresetVoice};
+use crate::service::{ErrorCode, ServiceError};
 use crate::store;
+use crate::store::prints::PrintState;
 
 pub struct VoiceView {
     pub id: String,
@@ -28,6 +31,8 @@ pub struct VoiceView {
     pub takes_temperature: bool,
     pub personality: String,
     pub generations: i64,
+    /// A cloned voice's state ("voice print being computed", …); empty for presets.
+    pub status: String,
 }
 
 pub struct PresetOption {
@@ -41,6 +46,9 @@ struct VoicesPage {
     chrome: Chrome,
     voices: Vec<VoiceView>,
     presets: Vec<PresetOption>,
+    /// Installed engines that clone.
+    cloners: Vec<String>,
+    max_megabytes: usize,
     error: String,
 }
 
@@ -52,6 +60,7 @@ async fn page(
 ) -> Result<Response, PageError> {
     let rows = store::voices::list(&state.pool, &user.account_id).await?;
     let prompts = store::voices::personalities(&state.pool, &user.account_id).await?;
+    let prints = store::prints::states(&state.pool, &user.account_id).await?;
     let voices = rows
         .into_iter()
         .rev()
@@ -75,6 +84,16 @@ async fn page(
                 .map(|t| format!("{t:.2}"))
                 .unwrap_or_default(),
             generations: v.generation_count,
+            status: match prints.iter().find(|(id, _)| *id == v.id).map(|(_, s)| s) {
+                Some(PrintState::Pending) => "voice print being computed".to_owned(),
+                Some(PrintState::Ready) => format!(
+                    "cloned from {} recording{}",
+                    v.sample_count,
+                    if v.sample_count == 1 { "" } else { "s" }
+                ),
+                Some(PrintState::Failed(why)) => format!("could not be prepared: {why}"),
+                None => String::new(),
+            },
             id: v.id,
             name: v.name,
             description: v.description,
@@ -98,12 +117,19 @@ async fn page(
             })
         })
         .collect();
+    let cloners = EngineId::ALL
+        .into_iter()
+        .filter(|e| e.can_clone() && state.engines.is_installed(*e))
+        .map(|e| e.as_str().to_owned())
+        .collect();
     Ok(render(
         status,
         &VoicesPage {
             chrome: Chrome::signed_in(user, "voices"),
             voices,
             presets,
+            cloners,
+            max_megabytes: crate::engines::reference::MAX_BYTES / (1024 * 1024),
             error,
         },
     ))
@@ -172,6 +198,133 @@ pub async fn add(
         }
         Err(err) => Err(err.into()),
     }
+}
+
+/// Body limit of the clone form: the largest reference file and the other fields.
+pub const CLONE_BODY_LIMIT: usize = crate::engines::reference::MAX_BYTES + 64 * 1024;
+
+/// The clone form's fields (`multipart/form-data`).
+#[derive(Default)]
+struct CloneForm {
+    csrf_token: String,
+    name: String,
+    engine: String,
+    language: String,
+    description: String,
+    transcript: String,
+    consent: String,
+    audio: Vec<u8>,
+}
+
+/// Reads the multipart form; a body over the limit is 413, anything unreadable 400.
+async fn read_clone_form(multipart: &mut Multipart) -> Result<CloneForm, ServiceError> {
+    let unreadable = |e: axum::extract::multipart::MultipartError| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ServiceError::new(
+                ErrorCode::PayloadTooLarge,
+                format!(
+                    "The recording is larger than {} MiB; 30 seconds of speech fit well within it.",
+                    crate::engines::reference::MAX_BYTES / (1024 * 1024)
+                ),
+            )
+            .with_param("audio")
+        } else {
+            ServiceError::invalid("audio", "The form could not be read; send it again.")
+        }
+    };
+    let mut form = CloneForm::default();
+    while let Some(field) = multipart.next_field().await.map_err(unreadable)? {
+        let name = field.name().unwrap_or_default().to_owned();
+        if name == "audio" {
+            form.audio = field.bytes().await.map_err(unreadable)?.to_vec();
+            continue;
+        }
+        let text = field.text().await.map_err(unreadable)?;
+        match name.as_str() {
+            "csrf_token" => form.csrf_token = text,
+            "name" => form.name = text,
+            "engine" => form.engine = text,
+            "language" => form.language = text,
+            "description" => form.description = text,
+            "transcript" => form.transcript = text,
+            "consent" => form.consent = text,
+            _ => {}
+        }
+    }
+    Ok(form)
+}
+
+/// `POST /console/voices/clone`: checks the form and the recording, stores the voice and its
+/// recording, and leaves the voice print to a generation worker (the voice's list entry says
+/// when it is ready; generations sent meanwhile wait for it).
+pub async fn clone(
+    State(state): State<AppState>,
+    user: SignedIn,
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Result<Response, PageError> {
+    let form = match multipart {
+        Ok(mut multipart) => read_clone_form(&mut multipart).await,
+        Err(_) => Err(ServiceError::invalid(
+            "audio",
+            "The clone form is sent as multipart/form-data.",
+        )),
+    };
+    let form = match form {
+        Ok(form) => form,
+        Err(err) => {
+            return page(&state, &user, err.code.status(), err.detail).await;
+        }
+    };
+    check_csrf(&user.session, &form.csrf_token).await?;
+    let result = clone_from(&state, &user, form).await;
+    match result {
+        Ok(_) => Ok(see_other("/console/voices")),
+        Err(err) if err.param.is_some() => page(&state, &user, err.code.status(), err.detail).await,
+        Err(err) => Err(err.into()),
+    }
+}
+
+async fn clone_from(
+    state: &AppState,
+    user: &SignedIn,
+    form: CloneForm,
+) -> Result<store::voices::VoiceRow, ServiceError> {
+    if form.consent != "yes" {
+        return Err(ServiceError::invalid(
+            "consent",
+            "Confirm that you have the speaker's consent to clone their voice.",
+        ));
+    }
+    let engine: EngineId = form
+        .engine
+        .parse()
+        .map_err(|_| ServiceError::invalid("engine", "Choose one of the engines listed."))?;
+    let registry = state.engines.clone();
+    let CloneForm {
+        name,
+        language,
+        description,
+        transcript,
+        audio,
+        ..
+    } = form;
+    let (checked, audio) = tokio::task::spawn_blocking(move || {
+        let checked = cloning::check(
+            &registry,
+            &NewClone {
+                name: &name,
+                description: &description,
+                language: &language,
+                engine,
+                audio: &audio,
+                transcript: Some(&transcript),
+            },
+        );
+        (checked, audio)
+    })
+    .await
+    .map_err(ServiceError::internal)?;
+    cloning::store(&state.pool, &user.account_id, &checked?, &audio, None).await
 }
 
 #[derive(Deserialize)]

@@ -56,6 +56,16 @@ impl EngineId {
         base_ms + per_char_ms * chars
     }
 
+    /// Engines that make a voice from reference audio (their [`crate::engines::Engine`]
+    /// implements `reference_rate` and `voice_print`); `qwen_custom_voice` and `kokoro` only
+    /// have presets, and `tada` exists on no deployment.
+    pub fn can_clone(self) -> bool {
+        matches!(
+            self,
+            EngineId::Qwen | EngineId::Luxtts | EngineId::Chatterbox | EngineId::ChatterboxTurbo
+        )
+    }
+
     /// Only the chatterbox engines take a temperature (spec §2).
     pub fn accepts_temperature(self) -> bool {
         matches!(self, EngineId::Chatterbox | EngineId::ChatterboxTurbo)

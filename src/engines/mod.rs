@@ -83,6 +83,8 @@ pub trait Engine: Send {
     }
 }
 
+pub mod chatterbox;
+pub mod chatterbox_shared;
 pub mod chatterbox_turbo;
 pub mod kokoro;
 pub mod luxtts;

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use crate::audio::{ASR_SAMPLE_RATE, DecodeError, DecodeLimits, decode_for_asr, resample};
+use crate::audio::{
+    ASR_SAMPLE_RATE, DecodeError, DecodeLimits, DecodedAudio, decode_for_asr, resample,
+};
 
 pub const MIN_SECS: u64 = 5;
 pub const MAX_SECS: u64 = 30;
@@ -26,10 +28,30 @@ pub enum ReferenceError {
     Silent,
     #[error("the reference audio is clipped (distorted at full scale); record it at a lower level")]
     Clipped,
+    #[error("the reference audio file is larger than 16 MiB")]
+    TooLarge,
 }
+
+/// Largest reference file accepted (30 s of 48 kHz 24-bit stereo WAV is 8.6 MB).
+pub const MAX_BYTES: usize = 16 * 1024 * 1024;
 
 /// Decodes and checks `bytes`; returns mono samples at `rate`.
 pub fn prepare(bytes: &[u8], rate: u32) -> Result<Vec<f32>, ReferenceError> {
+    let decoded = decode_checked(bytes)?;
+    resample(&decoded.samples_16k, ASR_SAMPLE_RATE, rate)
+        .map_err(|e| ReferenceError::Undecodable(e.to_string()))
+}
+
+/// Decodes and checks `bytes` without bringing them to an engine's rate (what a clone request
+/// is checked with before anything is stored); returns the clip's duration in milliseconds.
+pub fn check(bytes: &[u8]) -> Result<u64, ReferenceError> {
+    decode_checked(bytes).map(|d| d.duration_ms)
+}
+
+fn decode_checked(bytes: &[u8]) -> Result<DecodedAudio, ReferenceError> {
+    if bytes.len() > MAX_BYTES {
+        return Err(ReferenceError::TooLarge);
+    }
     let limits = DecodeLimits {
         max_duration: Duration::from_secs(MAX_SECS + 1),
         min_duration: Duration::from_millis(100),
@@ -51,7 +73,7 @@ pub fn prepare(bytes: &[u8], rate: u32) -> Result<Vec<f32>, ReferenceError> {
     if loud as f32 > CLIPPED_SHARE * samples.len() as f32 {
         return Err(ReferenceError::Clipped);
     }
-    resample(samples, ASR_SAMPLE_RATE, rate).map_err(|e| ReferenceError::Undecodable(e.to_string()))
+    Ok(decoded)
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use super::chatterbox::{self, ChatterboxConfig, ChatterboxEngine};
+use super::chatterbox_shared::files as chatterbox_files;
 use super::chatterbox_turbo::{self, ChatterboxTurboEngine, TurboConfig};
 use super::kokoro::{self, KokoroConfig, KokoroEngine};
 use super::luxtts::{self, LuxConfig, LuxEngine};
@@ -56,6 +58,13 @@ impl EngineRegistry {
         }
     }
 
+    fn chatterbox_config(&self) -> ChatterboxConfig {
+        ChatterboxConfig {
+            intra_threads: self.intra_threads,
+            ..ChatterboxConfig::from_models_dir(&self.models_dir)
+        }
+    }
+
     /// Whether `engine` can exist on any deployment: tada has no ONNX export (docs/engines.md),
     /// so its voices are refused at request time rather than failing later.
     pub fn is_available(engine: EngineId) -> bool {
@@ -68,7 +77,12 @@ impl EngineRegistry {
             EngineId::ChatterboxTurbo => {
                 let config = self.turbo_config();
                 config.ort_library.is_file()
-                    && chatterbox_turbo::files::problems(&config.dir).is_empty()
+                    && chatterbox_files::problems(&config.dir, chatterbox_turbo::DIR).is_empty()
+            }
+            EngineId::Chatterbox => {
+                let config = self.chatterbox_config();
+                config.ort_library.is_file()
+                    && chatterbox_files::problems(&config.dir, chatterbox::DIR).is_empty()
             }
             EngineId::Kokoro => {
                 let config = self.kokoro_config();
@@ -101,6 +115,9 @@ impl EngineRegistry {
         match engine {
             EngineId::Kokoro => kokoro::readable::check(language, text),
             EngineId::Luxtts => luxtts::readable(language),
+            EngineId::Chatterbox => {
+                chatterbox::readable(&self.chatterbox_config().dir, language, text)
+            }
             _ => Ok(()),
         }
     }
@@ -127,6 +144,9 @@ impl EngineRegistry {
                 &self.qwen_config(qwen_variant(engine)),
             )?)),
             EngineId::Luxtts => Ok(Box::new(LuxEngine::load(&self.lux_config())?)),
+            EngineId::Chatterbox => {
+                Ok(Box::new(ChatterboxEngine::load(&self.chatterbox_config())?))
+            }
             EngineId::Tada => Err(EngineError::NotInstalled(TADA_UNAVAILABLE.into())),
             other => Err(EngineError::NotInstalled(format!(
                 "the {other} engine is not installed on this deployment"
@@ -156,6 +176,12 @@ impl EngineRegistry {
         }
         if self.is_installed(EngineId::Luxtts) {
             all.push((EngineId::Luxtts, luxtts::presets(&self.lux_config().dir)));
+        }
+        if self.is_installed(EngineId::Chatterbox) {
+            all.push((
+                EngineId::Chatterbox,
+                chatterbox::presets(&self.chatterbox_config().dir),
+            ));
         }
         all
     }

@@ -1,7 +1,12 @@
-//! Host-side sampling of a language model's next token, in the upstream Chatterbox Turbo order:
-//! temperature → top-k → top-p → repetition penalty → draw (Hugging Face's logits processors,
-//! same semantics). Computed in f64; the draw is an inverse CDF of one uniform number, so that a
-//! reference implementation fed the same uniforms picks the same ids.
+//! Host-side sampling of a language model's next token, in each upstream's order (Hugging
+//! Face's logits processors, same semantics):
+//!
+//! * Chatterbox Turbo ([`sample`]): temperature → top-k → top-p → repetition penalty → draw;
+//! * Chatterbox multilingual ([`sample_guided`], `t3.py`): classifier-free guidance
+//!   `cond + w·(cond − uncond)` → repetition penalty → temperature → min-p → top-p → draw.
+//!
+//! Computed in f64; the draw is an inverse CDF of one uniform number, so that a reference
+//! implementation fed the same uniforms picks the same ids.
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Sampling {
@@ -19,6 +24,50 @@ pub fn sample(logits: &[f32], generated: &[i64], params: Sampling, uniform: f64)
         .collect();
     top_k(&mut x, params.top_k);
     top_p(&mut x, params.top_p);
+    penalize(&mut x, generated, params.repetition_penalty);
+    draw(&softmax(&x), uniform)
+}
+
+/// The multilingual model's settings (`ChatterboxMultilingualTTS.generate` defaults apart from
+/// the temperature).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GuidedSampling {
+    pub cfg_weight: f64,
+    pub repetition_penalty: f64,
+    pub temperature: f64,
+    pub min_p: f64,
+    pub top_p: f64,
+}
+
+/// Picks the next id from the conditional and unconditional rows' logits (classifier-free
+/// guidance as a batch of two) given the ids generated so far and a uniform draw in [0, 1).
+pub fn sample_guided(
+    cond: &[f32],
+    uncond: &[f32],
+    generated: &[i64],
+    params: GuidedSampling,
+    uniform: f64,
+) -> usize {
+    let mut x: Vec<f64> = cond
+        .iter()
+        .zip(uncond)
+        .map(|(&c, &u)| {
+            let c = f64::from(c);
+            c + params.cfg_weight * (c - f64::from(u))
+        })
+        .collect();
+    penalize(&mut x, generated, params.repetition_penalty);
+    for v in &mut x {
+        *v /= params.temperature;
+    }
+    min_p(&mut x, params.min_p);
+    top_p(&mut x, params.top_p);
+    draw(&softmax(&x), uniform)
+}
+
+/// Divides positive (multiplies negative) logits of every id generated so far by `penalty`,
+/// once per id.
+fn penalize(x: &mut [f64], generated: &[i64], penalty: f64) {
     let mut seen = std::collections::BTreeSet::new();
     for &id in generated {
         if let Ok(i) = usize::try_from(id)
@@ -26,14 +75,23 @@ pub fn sample(logits: &[f32], generated: &[i64], params: Sampling, uniform: f64)
             && seen.insert(i)
         {
             let v = x[i];
-            x[i] = if v > 0.0 {
-                v / params.repetition_penalty
-            } else {
-                v * params.repetition_penalty
-            };
+            x[i] = if v > 0.0 { v / penalty } else { v * penalty };
         }
     }
-    draw(&softmax(&x), uniform)
+}
+
+/// Removes the ids less likely than `min_p` times the most likely one (which always stays).
+fn min_p(x: &mut [f64], min_p: f64) {
+    if min_p <= 0.0 {
+        return;
+    }
+    let probs = softmax(x);
+    let threshold = min_p * probs.iter().copied().fold(0.0, f64::max);
+    for (v, p) in x.iter_mut().zip(probs) {
+        if p < threshold {
+            *v = f64::NEG_INFINITY;
+        }
+    }
 }
 
 /// Keeps the logits at least as large as the k-th largest (ties kept).
@@ -141,5 +199,39 @@ mod tests {
             ..cold
         };
         assert_eq!(sample(&logits, &[0], penalised, 0.8), 1);
+    }
+
+    const GUIDED: GuidedSampling = GuidedSampling {
+        cfg_weight: 0.0,
+        repetition_penalty: 1.0,
+        temperature: 1.0,
+        min_p: 0.0,
+        top_p: 1.0,
+    };
+
+    #[test]
+    fn guidance_pushes_away_from_the_unconditional_row() {
+        let cond = [1.0f32, 1.0];
+        let uncond = [2.0f32, 0.0];
+        // Without guidance the two ids are equally likely; with it id 1 wins.
+        assert_eq!(sample_guided(&cond, &uncond, &[], GUIDED, 0.4), 0);
+        let guided = GuidedSampling {
+            cfg_weight: 0.5,
+            temperature: 0.05,
+            ..GUIDED
+        };
+        assert_eq!(sample_guided(&cond, &uncond, &[], guided, 0.4), 1);
+    }
+
+    #[test]
+    fn min_p_cuts_what_is_far_below_the_best() {
+        // softmax ≈ [0.867, 0.117, 0.016]: min-p 0.05 keeps what is above 0.043.
+        let logits = [4.0f32, 2.0, 0.0];
+        let cut = GuidedSampling {
+            min_p: 0.05,
+            ..GUIDED
+        };
+        assert_eq!(sample_guided(&logits, &logits, &[], GUIDED, 0.999), 2);
+        assert_eq!(sample_guided(&logits, &logits, &[], cut, 0.999), 1);
     }
 }

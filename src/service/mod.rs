@@ -4,6 +4,7 @@
 //! metering and idempotency live here, once.
 
 pub mod accounts;
+pub mod cloning;
 pub mod error;
 pub mod idempotency;
 pub mod keys;

@@ -125,6 +125,7 @@ pub async fn admit(
     idempotency: Option<(&Claim, Render<'_, Admitted>)>,
 ) -> Result<Admitted, ServiceError> {
     let temperature = check_order(engines, &order, fields)?;
+    refuse_unprepared(pool, &order.voice, fields.voice).await?;
     let pinned_seed = order
         .voice
         .pinned_seed
@@ -170,6 +171,28 @@ pub async fn admit(
     metrics::counter!("voiced_generations_total", "engine" => order.engine.as_str(), "outcome" => "accepted")
         .increment(1);
     Ok(admitted)
+}
+
+/// Refuses a cloned voice whose print could not be computed (it cannot speak; its generations
+/// would only fail). A print still being computed is fine: the generation waits for it.
+async fn refuse_unprepared(
+    pool: &PgPool,
+    voice: &VoiceRow,
+    field: &'static str,
+) -> Result<(), ServiceError> {
+    if voice.voice_type != "cloned" {
+        return Ok(());
+    }
+    match store::prints::state(pool, &voice.id).await? {
+        Some(store::prints::PrintState::Failed(reason)) => Err(ServiceError::invalid(
+            field,
+            format!(
+                "The voice {:?} could not be prepared from its reference audio ({reason}); clone it again.",
+                voice.name
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn refuse_over_limits(

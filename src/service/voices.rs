@@ -52,39 +52,9 @@ pub async fn create_preset(
     voice: NewPresetVoice<'_>,
     claim: Option<(&Claim, Render<'_, store::voices::VoiceRow>)>,
 ) -> Result<store::voices::VoiceRow, ServiceError> {
-    let name = voice.name.trim();
-    if name.is_empty() || name.chars().count() > 100 {
-        return Err(ServiceError::invalid(
-            "name",
-            "A voice name has 1 to 100 characters.",
-        ));
-    }
-    if name.chars().any(char::is_control) {
-        return Err(ServiceError::invalid(
-            "name",
-            "A voice name has no control characters.",
-        ));
-    }
-    let description = voice.description.trim();
-    if description.contains('\0') {
-        return Err(ServiceError::invalid(
-            "description",
-            "A description has no NUL characters.",
-        ));
-    }
-    if description.chars().count() > MAX_DESCRIPTION_CHARS {
-        return Err(ServiceError::invalid(
-            "description",
-            format!("A description has at most {MAX_DESCRIPTION_CHARS} characters."),
-        ));
-    }
-    let language = voice.language.trim().to_ascii_lowercase();
-    if !language.is_empty() && !valid_language(&language) {
-        return Err(ServiceError::invalid(
-            "language",
-            "The language is an ISO 639-1 code such as en, optionally with a region: en-gb.",
-        ));
-    }
+    let name = check_name(voice.name)?;
+    let description = check_description(voice.description)?;
+    let language = check_language(voice.language)?;
     check_temperature(voice.engine, voice.temperature)?;
     let personality = personality(voice.personality)?;
     if !registry.is_installed(voice.engine) {
@@ -133,14 +103,7 @@ pub async fn create_preset(
         },
     )
     .await
-    .map_err(|err| match &err {
-        sqlx::Error::Database(db) if db.is_unique_violation() => ServiceError::new(
-            ErrorCode::Conflict,
-            "This account already has a voice with that name.",
-        )
-        .with_param("name"),
-        _ => err.into(),
-    })?;
+    .map_err(duplicate_name)?;
     let row = store::voices::find(&mut *tx, account_id, &id)
         .await?
         .ok_or_else(|| ServiceError::internal("the voice just added is not there"))?;
@@ -149,6 +112,64 @@ pub async fn create_preset(
     }
     tx.commit().await?;
     Ok(row)
+}
+
+pub(super) fn check_name(name: &str) -> Result<&str, ServiceError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 100 {
+        return Err(ServiceError::invalid(
+            "name",
+            "A voice name has 1 to 100 characters.",
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(ServiceError::invalid(
+            "name",
+            "A voice name has no control characters.",
+        ));
+    }
+    Ok(name)
+}
+
+pub(super) fn check_description(description: &str) -> Result<&str, ServiceError> {
+    let description = description.trim();
+    if description.contains('\0') {
+        return Err(ServiceError::invalid(
+            "description",
+            "A description has no NUL characters.",
+        ));
+    }
+    if description.chars().count() > MAX_DESCRIPTION_CHARS {
+        return Err(ServiceError::invalid(
+            "description",
+            format!("A description has at most {MAX_DESCRIPTION_CHARS} characters."),
+        ));
+    }
+    Ok(description)
+}
+
+/// Lower case; empty when none was given.
+pub(super) fn check_language(language: &str) -> Result<String, ServiceError> {
+    let language = language.trim().to_ascii_lowercase();
+    if !language.is_empty() && !valid_language(&language) {
+        return Err(ServiceError::invalid(
+            "language",
+            "The language is an ISO 639-1 code such as en, optionally with a region: en-gb.",
+        ));
+    }
+    Ok(language)
+}
+
+/// A duplicate voice name is 409 `conflict` naming `name`.
+pub(super) fn duplicate_name(err: sqlx::Error) -> ServiceError {
+    match &err {
+        sqlx::Error::Database(db) if db.is_unique_violation() => ServiceError::new(
+            ErrorCode::Conflict,
+            "This account already has a voice with that name.",
+        )
+        .with_param("name"),
+        _ => err.into(),
+    }
 }
 
 fn check_temperature(

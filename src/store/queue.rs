@@ -72,13 +72,20 @@ pub struct Job {
     pub preset: Option<String>,
     pub language: String,
     pub attempts: i32,
+    /// `preset` or `cloned`.
+    pub voice_type: String,
+    /// A cloned voice's print for this engine (stored once when the voice was cloned).
+    pub voice_print: Option<Vec<u8>>,
+    /// Why a cloned voice's print could not be computed.
+    pub print_error: Option<String>,
 }
 
 /// Claims the next generation for `worker`, or `None`. Fair across accounts: the account served
 /// least recently (whose last claimed job started earliest, or never within the hour) goes
 /// first, and within an account the oldest job; so one account's burst delays another account's
 /// first job by about one job per busy account, not by the whole burst. Rows are still taken with
-/// `FOR UPDATE SKIP LOCKED`, so concurrent workers never claim the same one.
+/// `FOR UPDATE SKIP LOCKED`, so concurrent workers never claim the same one. A cloned voice's
+/// generations wait while its print is still being computed (`store::prints`).
 pub async fn claim(pool: &PgPool, worker: &str, lease: Duration) -> sqlx::Result<Option<Job>> {
     sqlx::query_as!(
         Job,
@@ -92,6 +99,8 @@ pub async fn claim(pool: &PgPool, worker: &str, lease: Duration) -> sqlx::Result
                WHERE g.status = 'generating' AND g.attempts < g.max_attempts
                  AND g.cancel_reason IS NULL
                  AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())
+                 AND NOT EXISTS (SELECT 1 FROM voice_prints p WHERE p.voice_id = g.voice_id
+                                   AND p.print IS NULL AND p.error IS NULL)
                ORDER BY s.last_started NULLS FIRST, g.created_at, g.id
                FOR UPDATE OF g SKIP LOCKED
                LIMIT 1)
@@ -102,7 +111,10 @@ pub async fn claim(pool: &PgPool, worker: &str, lease: Duration) -> sqlx::Result
            FROM next, voice_profiles v
            WHERE g.id = next.id AND v.id = g.voice_id
            RETURNING g.id, g.engine, g.text, g.seed, g.temperature, g.format, v.preset,
-                     v.language, g.attempts"#,
+                     v.language, g.attempts, v.voice_type,
+                     (SELECT p.print FROM voice_prints p
+                      WHERE p.voice_id = g.voice_id AND p.engine = g.engine) AS voice_print,
+                     (SELECT p.error FROM voice_prints p WHERE p.voice_id = g.voice_id) AS print_error"#,
         worker,
         lease.as_secs_f64()
     )

@@ -130,3 +130,36 @@ pub async fn personalities(pool: &PgPool, account_id: &str) -> sqlx::Result<Vec<
     .fetch_all(pool)
     .await
 }
+
+/// A cloned voice profile: no preset; `sample_count` reference clips.
+pub struct NewClonedVoice<'a> {
+    pub id: &'a str,
+    pub account_id: &'a str,
+    pub name: &'a str,
+    pub description: &'a str,
+    pub language: &'a str,
+    pub engine: &'a str,
+    pub sample_count: i32,
+}
+
+/// Inserts a cloned voice. A duplicate name in the account violates `voice_profiles_account_name`.
+pub async fn insert_cloned(
+    db: impl sqlx::PgExecutor<'_>,
+    voice: NewClonedVoice<'_>,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "INSERT INTO voice_profiles (id, account_id, name, description, language, voice_type,
+                                     engine, sample_count)
+         VALUES ($1, $2, $3, $4, $5, 'cloned', $6, $7)",
+        voice.id,
+        voice.account_id,
+        voice.name,
+        voice.description,
+        voice.language,
+        voice.engine,
+        voice.sample_count
+    )
+    .execute(db)
+    .await?;
+    Ok(())
+}

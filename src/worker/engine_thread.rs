@@ -17,6 +17,7 @@ use crate::audio::{self, AudioFormat};
 use crate::domain::EngineId;
 use crate::engines::registry::EngineRegistry;
 use crate::engines::{Engine, EngineError, SynthesisInput};
+use crate::store::prints::PrintJob;
 use crate::store::queue::Job;
 
 /// Encoded audio of one generation.
@@ -44,6 +45,11 @@ enum Task {
         job: Job,
         cancel: Arc<AtomicBool>,
         reply: oneshot::Sender<Result<Rendered, RenderError>>,
+    },
+    /// Compute a cloned voice's print from its reference clip.
+    Print {
+        job: PrintJob,
+        reply: oneshot::Sender<Result<Vec<u8>, RenderError>>,
     },
     /// Load `engine` now (start-up warm-up), so that a broken install shows before a job fails.
     Load {
@@ -92,6 +98,15 @@ impl EngineThread {
         receiver
     }
 
+    /// Computes the voice print of `job` on the thread.
+    pub async fn print(&self, job: PrintJob) -> Result<Vec<u8>, RenderError> {
+        let (reply, receiver) = oneshot::channel();
+        if self.tasks.send(Task::Print { job, reply }).is_err() {
+            return Err(RenderError::Panicked);
+        }
+        receiver.await.unwrap_or(Err(RenderError::Panicked))
+    }
+
     /// Loads `engine` on the thread.
     pub async fn load(&self, engine: EngineId) -> Result<(), RenderError> {
         let (reply, receiver) = oneshot::channel();
@@ -123,6 +138,19 @@ fn start(name: &str, registry: Arc<EngineRegistry>) -> std::io::Result<mpsc::Sen
                                 let _ = reply.send(Err(RenderError::Panicked));
                                 return; // the engines' state is suspect: the worker replaces us
                             }
+                        }
+                    }
+                    Task::Print { job, reply } => {
+                        let outcome = catch_unwind(AssertUnwindSafe(|| {
+                            print(&registry, &mut loaded, &job)
+                        }));
+                        let panicked = outcome.is_err();
+                        if panicked {
+                            tracing::error!(voice_id = %job.voice_id, "engine panicked computing a voice print");
+                        }
+                        let _ = reply.send(outcome.unwrap_or(Err(RenderError::Panicked)));
+                        if panicked {
+                            return;
                         }
                     }
                     Task::Load { engine, reply } => {
@@ -166,6 +194,20 @@ fn render(
     let failed = |e: &dyn std::fmt::Display| RenderError::Failed(e.to_string());
     let engine_id: EngineId = job.engine.parse().map_err(|e: String| failed(&e))?;
     let format: AudioFormat = job.format.parse().map_err(|e| failed(&e))?;
+    let voice_print = match (job.voice_type.as_str(), &job.voice_print, &job.print_error) {
+        ("cloned", Some(print), _) => Some(print.as_slice()),
+        ("cloned", None, Some(error)) => {
+            return Err(RenderError::Failed(format!(
+                "the voice could not be prepared from its reference audio: {error}"
+            )));
+        }
+        ("cloned", None, None) => {
+            return Err(RenderError::Failed(format!(
+                "this cloned voice has no voice print for the {engine_id} engine"
+            )));
+        }
+        _ => None,
+    };
     let engine = engine_for(registry, loaded, engine_id).map_err(|e| failed(&e))?;
     let preset = job.preset.as_deref().unwrap_or_default();
     let started = std::time::Instant::now();
@@ -177,7 +219,7 @@ fn render(
             seed: job.seed as u64,
             temperature: job.temperature,
             cancel: Some(cancel),
-            voice_print: None,
+            voice_print,
         })
         .map_err(|e| match e {
             EngineError::Cancelled => RenderError::Cancelled,
@@ -192,4 +234,72 @@ fn render(
         duration_ms,
         engine_ms,
     })
+}
+
+/// A cloned voice's print: the reference clip decoded and checked again, brought to the
+/// engine's rate, and run through the engine's conditioning once. The failure message is for
+/// the account (it is shown with the voice): engine details go to the log.
+fn print(
+    registry: &EngineRegistry,
+    loaded: &mut HashMap<EngineId, Box<dyn Engine>>,
+    job: &PrintJob,
+) -> Result<Vec<u8>, RenderError> {
+    let engine_id: EngineId = job
+        .engine
+        .parse()
+        .map_err(|e: String| RenderError::Failed(e))?;
+    let outcome = engine_for(registry, loaded, engine_id)
+        .map_err(PrintError::from)
+        .and_then(|engine| {
+            compute_print(
+                engine.as_mut(),
+                &job.audio,
+                job.transcript.as_deref(),
+                &job.language,
+            )
+        });
+    outcome.map_err(|err| {
+        tracing::warn!(voice_id = %job.voice_id, engine = %engine_id, error = %err, "voice print failed");
+        RenderError::Failed(err.for_account(engine_id))
+    })
+}
+
+/// Why a voice print could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PrintError {
+    #[error("this engine cannot clone a voice")]
+    CannotClone,
+    #[error(transparent)]
+    Reference(#[from] crate::engines::reference::ReferenceError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+impl PrintError {
+    /// What the account is told (no paths or engine internals).
+    pub fn for_account(&self, engine: EngineId) -> String {
+        match self {
+            PrintError::CannotClone => format!("the {engine} engine cannot clone a voice"),
+            PrintError::Reference(e) => e.to_string(),
+            PrintError::Engine(EngineError::NotInstalled(_)) => {
+                format!("the {engine} engine is not installed where the voice print was computed")
+            }
+            PrintError::Engine(_) => {
+                format!("the {engine} engine could not compute a voice print from this recording")
+            }
+        }
+    }
+}
+
+/// The print of `audio` (a reference clip as uploaded) for `engine`: the same steps wherever
+/// the print is computed (a worker, or `voiced admin voice clone` in-process).
+pub fn compute_print(
+    engine: &mut dyn Engine,
+    audio: &[u8],
+    transcript: Option<&str>,
+    language: &str,
+) -> Result<Vec<u8>, PrintError> {
+    let rate = engine.reference_rate().ok_or(PrintError::CannotClone)?;
+    let reference = crate::engines::reference::prepare(audio, rate)?;
+    Ok(engine.voice_print(&reference, transcript, language)?)
 }

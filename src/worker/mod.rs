@@ -22,8 +22,9 @@ use tracing::Instrument;
 use crate::domain::EngineId;
 use crate::engines::registry::EngineRegistry;
 use crate::store::blobs::{Blob, BlobStore};
+use crate::store::prints::{self, PrintJob};
 use crate::store::queue::{self, Completion, Job, Lease};
-pub use engine_thread::{EngineThread, RenderError, Rendered};
+pub use engine_thread::{EngineThread, PrintError, RenderError, Rendered, compute_print};
 use health::WorkerHealth;
 
 /// What the process asks of its workers.
@@ -79,6 +80,22 @@ pub async fn run(
             }
             Ok(_) => {}
             Err(err) => tracing::warn!(error = %err, "could not check exhausted generations"),
+        }
+        match prints::fail_exhausted(&deps.pool).await {
+            Ok(ids) if !ids.is_empty() => {
+                tracing::warn!(?ids, "voice prints failed after repeated interruptions")
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(error = %err, "could not check exhausted voice prints"),
+        }
+        // Prints first: the generations of a voice being cloned wait for its print.
+        match prints::claim(&deps.pool, &options.name, options.lease).await {
+            Ok(Some(job)) => {
+                process_print(&deps, &options, &mut engine, job).await;
+                continue;
+            }
+            Ok(None) => {}
+            Err(err) => tracing::warn!(error = %err, "claiming a voice print failed"),
         }
         match queue::claim(&deps.pool, &options.name, options.lease).await {
             Ok(Some(job)) => {
@@ -308,6 +325,44 @@ async fn process_job(
             finish_failed(deps, options, &id, &engine_name, &message).await
         }
     }
+}
+
+/// Computes a cloned voice's print on the engine thread and stores it (or why it failed: the
+/// voice's generations then fail with that reason). Engine panics are failures too; the thread
+/// is replaced.
+async fn process_print(
+    deps: &WorkerDeps,
+    options: &WorkerOptions,
+    engine: &mut EngineThread,
+    job: PrintJob,
+) {
+    let span = tracing::info_span!("voice_print", voice_id = %job.voice_id, engine = %job.engine, attempt = job.attempts);
+    let voice_id = job.voice_id.clone();
+    async {
+        let outcome = engine.print(job).await;
+        if outcome == Err(RenderError::Panicked) {
+            replace_engine(engine);
+        }
+        let stored = match &outcome {
+            Ok(print) => prints::complete(&deps.pool, &voice_id, &options.name, print).await,
+            Err(err) => {
+                let message = match err {
+                    RenderError::Failed(message) => message.as_str(),
+                    _ => "the engine failed unexpectedly on this reference audio",
+                };
+                tracing::warn!(error = %message, "voice print failed");
+                prints::fail(&deps.pool, &voice_id, &options.name, message).await
+            }
+        };
+        match stored {
+            Ok(true) if outcome.is_ok() => tracing::info!("voice print computed"),
+            Ok(true) => {}
+            Ok(false) => tracing::warn!("lease lost before the voice print was stored"),
+            Err(err) => tracing::error!(error = %err, "storing the voice print failed"),
+        }
+    }
+    .instrument(span)
+    .await;
 }
 
 fn replace_engine(engine: &mut EngineThread) {

@@ -6,29 +6,27 @@
 //! speech token per step, sampled on the host from the request's seed → `conditional_decoder`
 //! (the seeded copy: its flow noise is an input drawn from the same seed) → waveform.
 
-pub mod files;
-mod print;
-
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use ort::memory::Allocator;
 use ort::session::{Session, SessionInputValue};
-use ort::value::{DynTensor, DynValue, Tensor, TensorElementType, ValueType};
+use ort::value::{DynValue, Tensor};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rand_distr::StandardNormal;
 use tokenizers::Tokenizer;
 
+use crate::engines::chatterbox_shared::{self as shared, KvInput, Presets};
+pub use crate::engines::chatterbox_shared::{
+    Array, NOISE_FRAMES, PieceTrace, SAMPLE_RATE, START_SPEECH, STOP_SPEECH, Trace, VoicePrint,
+    files,
+};
 use crate::engines::kokoro::split;
 use crate::engines::onnx::{self, inference};
 use crate::engines::sampling::{self, Sampling};
 use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
 
-pub const SAMPLE_RATE: u32 = 24_000;
-pub const START_SPEECH: i64 = 6561;
-pub const STOP_SPEECH: i64 = 6562;
+/// The engine id, and the directory under the models dir.
+pub const DIR: &str = "chatterbox_turbo";
 /// Appended after the generated tokens so that the decoder ends on silence (upstream).
 pub const SILENCE: i64 = 4299;
 pub const SILENCE_TOKENS: usize = 3;
@@ -37,12 +35,15 @@ pub const MAX_NEW_TOKENS: usize = 1000;
 /// Text tokens per piece; longer text is split at sentences, clauses, words.
 pub const MAX_TEXT_TOKENS: usize = 300;
 pub const DEFAULT_TEMPERATURE: f32 = 0.8;
-/// Frames of decoder noise drawn per piece (tiled by the graph when longer: 80 s of mel).
-pub const NOISE_FRAMES: usize = 4096;
 /// Upstream sampling settings, apart from the temperature.
 pub const TOP_K: usize = 1000;
 pub const TOP_P: f64 = 0.95;
 pub const REPETITION_PENALTY: f64 = 1.2;
+
+/// `<models_dir>/chatterbox_turbo`.
+pub fn dir(models_dir: &Path) -> PathBuf {
+    models_dir.join(DIR)
+}
 
 #[derive(Debug, Clone)]
 pub struct TurboConfig {
@@ -55,64 +56,11 @@ pub struct TurboConfig {
 impl TurboConfig {
     pub fn from_models_dir(models_dir: &Path) -> Self {
         Self {
-            dir: files::dir(models_dir),
+            dir: dir(models_dir),
             ort_library: onnx::library_path(models_dir),
             intra_threads: 1,
         }
     }
-}
-
-/// A float tensor kept on the host: shape and data.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Array {
-    pub shape: Vec<usize>,
-    pub data: Vec<f32>,
-}
-
-/// The speech encoder's four outputs for one reference clip: everything the voice is.
-#[derive(Debug, Clone, PartialEq)]
-pub struct VoicePrint {
-    /// `audio_features` [1, N, D]: the language model's prefix.
-    pub features: Array,
-    /// `audio_tokens` [1, P]: the decoder's prompt tokens.
-    pub tokens: Vec<i64>,
-    /// `speaker_embeddings` [1, 192].
-    pub speaker: Array,
-    /// `speaker_features` [1, F, 80].
-    pub speaker_features: Array,
-}
-
-/// What one piece of text went through (for the differential test and diagnostics).
-#[derive(Debug, Clone, Default)]
-pub struct PieceTrace {
-    pub text_ids: Vec<i64>,
-    /// One uniform draw per language-model step, in order.
-    pub uniforms: Vec<f64>,
-    /// The sampled ids, the stop token included when it was drawn.
-    pub tokens: Vec<i64>,
-    /// The decoder's noise bank [1, 80, NOISE_FRAMES].
-    pub noise: Vec<f32>,
-    pub waveform: Vec<f32>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct Trace {
-    /// The reference clip fed to the speech encoder (24 kHz).
-    pub reference: Vec<f32>,
-    pub pieces: Vec<PieceTrace>,
-}
-
-struct KvInput {
-    past: String,
-    present: String,
-    ty: TensorElementType,
-    heads: i64,
-    head_dim: i64,
-}
-
-struct Voice {
-    print: VoicePrint,
-    reference: Vec<f32>,
 }
 
 pub struct ChatterboxTurboEngine {
@@ -125,24 +73,17 @@ pub struct ChatterboxTurboEngine {
     kv: Vec<KvInput>,
     lm_takes_positions: bool,
     noise_channels: usize,
-    voices: HashMap<String, Voice>,
+    voices: Presets,
 }
 
 /// Lists the preset voices (reference clips) without loading a model.
 pub fn presets(dir: &Path) -> Vec<Preset> {
-    files::preset_names(dir)
-        .into_iter()
-        .map(|name| Preset {
-            description: format!("reference voice voices/{name}.wav"),
-            name,
-            language: "en".into(),
-        })
-        .collect()
+    shared::presets(dir, "en", "")
 }
 
 impl ChatterboxTurboEngine {
     pub fn load(config: &TurboConfig) -> Result<Self, EngineError> {
-        let problems = files::problems(&config.dir);
+        let problems = files::problems(&config.dir, DIR);
         if !problems.is_empty() {
             return Err(EngineError::NotInstalled(format!(
                 "chatterbox_turbo in {}: {}",
@@ -153,7 +94,7 @@ impl ChatterboxTurboEngine {
         let env = onnx::environment(&config.ort_library)?;
         let graph = |name| files::graph(&config.dir, name).expect("checked above");
         let open = |path: &Path| onnx::session(&env, path, config.intra_threads);
-        let decoder_path = files::verify_seeded(&graph(files::CONDITIONAL_DECODER))
+        let decoder_path = files::verify_seeded(&graph(files::CONDITIONAL_DECODER), DIR)
             .map_err(EngineError::NotInstalled)?;
         let encoder = open(&graph(files::SPEECH_ENCODER))?;
         let embed = open(&graph(files::EMBED_TOKENS))?;
@@ -161,19 +102,9 @@ impl ChatterboxTurboEngine {
         let decoder = open(&decoder_path)?;
         let tokenizer = Tokenizer::from_file(config.dir.join(files::TOKENIZER))
             .map_err(|e| EngineError::NotInstalled(format!("{}: {e}", files::TOKENIZER)))?;
-        let kv = kv_inputs(&lm)?;
+        let kv = shared::kv_inputs(&lm)?;
         let lm_takes_positions = lm.inputs().iter().any(|i| i.name() == "position_ids");
-        let noise_channels = decoder
-            .inputs()
-            .iter()
-            .find(|i| i.name() == "noise")
-            .and_then(|i| dims(i.dtype()).and_then(|d| d.get(1).copied()))
-            .filter(|c| *c > 0)
-            .ok_or_else(|| {
-                EngineError::NotInstalled(
-                    "the seeded decoder has no `noise` input [1, C, K]: run `voiced models prepare chatterbox_turbo`".into(),
-                )
-            })? as usize;
+        let noise_channels = shared::noise_channels(&decoder, DIR)?;
         Ok(Self {
             dir: config.dir.clone(),
             encoder,
@@ -184,60 +115,13 @@ impl ChatterboxTurboEngine {
             kv,
             lm_takes_positions,
             noise_channels,
-            voices: HashMap::new(),
+            voices: Presets::default(),
         })
     }
 
     /// Runs the speech encoder on a 24 kHz mono clip: the voice print of a cloned profile.
-    pub fn voice_print(&mut self, reference: &[f32]) -> Result<VoicePrint, EngineError> {
-        let audio =
-            Tensor::from_array(([1, reference.len()], reference.to_vec())).map_err(inference)?;
-        let outputs = self
-            .encoder
-            .run(ort::inputs! { "audio_values" => audio })
-            .map_err(inference)?;
-        let float = |name: &str| -> Result<Array, EngineError> {
-            let value = outputs
-                .get(name)
-                .ok_or_else(|| inference(format!("speech encoder has no output {name}")))?;
-            let (shape, data) = value.try_extract_tensor::<f32>().map_err(inference)?;
-            Ok(Array {
-                shape: shape.iter().map(|d| *d as usize).collect(),
-                data: data.to_vec(),
-            })
-        };
-        let tokens = outputs
-            .get("audio_tokens")
-            .ok_or_else(|| inference("speech encoder has no output audio_tokens"))?
-            .try_extract_tensor::<i64>()
-            .map_err(inference)?
-            .1
-            .to_vec();
-        Ok(VoicePrint {
-            features: float("audio_features")?,
-            tokens,
-            speaker: float("speaker_embeddings")?,
-            speaker_features: float("speaker_features")?,
-        })
-    }
-
-    /// The preset's print, computed from `voices/<preset>.wav` on first use.
-    fn voice(&mut self, preset: &str) -> Result<&Voice, EngineError> {
-        if !self.voices.contains_key(preset) {
-            if !files::preset_names(&self.dir).iter().any(|n| n == preset) {
-                return Err(EngineError::UnknownPreset(preset.to_owned()));
-            }
-            let path = self.dir.join(files::VOICES).join(format!("{preset}.wav"));
-            let bytes = std::fs::read(&path)
-                .map_err(|e| EngineError::NotInstalled(format!("{}: {e}", path.display())))?;
-            // Preset clips pass the same checks as a clone's reference audio.
-            let reference = crate::engines::reference::prepare(&bytes, SAMPLE_RATE)
-                .map_err(|e| EngineError::NotInstalled(format!("{}: {e}", path.display())))?;
-            let print = self.voice_print(&reference)?;
-            self.voices
-                .insert(preset.to_owned(), Voice { print, reference });
-        }
-        Ok(&self.voices[preset])
+    pub fn print_of(&mut self, reference: &[f32]) -> Result<VoicePrint, EngineError> {
+        shared::encode(&mut self.encoder, reference)
     }
 
     /// [`Engine::synthesize`], also returning what each piece went through.
@@ -245,15 +129,21 @@ impl ChatterboxTurboEngine {
         &mut self,
         input: &SynthesisInput<'_>,
     ) -> Result<(Pcm, Trace), EngineError> {
-        let voice = self.voice(input.preset)?;
+        if let Some(stored) = input.voice_print {
+            let print = VoicePrint::stored(stored)?;
+            return self.synthesize_with_print(input, &print);
+        }
+        let voice = self
+            .voices
+            .get(&self.dir, input.preset, &mut self.encoder)?;
         let (print, reference) = (voice.print.clone(), voice.reference.clone());
         let (pcm, mut trace) = self.synthesize_with_print(input, &print)?;
         trace.reference = reference;
         Ok((pcm, trace))
     }
 
-    /// Synthesis in the voice of a stored print (a cloned profile's): the speech encoder does
-    /// not run. `input.preset` is not looked at.
+    /// Synthesis in the voice of `print` (a cloned profile's, stored): the speech encoder does
+    /// not run. `input.preset` and `input.voice_print` are not looked at.
     pub fn synthesize_with_print(
         &mut self,
         input: &SynthesisInput<'_>,
@@ -341,7 +231,11 @@ impl ChatterboxTurboEngine {
         let mut rows = embeds.len() / width;
         let prefix = rows;
         let mut first_position = 0i64;
-        let mut past: Vec<DynValue> = self.kv.iter().map(empty_cache).collect::<Result<_, _>>()?;
+        let mut past: Vec<DynValue> = self
+            .kv
+            .iter()
+            .map(|kv| shared::empty_cache(kv, 1))
+            .collect::<Result<_, _>>()?;
         let mut generated = vec![START_SPEECH];
         for step in 0..MAX_NEW_TOKENS {
             let total = prefix + step;
@@ -411,35 +305,15 @@ impl ChatterboxTurboEngine {
                 .filter(|&&t| t != START_SPEECH && t != STOP_SPEECH),
         );
         speech.extend([SILENCE; SILENCE_TOKENS]);
-        trace.noise = (0..self.noise_channels * NOISE_FRAMES)
-            .map(|_| rng.sample::<f32, _>(StandardNormal))
-            .collect();
-        trace.waveform = self.decode(print, speech, &trace.noise)?;
+        trace.noise = shared::draw_noise(rng, self.noise_channels);
+        trace.waveform = shared::decode(
+            &mut self.decoder,
+            print,
+            speech,
+            &trace.noise,
+            self.noise_channels,
+        )?;
         Ok(trace)
-    }
-
-    fn decode(
-        &mut self,
-        print: &VoicePrint,
-        speech: Vec<i64>,
-        noise: &[f32],
-    ) -> Result<Vec<f32>, EngineError> {
-        let tensor = |a: &Array| Tensor::from_array((a.shape.clone(), a.data.clone()));
-        let outputs = self
-            .decoder
-            .run(ort::inputs! {
-                "speech_tokens" => Tensor::from_array(([1, speech.len()], speech)).map_err(inference)?,
-                "speaker_embeddings" => tensor(&print.speaker).map_err(inference)?,
-                "speaker_features" => tensor(&print.speaker_features).map_err(inference)?,
-                "noise" => Tensor::from_array(([1, self.noise_channels, NOISE_FRAMES], noise.to_vec())).map_err(inference)?,
-            })
-            .map_err(inference)?;
-        let (_, waveform) = outputs
-            .get("waveform")
-            .ok_or_else(|| inference("decoder has no output waveform"))?
-            .try_extract_tensor::<f32>()
-            .map_err(inference)?;
-        Ok(waveform.to_vec())
     }
 }
 
@@ -450,6 +324,21 @@ impl Engine for ChatterboxTurboEngine {
 
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
         self.synthesize_traced(input).map(|(pcm, _)| pcm)
+    }
+
+    fn reference_rate(&self) -> Option<u32> {
+        Some(SAMPLE_RATE)
+    }
+
+    /// The speech encoder's four outputs, as [`VoicePrint::to_bytes`]; the transcript and the
+    /// language play no part.
+    fn voice_print(
+        &mut self,
+        reference: &[f32],
+        _transcript: Option<&str>,
+        _language: &str,
+    ) -> Result<Vec<u8>, EngineError> {
+        Ok(self.print_of(reference)?.to_bytes())
     }
 }
 
@@ -467,67 +356,4 @@ fn embed(session: &mut Session, ids: &[i64]) -> Result<Array, EngineError> {
         shape: shape.iter().map(|d| *d as usize).collect(),
         data: data.to_vec(),
     })
-}
-
-fn dims(ty: &ValueType) -> Option<Vec<i64>> {
-    match ty {
-        ValueType::Tensor { shape, .. } => Some(shape.iter().copied().collect()),
-        _ => None,
-    }
-}
-
-/// The cache inputs `past_key_values.N.{key,value}`, each paired by name with its output
-/// `present.N.{key,value}`; head count and head size come from the graph's declared shape
-/// [batch, heads, past, head_dim], and the element type from the graph (f16 for the fp16 and
-/// q4f16 variants).
-fn kv_inputs(lm: &Session) -> Result<Vec<KvInput>, EngineError> {
-    let outputs: Vec<&str> = lm.outputs().iter().map(|o| o.name()).collect();
-    let mut kv = Vec::new();
-    for input in lm.inputs() {
-        let Some(rest) = input.name().strip_prefix("past_key_values") else {
-            continue;
-        };
-        let present = format!("present{rest}");
-        if !outputs.contains(&present.as_str()) {
-            return Err(EngineError::NotInstalled(format!(
-                "language model: {} has no matching output {present}",
-                input.name()
-            )));
-        }
-        let (ty, shape) = match input.dtype() {
-            ValueType::Tensor { ty, shape, .. } => (*ty, shape.clone()),
-            _ => return Err(inference(format!("{} is not a tensor", input.name()))),
-        };
-        if shape.len() != 4 || shape[1] <= 0 || shape[3] <= 0 {
-            return Err(EngineError::NotInstalled(format!(
-                "language model: {} has shape {:?}, expected [batch, heads, past, head_dim]",
-                input.name(),
-                &shape[..]
-            )));
-        }
-        kv.push(KvInput {
-            past: input.name().to_owned(),
-            present,
-            ty,
-            heads: shape[1],
-            head_dim: shape[3],
-        });
-    }
-    if kv.is_empty() {
-        return Err(EngineError::NotInstalled(
-            "language model has no past_key_values inputs".into(),
-        ));
-    }
-    Ok(kv)
-}
-
-/// An empty cache entry [1, heads, 0, head_dim] of the graph's element type.
-fn empty_cache(kv: &KvInput) -> Result<DynValue, EngineError> {
-    let tensor = DynTensor::new(
-        &Allocator::default(),
-        kv.ty,
-        [1usize, kv.heads as usize, 0, kv.head_dim as usize],
-    )
-    .map_err(inference)?;
-    Ok(tensor.into_dyn())
 }

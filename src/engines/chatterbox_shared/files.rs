@@ -1,6 +1,8 @@
-//! The file layout an operator places under `<models_dir>/chatterbox_turbo/`: the public
-//! `ResembleAI/chatterbox-turbo-ONNX` names, one precision variant per graph chosen by which
-//! files are present, plus the seeded copy of the decoder that `voiced models prepare` writes.
+//! The file layout an operator places under `<models_dir>/chatterbox_turbo/` or
+//! `<models_dir>/chatterbox/`: the public ONNX names (`ResembleAI/chatterbox-turbo-ONNX`,
+//! `onnx-community/chatterbox-multilingual-ONNX`), one precision variant per graph chosen by
+//! which files are present, plus the seeded copy of the decoder that `voiced models prepare`
+//! writes. `engine` arguments are the engine id, for the messages.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -9,7 +11,6 @@ use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
 
-pub const DIR: &str = "chatterbox_turbo";
 pub const SPEECH_ENCODER: &str = "speech_encoder";
 pub const EMBED_TOKENS: &str = "embed_tokens";
 pub const LANGUAGE_MODEL: &str = "language_model";
@@ -28,11 +29,6 @@ pub const TOKENIZER: &str = "tokenizer.json";
 pub const VOICES: &str = "voices";
 /// Mel channels of the decoder's flow noise (the `noise` input of the seeded decoder).
 pub const NOISE_CHANNELS: usize = 80;
-
-/// `<models_dir>/chatterbox_turbo`.
-pub fn dir(models_dir: &Path) -> PathBuf {
-    models_dir.join(DIR)
-}
 
 /// The first variant of `graph` present under `dir/onnx/`.
 pub fn graph(dir: &Path, graph: &str) -> Option<PathBuf> {
@@ -64,8 +60,8 @@ pub fn sha256(path: &Path) -> std::io::Result<String> {
         .collect())
 }
 
-/// What is missing or wrong for the engine to run, one line each (empty: installed).
-pub fn problems(dir: &Path) -> Vec<String> {
+/// What is missing or wrong for `engine` to run from `dir`, one line each (empty: installed).
+pub fn problems(dir: &Path, engine: &str) -> Vec<String> {
     let mut problems = Vec::new();
     for name in GRAPHS {
         if graph(dir, name).is_none() {
@@ -78,7 +74,7 @@ pub fn problems(dir: &Path) -> Vec<String> {
         problems.push(format!("{TOKENIZER} is missing"));
     }
     if let Some(decoder) = graph(dir, CONDITIONAL_DECODER)
-        && let Err(problem) = verify_seeded(&decoder)
+        && let Err(problem) = verify_seeded(&decoder, engine)
     {
         problems.push(problem);
     }
@@ -87,9 +83,9 @@ pub fn problems(dir: &Path) -> Vec<String> {
 
 /// The seeded decoder exists and matches the checksums recorded when it was written from the
 /// decoder that is in place now.
-pub fn verify_seeded(decoder: &Path) -> Result<PathBuf, String> {
+pub fn verify_seeded(decoder: &Path, engine: &str) -> Result<PathBuf, String> {
     let seeded = seeded(decoder);
-    let prepare = "run `voiced models prepare chatterbox_turbo`";
+    let prepare = format!("run `voiced models prepare {engine}`");
     let recorded = std::fs::read_to_string(manifest(decoder))
         .map_err(|_| format!("the seeded decoder is missing: {prepare}"))?;
     let mut sums = recorded.split_whitespace();

@@ -1,0 +1,485 @@
+//! Chatterbox multilingual (Resemble AI, MIT; `onnx-community/chatterbox-multilingual-ONNX`):
+//! 24 kHz speech in 23 languages in the voice of a reference clip.
+//!
+//! Data path: reference clip → `speech_encoder` once per voice (the voice print) · text →
+//! [`text::prepare`] (`[lang]` prefix) → `tokenizer.json` → `embed_tokens` (with
+//! `position_ids` and `exaggeration`) → `language_model` run as a batch of two — the prompt, and
+//! the prompt with its text rows zeroed — whose logits are combined by classifier-free guidance
+//! and sampled on the host from the request's seed → the seeded `conditional_decoder` →
+//! waveform.
+
+pub mod text;
+
+use std::path::{Path, PathBuf};
+
+use ort::session::{Session, SessionInputValue};
+use ort::value::{DynValue, Tensor};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tokenizers::Tokenizer;
+
+use crate::engines::chatterbox_shared::{
+    self as shared, Array, KvInput, PieceTrace, Presets, SAMPLE_RATE, START_SPEECH, STOP_SPEECH,
+    Trace, VoicePrint, files,
+};
+use crate::engines::kokoro::split;
+use crate::engines::onnx::{self, inference};
+use crate::engines::sampling::{self, GuidedSampling};
+use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
+use text::Cangjie;
+
+/// The engine id, and the directory under the models dir.
+pub const DIR: &str = "chatterbox";
+/// The embedder puts the exaggeration (emotion) vector at this id's row.
+pub const EXAGGERATION_TOKEN: i64 = 6563;
+pub const START_TEXT: i64 = 255;
+pub const STOP_TEXT: i64 = 0;
+/// Ids below this are speech tokens the decoder understands (upstream `drop_invalid_tokens`).
+pub const SPEECH_VOCAB: i64 = 6561;
+pub const SAMPLES_PER_TOKEN: usize = 960;
+/// Upper bound on speech tokens per piece (40 s at 25 tokens/s).
+pub const MAX_NEW_TOKENS: usize = 1000;
+/// Text tokens per piece (the tokenizer is close to one token a character).
+pub const MAX_TEXT_TOKENS: usize = 300;
+pub const DEFAULT_TEMPERATURE: f32 = 0.8;
+/// Upstream `generate` defaults apart from the temperature.
+pub const EXAGGERATION: f32 = 0.5;
+pub const CFG_WEIGHT: f64 = 0.5;
+pub const REPETITION_PENALTY: f64 = 1.2;
+pub const MIN_P: f64 = 0.05;
+pub const TOP_P: f64 = 1.0;
+
+/// `<models_dir>/chatterbox`.
+pub fn dir(models_dir: &Path) -> PathBuf {
+    models_dir.join(DIR)
+}
+
+#[derive(Debug, Clone)]
+pub struct ChatterboxConfig {
+    /// `<models_dir>/chatterbox`.
+    pub dir: PathBuf,
+    pub ort_library: PathBuf,
+    pub intra_threads: usize,
+}
+
+impl ChatterboxConfig {
+    pub fn from_models_dir(models_dir: &Path) -> Self {
+        Self {
+            dir: dir(models_dir),
+            ort_library: onnx::library_path(models_dir),
+            intra_threads: 1,
+        }
+    }
+}
+
+/// Lists the preset voices (reference clips) without loading a model.
+pub fn presets(dir: &Path) -> Vec<Preset> {
+    shared::presets(dir, "en", " (speaks any of the 23 languages)")
+}
+
+/// Whether a voice in `language` can read `text` here (checked before a generation is queued).
+pub fn readable(dir: &Path, language: &str, text: &str) -> Result<(), String> {
+    let Some(language) = text::language(language) else {
+        return Err(format!(
+            "The chatterbox engine speaks {}; the voice's language {language:?} is not one of them.",
+            text::LANGUAGES.join(", ")
+        ));
+    };
+    if language == "zh" && text::has_han(text) && !dir.join(text::CANGJIE).is_file() {
+        return Err(format!(
+            "Chinese needs the Cangjie table {} next to the chatterbox model on this deployment.",
+            text::CANGJIE
+        ));
+    }
+    Ok(())
+}
+
+pub struct ChatterboxEngine {
+    dir: PathBuf,
+    encoder: Session,
+    embed: Session,
+    lm: Session,
+    decoder: Session,
+    tokenizer: Tokenizer,
+    space_token: bool,
+    cangjie: Option<Cangjie>,
+    kv: Vec<KvInput>,
+    lm_takes_positions: bool,
+    noise_channels: usize,
+    voices: Presets,
+}
+
+impl ChatterboxEngine {
+    pub fn load(config: &ChatterboxConfig) -> Result<Self, EngineError> {
+        let problems = files::problems(&config.dir, DIR);
+        if !problems.is_empty() {
+            return Err(EngineError::NotInstalled(format!(
+                "chatterbox in {}: {}",
+                config.dir.display(),
+                problems.join("; ")
+            )));
+        }
+        let env = onnx::environment(&config.ort_library)?;
+        let graph = |name| files::graph(&config.dir, name).expect("checked above");
+        let open = |path: &Path| onnx::session(&env, path, config.intra_threads);
+        let decoder_path = files::verify_seeded(&graph(files::CONDITIONAL_DECODER), DIR)
+            .map_err(EngineError::NotInstalled)?;
+        let encoder = open(&graph(files::SPEECH_ENCODER))?;
+        let embed = open(&graph(files::EMBED_TOKENS))?;
+        for name in ["input_ids", "position_ids", "exaggeration"] {
+            if !embed.inputs().iter().any(|i| i.name() == name) {
+                return Err(EngineError::NotInstalled(format!(
+                    "chatterbox: embed_tokens has no input {name} (is this the multilingual export?)"
+                )));
+            }
+        }
+        let lm = open(&graph(files::LANGUAGE_MODEL))?;
+        let decoder = open(&decoder_path)?;
+        let tokenizer = Tokenizer::from_file(config.dir.join(files::TOKENIZER))
+            .map_err(|e| EngineError::NotInstalled(format!("{}: {e}", files::TOKENIZER)))?;
+        let cangjie = Cangjie::load(&config.dir).map_err(EngineError::NotInstalled)?;
+        let kv = shared::kv_inputs(&lm)?;
+        let lm_takes_positions = lm.inputs().iter().any(|i| i.name() == "position_ids");
+        let noise_channels = shared::noise_channels(&decoder, DIR)?;
+        Ok(Self {
+            dir: config.dir.clone(),
+            encoder,
+            embed,
+            lm,
+            decoder,
+            space_token: tokenizer.token_to_id("[SPACE]").is_some(),
+            tokenizer,
+            cangjie,
+            kv,
+            lm_takes_positions,
+            noise_channels,
+            voices: Presets::default(),
+        })
+    }
+
+    /// Runs the speech encoder on a 24 kHz mono clip: the voice print of a cloned profile.
+    pub fn print_of(&mut self, reference: &[f32]) -> Result<VoicePrint, EngineError> {
+        shared::encode(&mut self.encoder, reference)
+    }
+
+    /// [`Engine::synthesize`], also returning what each piece went through.
+    pub fn synthesize_traced(
+        &mut self,
+        input: &SynthesisInput<'_>,
+    ) -> Result<(Pcm, Trace), EngineError> {
+        if let Some(stored) = input.voice_print {
+            let print = VoicePrint::stored(stored)?;
+            return self.synthesize_with_print(input, &print);
+        }
+        let voice = self
+            .voices
+            .get(&self.dir, input.preset, &mut self.encoder)?;
+        let (print, reference) = (voice.print.clone(), voice.reference.clone());
+        let (pcm, mut trace) = self.synthesize_with_print(input, &print)?;
+        trace.reference = reference;
+        Ok((pcm, trace))
+    }
+
+    /// Synthesis in the voice of `print`: the speech encoder does not run.
+    pub fn synthesize_with_print(
+        &mut self,
+        input: &SynthesisInput<'_>,
+        print: &VoicePrint,
+    ) -> Result<(Pcm, Trace), EngineError> {
+        let text = input.text.trim();
+        if text.is_empty() {
+            return Err(EngineError::InvalidInput("the text is empty".into()));
+        }
+        readable(&self.dir, input.language, text).map_err(EngineError::InvalidInput)?;
+        let language = text::language(input.language).expect("checked by readable");
+        let params = GuidedSampling {
+            cfg_weight: CFG_WEIGHT,
+            repetition_penalty: REPETITION_PENALTY,
+            temperature: f64::from(input.temperature.unwrap_or(DEFAULT_TEMPERATURE)),
+            min_p: MIN_P,
+            top_p: TOP_P,
+        };
+        let pieces = self.pieces(text, language)?;
+        if pieces.is_empty() {
+            return Err(EngineError::InvalidInput(
+                "the text has nothing to pronounce".into(),
+            ));
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(input.seed);
+        let mut trace = Trace::default();
+        let mut samples = Vec::new();
+        let last = pieces.len() - 1;
+        for (i, piece) in pieces.iter().enumerate() {
+            if input.is_cancelled() {
+                return Err(EngineError::Cancelled);
+            }
+            let piece_trace = self.speak(print, &piece.tokens, params, &mut rng, input)?;
+            samples.extend(piece_trace.waveform.iter().map(|s| s.clamp(-1.0, 1.0)));
+            if i < last {
+                let pause = (piece.boundary.pause_secs() * SAMPLE_RATE as f32) as usize;
+                samples.resize(samples.len() + pause, 0.0);
+            }
+            trace.pieces.push(piece_trace);
+        }
+        let pcm = Pcm {
+            samples,
+            sample_rate: SAMPLE_RATE,
+        };
+        Ok((pcm, trace))
+    }
+
+    /// The text split into pieces, each tokenized with the upstream template
+    /// `[exaggeration, start text, …, stop text, start speech, start speech]`.
+    fn pieces(&self, text: &str, language: &str) -> Result<Vec<split::Piece>, EngineError> {
+        let (tokenizer, cangjie, space) =
+            (&self.tokenizer, self.cangjie.as_ref(), self.space_token);
+        let mut tokenize = |texts: &[&str]| -> Result<Vec<Vec<i64>>, EngineError> {
+            texts
+                .iter()
+                .map(|t| {
+                    let prepared = text::prepare(t, language, cangjie, space);
+                    let encoding = tokenizer
+                        .encode(prepared, true)
+                        .map_err(|e| EngineError::InvalidInput(e.to_string()))?;
+                    let ids: Vec<i64> =
+                        encoding.get_ids().iter().map(|&id| i64::from(id)).collect();
+                    Ok(templated(ids))
+                })
+                .collect()
+        };
+        split::split(text, MAX_TEXT_TOKENS, &mut tokenize)
+    }
+
+    /// One piece: the guided language-model loop, then the decoder.
+    fn speak(
+        &mut self,
+        print: &VoicePrint,
+        ids: &[i64],
+        params: GuidedSampling,
+        rng: &mut ChaCha8Rng,
+        input: &SynthesisInput<'_>,
+    ) -> Result<PieceTrace, EngineError> {
+        let mut trace = PieceTrace {
+            text_ids: ids.to_vec(),
+            ..PieceTrace::default()
+        };
+        let positions = prompt_positions(ids);
+        let text = embed(&mut self.embed, ids, &positions)?;
+        let width = *print.features.shape.last().unwrap_or(&0);
+        if width == 0 || text.shape.last() != Some(&width) {
+            return Err(inference(format!(
+                "speech encoder rows ({width}) and token embeddings ({:?}) differ in width",
+                text.shape
+            )));
+        }
+        // Row 0 conditions on the text; row 1 is the same prompt with the text rows zeroed
+        // (upstream zeroes their token embeddings for the unconditional half of the batch).
+        let mut cond = print.features.data.clone();
+        cond.extend_from_slice(&text.data);
+        let mut uncond = cond.clone();
+        let offset = print.features.data.len() / width;
+        for row in text_rows(ids) {
+            let start = (offset + row) * width;
+            uncond[start..start + width].fill(0.0);
+        }
+        let prefix = cond.len() / width;
+        let mut embeds = cond;
+        embeds.extend(uncond);
+        let mut rows = prefix;
+        let mut past: Vec<DynValue> = self
+            .kv
+            .iter()
+            .map(|kv| shared::empty_cache(kv, 2))
+            .collect::<Result<_, _>>()?;
+        let mut generated = vec![START_SPEECH];
+        let mut first_position = 0i64;
+        for step in 0..MAX_NEW_TOKENS {
+            if input.is_cancelled() {
+                return Err(EngineError::Cancelled);
+            }
+            let total = prefix + step;
+            let mut inputs: Vec<(std::borrow::Cow<'_, str>, SessionInputValue<'_>)> = vec![
+                (
+                    "inputs_embeds".into(),
+                    Tensor::from_array(([2, rows, width], embeds))
+                        .map_err(inference)?
+                        .into(),
+                ),
+                (
+                    "attention_mask".into(),
+                    Tensor::from_array(([2, total], vec![1i64; 2 * total]))
+                        .map_err(inference)?
+                        .into(),
+                ),
+            ];
+            if self.lm_takes_positions {
+                let row: Vec<i64> = (0..rows as i64).map(|p| first_position + p).collect();
+                let both = [row.clone(), row].concat();
+                inputs.push((
+                    "position_ids".into(),
+                    Tensor::from_array(([2, rows], both))
+                        .map_err(inference)?
+                        .into(),
+                ));
+            }
+            for (kv, value) in self.kv.iter().zip(past.drain(..)) {
+                inputs.push((kv.past.as_str().into(), value.into()));
+            }
+            let mut outputs = self.lm.run(inputs).map_err(inference)?;
+            let (shape, logits) = outputs
+                .get("logits")
+                .ok_or_else(|| inference("language model has no output logits"))?
+                .try_extract_tensor::<f32>()
+                .map_err(inference)?;
+            let vocab = *shape.last().unwrap_or(&0) as usize;
+            if shape.first() != Some(&2) || vocab == 0 || logits.len() < 2 * vocab {
+                return Err(inference(format!(
+                    "language model returned logits of shape {shape:?} for a batch of two"
+                )));
+            }
+            let half = logits.len() / 2;
+            let cond_row = &logits[half - vocab..half];
+            let uncond_row = &logits[logits.len() - vocab..];
+            let uniform: f64 = rng.random();
+            let next =
+                sampling::sample_guided(cond_row, uncond_row, &generated, params, uniform) as i64;
+            for kv in &self.kv {
+                past.push(outputs.remove(&kv.present).ok_or_else(|| {
+                    inference(format!("language model has no output {}", kv.present))
+                })?);
+            }
+            drop(outputs);
+            trace.uniforms.push(uniform);
+            trace.tokens.push(next);
+            generated.push(next);
+            if next == STOP_SPEECH {
+                break;
+            }
+            first_position += rows as i64;
+            let row = embed(&mut self.embed, &[next], &[step as i64 + 1])?.data;
+            embeds = [row.clone(), row].concat();
+            rows = 1;
+        }
+        let spoken: Vec<i64> = generated[1..]
+            .iter()
+            .copied()
+            .filter(|t| (0..SPEECH_VOCAB).contains(t))
+            .collect();
+        let mut speech = print.tokens.clone();
+        speech.extend(&spoken);
+        trace.noise = shared::draw_noise(rng, self.noise_channels);
+        let mut waveform = shared::decode(
+            &mut self.decoder,
+            print,
+            speech,
+            &trace.noise,
+            self.noise_channels,
+        )?;
+        // Upstream drops the last token's audio: it comes just before the stop token with
+        // degraded attention and decodes to about 40 ms of noise.
+        let keep = spoken.len().saturating_sub(1).max(1) * SAMPLES_PER_TOKEN;
+        waveform.truncate(keep);
+        trace.waveform = waveform;
+        Ok(trace)
+    }
+}
+
+impl Engine for ChatterboxEngine {
+    fn presets(&self) -> Vec<Preset> {
+        presets(&self.dir)
+    }
+
+    fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
+        self.synthesize_traced(input).map(|(pcm, _)| pcm)
+    }
+
+    fn reference_rate(&self) -> Option<u32> {
+        Some(SAMPLE_RATE)
+    }
+
+    /// The speech encoder's four outputs, as [`VoicePrint::to_bytes`]; the transcript and the
+    /// language play no part (the print speaks every language).
+    fn voice_print(
+        &mut self,
+        reference: &[f32],
+        _transcript: Option<&str>,
+        _language: &str,
+    ) -> Result<Vec<u8>, EngineError> {
+        Ok(self.print_of(reference)?.to_bytes())
+    }
+}
+
+/// The upstream template around tokenizer ids, when `tokenizer.json` does not add it itself.
+fn templated(ids: Vec<i64>) -> Vec<i64> {
+    if ids.first() == Some(&EXAGGERATION_TOKEN) {
+        return ids;
+    }
+    let mut out = vec![EXAGGERATION_TOKEN, START_TEXT];
+    out.extend(ids);
+    out.extend([STOP_TEXT, START_SPEECH, START_SPEECH]);
+    out
+}
+
+/// Upstream positions of the prompt ids: speech and exaggeration ids at 0, text ids counted
+/// from the start-of-text token.
+pub fn prompt_positions(ids: &[i64]) -> Vec<i64> {
+    ids.iter()
+        .enumerate()
+        .map(|(i, &id)| if id >= START_SPEECH { 0 } else { i as i64 - 1 })
+        .collect()
+}
+
+/// The rows the embedder treats as text: up to the first stop-text id, the exaggeration slot
+/// excepted.
+pub fn text_rows(ids: &[i64]) -> Vec<usize> {
+    let Some(end) = ids.iter().position(|&id| id == STOP_TEXT) else {
+        return Vec::new();
+    };
+    (0..=end)
+        .filter(|&i| ids[i] != EXAGGERATION_TOKEN)
+        .collect()
+}
+
+fn embed(session: &mut Session, ids: &[i64], positions: &[i64]) -> Result<Array, EngineError> {
+    let outputs = session
+        .run(ort::inputs! {
+            "input_ids" => Tensor::from_array(([1, ids.len()], ids.to_vec())).map_err(inference)?,
+            "position_ids" => Tensor::from_array(([1, positions.len()], positions.to_vec())).map_err(inference)?,
+            "exaggeration" => Tensor::from_array(([1usize], vec![EXAGGERATION])).map_err(inference)?,
+        })
+        .map_err(inference)?;
+    let (shape, data) = outputs
+        .get("inputs_embeds")
+        .ok_or_else(|| inference("embed_tokens has no output inputs_embeds"))?
+        .try_extract_tensor::<f32>()
+        .map_err(inference)?;
+    Ok(Array {
+        shape: shape.iter().map(|d| *d as usize).collect(),
+        data: data.to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_template_positions_and_text_rows_follow_upstream() {
+        let ids = templated(vec![9, 8, 7]);
+        assert_eq!(ids, [6563, 255, 9, 8, 7, 0, 6561, 6561]);
+        assert_eq!(templated(ids.clone()), ids);
+        assert_eq!(prompt_positions(&ids), [0, 0, 1, 2, 3, 4, 0, 0]);
+        assert_eq!(text_rows(&ids), [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn languages_outside_the_23_and_chinese_without_its_table_are_refused() {
+        let dir = Path::new("/nonexistent");
+        assert!(readable(dir, "pt-br", "Olá").is_ok());
+        assert!(readable(dir, "zh", "ni hao").is_ok());
+        let why = readable(dir, "zh", "你好").unwrap_err();
+        assert!(why.contains(text::CANGJIE), "{why}");
+        let why = readable(dir, "xx", "hello").unwrap_err();
+        assert!(why.contains("ar, da, de"), "{why}");
+    }
+}

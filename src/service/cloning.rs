@@ -1,0 +1,171 @@
+//! Cloned voices: a profile made from the account's own reference recording. The console's
+//! upload form and `voiced admin voice clone` come through here; the API never clones (spec:
+//! `voice:generate` "cannot clone a real person's voice").
+//!
+//! The request is checked first ([`check`]: name, engine, language, and the reference audio
+//! decoded and checked — 5 to 30 s, not silent, not clipped), then stored in one transaction
+//! ([`store`]): the profile (`voice_type = "cloned"`, `sample_count` = clips), the clip as
+//! uploaded, and the voice print — computed already by the caller where the engine runs, or
+//! left as a job for a generation worker (the voice's generations wait for it). Nothing that
+//! was accepted is lost: the job is a row, claimed with a lease like a generation.
+
+use sqlx::PgPool;
+
+use super::error::ServiceError;
+use super::voices::{check_description, check_language, check_name, duplicate_name};
+use crate::domain::{EngineId, new_id};
+use crate::engines::reference;
+use crate::engines::registry::EngineRegistry;
+use crate::store;
+use crate::store::voices::VoiceRow;
+
+/// Longest transcript of a reference clip.
+pub const MAX_TRANSCRIPT_CHARS: usize = 2000;
+
+/// What a clone request is made of, unvalidated.
+pub struct NewClone<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    /// ISO 639-1, optionally with a region; empty: `en`.
+    pub language: &'a str,
+    pub engine: EngineId,
+    /// The reference clip as uploaded (any format voiced's decoder reads).
+    pub audio: &'a [u8],
+    /// What is said in the clip (engines that use one; optional).
+    pub transcript: Option<&'a str>,
+}
+
+/// A clone request that passed [`check`].
+#[derive(Debug, Clone)]
+pub struct CheckedClone {
+    pub name: String,
+    pub description: String,
+    pub language: String,
+    pub engine: EngineId,
+    pub transcript: Option<String>,
+    pub duration_ms: i32,
+}
+
+/// Validates a clone request and decodes and checks its reference audio (CPU work: run it off
+/// the async threads). 400 `invalid_request` naming the field at fault.
+pub fn check(
+    registry: &EngineRegistry,
+    clone: &NewClone<'_>,
+) -> Result<CheckedClone, ServiceError> {
+    let name = check_name(clone.name)?.to_owned();
+    let description = check_description(clone.description)?.to_owned();
+    let language = match check_language(clone.language)? {
+        language if language.is_empty() => "en".to_owned(),
+        language => language,
+    };
+    let engine = clone.engine;
+    if !engine.can_clone() {
+        let able: Vec<&str> = EngineId::ALL
+            .into_iter()
+            .filter(|e| e.can_clone())
+            .map(EngineId::as_str)
+            .collect();
+        return Err(ServiceError::invalid(
+            "engine",
+            format!(
+                "The {engine} engine cannot clone a voice; engines that can: {}.",
+                able.join(", ")
+            ),
+        ));
+    }
+    if !EngineRegistry::is_available(engine) || !registry.is_installed(engine) {
+        return Err(ServiceError::invalid(
+            "engine",
+            format!("The {engine} engine is not installed on this deployment."),
+        ));
+    }
+    registry
+        .readable(engine, &language, "")
+        .map_err(|reason| ServiceError::invalid("language", reason))?;
+    let transcript = clone
+        .transcript
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned);
+    if let Some(t) = &transcript {
+        if t.contains('\0') {
+            return Err(ServiceError::invalid(
+                "transcript",
+                "A transcript has no NUL characters.",
+            ));
+        }
+        if t.chars().count() > MAX_TRANSCRIPT_CHARS {
+            return Err(ServiceError::invalid(
+                "transcript",
+                format!("A transcript has at most {MAX_TRANSCRIPT_CHARS} characters."),
+            ));
+        }
+    }
+    if clone.audio.is_empty() {
+        return Err(ServiceError::invalid(
+            "audio",
+            "Choose a reference recording (5 to 30 seconds of the speaker's voice).",
+        ));
+    }
+    let duration_ms = reference::check(clone.audio)
+        .map_err(|e| ServiceError::invalid("audio", format!("{}.", capitalized(&e.to_string()))))?;
+    Ok(CheckedClone {
+        name,
+        description,
+        language,
+        engine,
+        transcript,
+        duration_ms: i32::try_from(duration_ms).unwrap_or(i32::MAX),
+    })
+}
+
+/// Stores a checked clone for the account, with its `print` when the caller computed it, or a
+/// print job for the workers. A duplicate name is 409 `conflict` naming `name`.
+pub async fn store(
+    pool: &PgPool,
+    account_id: &str,
+    clone: &CheckedClone,
+    audio: &[u8],
+    print: Option<&[u8]>,
+) -> Result<VoiceRow, ServiceError> {
+    let id = new_id("voice");
+    let mut tx = pool.begin().await?;
+    store::voices::insert_cloned(
+        &mut *tx,
+        store::voices::NewClonedVoice {
+            id: &id,
+            account_id,
+            name: &clone.name,
+            description: &clone.description,
+            language: &clone.language,
+            engine: clone.engine.as_str(),
+            sample_count: 1,
+        },
+    )
+    .await
+    .map_err(duplicate_name)?;
+    store::prints::insert_sample(
+        &mut tx,
+        &id,
+        0,
+        audio,
+        clone.duration_ms,
+        clone.transcript.as_deref(),
+    )
+    .await?;
+    store::prints::insert_print(&mut tx, &id, clone.engine.as_str(), print).await?;
+    let row = store::voices::find(&mut *tx, account_id, &id)
+        .await?
+        .ok_or_else(|| ServiceError::internal("the voice just cloned is not there"))?;
+    tx.commit().await?;
+    tracing::info!(voice_id = %id, engine = %clone.engine, computed = print.is_some(), "voice cloned");
+    Ok(row)
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
