@@ -5,8 +5,10 @@
 
 pub mod accounts;
 pub mod error;
+pub mod fetch;
 pub mod idempotency;
 pub mod keys;
+pub mod oauth;
 pub mod principal;
 pub mod speech;
 pub mod transcription;

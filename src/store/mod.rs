@@ -8,6 +8,7 @@ pub mod embedded;
 pub mod generations;
 pub mod idempotency;
 pub mod keys;
+pub mod oauth;
 pub mod queue;
 pub mod sessions;
 pub mod usage;
