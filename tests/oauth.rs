@@ -252,9 +252,20 @@ async fn an_mcp_style_client_discovers_registers_authorizes_refreshes_and_revoke
         .await;
     let http = http();
 
-    // 1. No credential: 401 whose challenge names the protected-resource metadata.
-    let response = http.get(format!("{base}/v1/voices")).send().await.unwrap();
+    // 1. No credential: 401 whose challenge names the protected-resource metadata (readable
+    // by browser-based clients too: the header is exposed to other origins).
+    let response = http
+        .get(format!("{base}/v1/voices"))
+        .header("origin", "https://inspector.example")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 401);
+    let exposed = response.headers()["access-control-expose-headers"]
+        .to_str()
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(exposed.contains("www-authenticate"), "{exposed}");
     let header = challenge(&response);
     assert!(!header.contains("error="), "no token was sent: {header}");
     let metadata_url = auth_param(&header, "resource_metadata").expect(&header);
@@ -324,6 +335,17 @@ async fn an_mcp_style_client_discovers_registers_authorizes_refreshes_and_revoke
             "{endpoint}: {server}"
         );
     }
+
+    // Browser-based clients may call the token endpoint from another origin.
+    let preflight = http
+        .request(reqwest::Method::OPTIONS, format!("{base}/oauth/token"))
+        .header("origin", "https://inspector.example")
+        .header("access-control-request-method", "POST")
+        .header("access-control-request-headers", "content-type")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.headers()["access-control-allow-origin"], "*");
 
     // 4. Dynamic registration.
     let client_id = register(&app, "Test agent", CALLBACK).await;

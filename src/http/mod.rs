@@ -243,6 +243,8 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             HeaderName::from_static("ratelimit"),
             HeaderName::from_static("ratelimit-policy"),
             header::RETRY_AFTER,
+            // Browser-based OAuth clients discover the authorization server from the 401.
+            header::WWW_AUTHENTICATE,
             header::LOCATION,
             header::CONTENT_RANGE,
             header::ACCEPT_RANGES,

@@ -92,7 +92,6 @@ async fn authorization_server_metadata(State(state): State<AppState>) -> Respons
         "scopes_supported": scopes_supported(),
         "authorization_response_iss_parameter_supported": true,
         "client_id_metadata_document_supported": true,
-        "service_documentation": format!("{issuer}/errors"),
     }))
 }
 
