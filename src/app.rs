@@ -170,6 +170,11 @@ pub async fn state(
             secure_cookies: config.public_base_url.starts_with("https://"),
             sign_in_limiter: Default::default(),
         }),
+        oauth: Arc::new(crate::service::oauth::OAuthSettings::new(
+            &config.public_base_url,
+            config.oauth_allow_loopback_fetch,
+            config.oauth_registrations_per_hour,
+        )),
     })
 }
 
@@ -323,6 +328,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
     let purge_pool = database.pool.clone();
     let limits = state.limits.clone();
     let console = state.console.clone();
+    let oauth = state.oauth.clone();
     crate::service::accounts::warm_up().await;
     let shrink = tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(60));
@@ -330,6 +336,10 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             tick.tick().await;
             limits.shrink();
             console.sign_in_limiter.shrink();
+            oauth.clients.shrink();
+            if let Err(err) = store::oauth::purge_expired(&purge_pool).await {
+                tracing::warn!(error = %err, "deleting expired OAuth codes and tokens failed");
+            }
             if let Err(err) = store::sessions::delete_expired(&purge_pool).await {
                 tracing::warn!(error = %err, "deleting expired console sessions failed");
             }

@@ -59,6 +59,8 @@ struct Raw {
     header_read_timeout_secs: u64,
     shutdown_grace_secs: u64,
     log_format: String,
+    oauth_registrations_per_hour: u32,
+    oauth_allow_loopback_fetch: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +108,11 @@ pub struct Config {
     pub header_read_timeout_secs: u64,
     pub shutdown_grace_secs: u64,
     pub log_format: LogFormat,
+    /// Dynamic client registrations (`POST /oauth/register`) per client address per hour.
+    pub oauth_registrations_per_hour: u32,
+    /// Test allowance of `service::fetch`: `http` and loopback addresses for client metadata
+    /// documents. Never in production.
+    pub oauth_allow_loopback_fetch: bool,
 }
 
 impl Config {
@@ -264,6 +271,10 @@ impl Config {
             "rate_limit_reads_per_minute",
             raw.rate_limit_reads_per_minute.into(),
         )?;
+        positive(
+            "oauth_registrations_per_hour",
+            raw.oauth_registrations_per_hour.into(),
+        )?;
         Ok(Self {
             bind,
             database_url: Some(raw.database_url).filter(|u| !u.trim().is_empty()),
@@ -294,6 +305,8 @@ impl Config {
             header_read_timeout_secs: raw.header_read_timeout_secs,
             shutdown_grace_secs: raw.shutdown_grace_secs,
             log_format,
+            oauth_registrations_per_hour: raw.oauth_registrations_per_hour,
+            oauth_allow_loopback_fetch: raw.oauth_allow_loopback_fetch,
         })
     }
 }

@@ -9,6 +9,7 @@ pub mod domain;
 pub mod engines;
 pub mod http;
 pub mod models;
+pub mod oauth;
 pub mod service;
 pub mod signing;
 pub mod store;

@@ -57,7 +57,19 @@ async fn bad_credentials_get_401_invalid_api_key() {
             "application/problem+json",
             "{what}"
         );
-        assert_eq!(response.headers()["www-authenticate"], "Bearer", "{what}");
+        // The challenge names the protected-resource metadata (RFC 9728), and says
+        // invalid_token when a credential was sent (docs/oauth.md).
+        let challenge = response.headers()["www-authenticate"].to_str().unwrap();
+        assert!(
+            challenge.starts_with("Bearer resource_metadata=\"http://127.0.0.1:8080/.well-known/oauth-protected-resource/v1\""),
+            "{what}: {challenge}"
+        );
+        let sent = headers.iter().any(|(n, _)| *n != "cookie");
+        assert_eq!(
+            challenge.contains("error=\"invalid_token\""),
+            sent,
+            "{what}: {challenge}"
+        );
         assert!(response.headers().get("x-request-id").is_some(), "{what}");
         let (status, body) = json(response).await;
         assert_eq!(status, 401, "{what}: {body}");

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use askama::Template;
 use axum::Form;
-use axum::extract::{ConnectInfo, State};
+use axum::extract::{ConnectInfo, Query, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::Response;
@@ -23,6 +23,8 @@ struct SignInPage {
     email: String,
     error: String,
     signup: bool,
+    /// Where to go once signed in (an OAuth consent page), or empty.
+    next: String,
 }
 
 #[derive(Template)]
@@ -32,6 +34,7 @@ struct SignUpPage {
     email: String,
     error: String,
     min_chars: usize,
+    next: String,
 }
 
 #[derive(Template)]
@@ -51,6 +54,32 @@ pub struct Credentials {
     password: String,
     #[serde(default)]
     csrf_token: String,
+    #[serde(default)]
+    next: String,
+}
+
+/// `?next=` of the sign-in and sign-up pages.
+#[derive(Deserialize)]
+pub struct Next {
+    #[serde(default)]
+    next: String,
+}
+
+/// Where to go after signing in: `next` when it is an OAuth consent page of this console (the
+/// authorization flow signs in on the way), else the keys page. Nothing else is followed, so
+/// `next` cannot send anyone off-site.
+pub fn after_sign_in(next: &str) -> &str {
+    let safe = next.starts_with(super::oauth::CONSENT_PATH)
+        && next[super::oauth::CONSENT_PATH.len()..].starts_with('?')
+        && next.bytes().all(|b| b.is_ascii_graphic() && b != b'\\');
+    if safe { next } else { "/console/keys" }
+}
+
+fn kept_next(next: &str) -> String {
+    match after_sign_in(next) {
+        "/console/keys" => String::new(),
+        safe => safe.to_owned(),
+    }
 }
 
 #[derive(Deserialize)]
@@ -87,12 +116,14 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ClientAddr {
 pub async fn sign_in_page(
     State(state): State<AppState>,
     session: Session,
+    Query(next): Query<Next>,
 ) -> Result<Response, PageError> {
     Ok(ok(&SignInPage {
         chrome: Chrome::anonymous(csrf_token(&session).await?),
         email: String::new(),
         error: String::new(),
         signup: state.console.signup,
+        next: kept_next(&next.next),
     }))
 }
 
@@ -113,7 +144,7 @@ pub async fn sign_in(
     match accounts::sign_in(&state.pool, &form.email, form.password).await? {
         Some(account_id) => {
             session::sign_in(&session, &account_id).await?;
-            Ok(see_other("/console/keys"))
+            Ok(see_other(after_sign_in(&form.next)))
         }
         None => Ok(render(
             StatusCode::UNAUTHORIZED,
@@ -122,6 +153,7 @@ pub async fn sign_in(
                 email: form.email.trim().to_owned(),
                 error: "That email and password do not match an account.".into(),
                 signup: state.console.signup,
+                next: kept_next(&form.next),
             },
         )),
     }
@@ -130,6 +162,7 @@ pub async fn sign_in(
 pub async fn sign_up_page(
     State(state): State<AppState>,
     session: Session,
+    Query(next): Query<Next>,
 ) -> Result<Response, PageError> {
     if !state.console.signup {
         return Err(signup_closed());
@@ -139,6 +172,7 @@ pub async fn sign_up_page(
         email: String::new(),
         error: String::new(),
         min_chars: accounts::MIN_PASSWORD_CHARS,
+        next: kept_next(&next.next),
     }))
 }
 
@@ -168,7 +202,7 @@ pub async fn sign_up(
     {
         Ok(account_id) => {
             session::sign_in(&session, &account_id).await?;
-            Ok(see_other("/console/keys"))
+            Ok(see_other(after_sign_in(&form.next)))
         }
         Err(err) if err.param.is_some() => Ok(render(
             StatusCode::BAD_REQUEST,
@@ -177,6 +211,7 @@ pub async fn sign_up(
                 email: form.email.trim().to_owned(),
                 error: err.detail,
                 min_chars: accounts::MIN_PASSWORD_CHARS,
+                next: kept_next(&form.next),
             },
         )),
         Err(err) => Err(err.into()),

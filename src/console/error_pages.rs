@@ -21,10 +21,14 @@ pub struct CodeDoc {
 pub fn doc(code: ErrorCode) -> CodeDoc {
     let (meaning, remedy, extras): (&str, &str, &[&str]) = match code {
         ErrorCode::InvalidApiKey => (
-            "The request carried no API key, or one that is unknown or revoked.",
+            "The request carried no API key or OAuth access token, or one that is unknown, \
+             expired or revoked, or a token not issued for this API.",
             "Send a live key in the x-api-key header or as Authorization: Bearer <key>. Keys are \
-             made in the console (API keys tab); a revoked or lost key is replaced, not recovered.",
-            &["WWW-Authenticate: Bearer (header)"],
+             made in the console (API keys tab); a revoked or lost key is replaced, not recovered. \
+             An OAuth client refreshes its token, or asks the user again.",
+            &[
+                "WWW-Authenticate: Bearer resource_metadata=\"…\" (header; error=\"invalid_token\" when a credential was sent)",
+            ],
         ),
         ErrorCode::ProPlanRequired => (
             "The account has no active subscription or trial, so every /v1 request is refused. \

@@ -11,6 +11,7 @@ pub mod error_pages;
 mod history;
 mod keys;
 pub mod limiter;
+pub mod oauth;
 mod page;
 mod session;
 mod usage;
@@ -30,6 +31,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use crate::domain::Plan;
 use crate::http::AppState;
 use crate::store::sessions::PgSessionStore;
+pub use account::ClientAddr;
 use limiter::SignInLimiter;
 
 /// The console's settings (`signup`, `signup_plan`, `billing_contact`) and its sign-in limiter.
@@ -96,6 +98,12 @@ pub fn router(pool: PgPool, secure_cookies: bool) -> Router<AppState> {
             axum::routing::post(voices::update),
         )
         .route("/console/history", get(history::history))
+        .route(oauth::CONSENT_PATH, get(oauth::consent).post(oauth::decide))
+        .route("/console/applications", get(oauth::applications))
+        .route(
+            "/console/applications/{id}/revoke",
+            axum::routing::post(oauth::revoke),
+        )
         .route(
             "/console/{*rest}",
             axum::routing::any(|| async { page::PageError::NotFound }),

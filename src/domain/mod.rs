@@ -4,6 +4,7 @@
 mod api_key;
 mod engine_id;
 mod ids;
+pub mod oauth;
 mod plan;
 mod scope;
 mod speech;

@@ -1,28 +1,107 @@
-//! Authentication and authorization of `/v1` requests.
+//! Authentication and authorization of `/v1` requests, and [`resolve_principal`], which the
+//! agent interface (`/mcp`) calls too.
 //!
 //! Order of checks (documented in docs/api.md, "Order of checks"):
-//! 1. credential (`x-api-key`, else `Authorization: Bearer`) → 401 `invalid_api_key`
-//! 2. rate limit of the key's policy → 429 `rate_limit_exceeded` (see `rate_limit`)
+//! 1. credential (`x-api-key`, else `Authorization: Bearer` with a key or an OAuth access token
+//!    `vat_…` whose audience includes the API) → 401 `invalid_api_key` with a
+//!    `WWW-Authenticate` challenge naming the protected-resource metadata
+//! 2. rate limit of the key's (or the token's authorization's) policy → 429
+//!    `rate_limit_exceeded` (see `rate_limit`)
 //! 3. plan → 403 `pro_plan_required`
 //! 4. scope of the route → 403 `insufficient_scope`
 //! 5. feature of the route in the account's plan → 403 `feature_not_enabled`
 //! 6. the request itself (handlers) → 400 …
 //!
-//! Cookies are never read. The key is looked up by its SHA-256 on every request, so a revoked
-//! key or a changed plan takes effect on the very next request.
+//! Cookies are never read. Keys and tokens are looked up by their SHA-256 on every request, so a
+//! revocation or a changed plan takes effect on the very next request.
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sqlx::PgPool;
 
-use super::error::ApiError;
-use crate::domain::SecretHash;
-pub use crate::service::principal::{Principal, Requirement};
+use super::AppState;
+use super::error::{ApiError, ErrorCode};
+use crate::domain::oauth::ACCESS_TOKEN_PREFIX;
+use crate::domain::{Scope, SecretHash};
+pub use crate::service::principal::{Credential, Principal, Requirement};
 use crate::store;
+
+/// The protected resource a request is for. An OAuth access token is accepted only when its
+/// audience includes the resource's identifier (RFC 8707); API keys work on both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthResource {
+    /// The REST API: `{public_base_url}/v1`.
+    Api,
+    /// The agent interface: `{public_base_url}/mcp`.
+    Mcp,
+}
+
+impl AuthResource {
+    fn path(self) -> &'static str {
+        match self {
+            AuthResource::Api => "/v1",
+            AuthResource::Mcp => "/mcp",
+        }
+    }
+
+    /// The resource identifier, e.g. `https://voice.example.com/v1`.
+    pub fn identifier(self, public_base_url: &str) -> String {
+        format!("{}{}", public_base_url.trim_end_matches('/'), self.path())
+    }
+
+    /// Its protected-resource metadata document (RFC 9728 §3.1: the path after the well-known
+    /// name), e.g. `https://voice.example.com/.well-known/oauth-protected-resource/mcp`.
+    pub fn metadata_url(self, public_base_url: &str) -> String {
+        format!(
+            "{}/.well-known/oauth-protected-resource{}",
+            public_base_url.trim_end_matches('/'),
+            self.path()
+        )
+    }
+}
+
+/// The `WWW-Authenticate` challenge of a 401 (RFC 6750 §3, RFC 9728 §5.1):
+/// `Bearer resource_metadata="…", scope="voice:read voice:generate"`, plus
+/// `error="invalid_token"` when a credential was sent (and refused).
+pub fn www_authenticate(
+    public_base_url: &str,
+    resource: AuthResource,
+    token_sent: bool,
+) -> HeaderValue {
+    let mut value = format!(
+        "Bearer resource_metadata=\"{}\", scope=\"{}\"",
+        resource.metadata_url(public_base_url),
+        Scope::ALL.map(Scope::as_str).join(" ")
+    );
+    if token_sent {
+        value.push_str(", error=\"invalid_token\"");
+    }
+    HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
+}
+
+/// The challenge of a 403 for a token that lacks `scope` (RFC 6750 §3.1):
+/// `Bearer error="insufficient_scope", scope="voice:generate", resource_metadata="…"`.
+pub fn www_authenticate_insufficient_scope(
+    public_base_url: &str,
+    resource: AuthResource,
+    scope: Scope,
+) -> HeaderValue {
+    let value = format!(
+        "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}\"",
+        scope.as_str(),
+        resource.metadata_url(public_base_url)
+    );
+    HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
+}
+
+/// Whether the request carried any credential at all.
+fn credential_sent(headers: &HeaderMap) -> bool {
+    headers.contains_key("x-api-key") || headers.contains_key(header::AUTHORIZATION)
+}
 
 /// The credential as sent, if any. `Err` when a credential header is present but unusable.
 fn presented_credential(headers: &HeaderMap) -> Result<&str, ApiError> {
@@ -50,23 +129,84 @@ fn presented_credential(headers: &HeaderMap) -> Result<&str, ApiError> {
     Ok(token)
 }
 
-/// Step 1: resolve the credential to a [`Principal`] in the request's extensions.
+/// Step 1: resolve the credential to a [`Principal`] in the request's extensions. Refusals
+/// carry the `WWW-Authenticate` challenge; a token's 403 `insufficient_scope` carries one too.
 pub async fn authenticate(
-    State(pool): State<PgPool>,
+    State(state): State<AppState>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let principal = match resolve(&pool, request.headers()).await {
+    let principal = match resolve_principal(&state, request.headers(), AuthResource::Api).await {
         Ok(principal) => principal,
-        Err(err) => return err.into_response(),
+        Err(err) => {
+            let challenge = (err.code == ErrorCode::InvalidApiKey).then(|| {
+                www_authenticate(
+                    &state.public_base_url,
+                    AuthResource::Api,
+                    credential_sent(request.headers()),
+                )
+            });
+            let mut response = err.into_response();
+            if let Some(challenge) = challenge {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, challenge);
+            }
+            return response;
+        }
     };
     tracing::Span::current().record("account_id", principal.account_id.as_str());
+    let oauth = principal.is_oauth();
     request.extensions_mut().insert(Arc::new(principal));
-    next.run(request).await
+    let mut response = next.run(request).await;
+    if oauth
+        && let Some(scope) = response
+            .extensions()
+            .get::<Arc<ApiError>>()
+            .filter(|err| err.code == ErrorCode::InsufficientScope)
+            .and_then(|err| err.required_scope)
+    {
+        let challenge =
+            www_authenticate_insufficient_scope(&state.public_base_url, AuthResource::Api, scope);
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, challenge);
+    }
+    response
 }
 
-async fn resolve(pool: &PgPool, headers: &HeaderMap) -> Result<Principal, ApiError> {
+/// The caller of a request for `resource`: an API key (`x-api-key`, or `Authorization: Bearer
+/// vk_…`), or an OAuth access token (`Authorization: Bearer vat_…`) that is live and whose
+/// audience includes `resource`. Anything else is 401 `invalid_api_key` (without the
+/// challenge header: see [`www_authenticate`]).
+pub async fn resolve_principal(
+    state: &AppState,
+    headers: &HeaderMap,
+    resource: AuthResource,
+) -> Result<Principal, ApiError> {
     let presented = presented_credential(headers)?;
+    if presented.starts_with(ACCESS_TOKEN_PREFIX) && !headers.contains_key("x-api-key") {
+        let identifier = resource.identifier(&state.public_base_url);
+        return crate::service::oauth::tokens::authenticate(
+            &state.oauth,
+            &state.pool,
+            presented,
+            &identifier,
+        )
+        .await?
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidApiKey,
+                format!(
+                    "The access token is unknown, expired or revoked, or was not issued for {identifier}."
+                ),
+            )
+        });
+    }
+    resolve_key(&state.pool, presented).await
+}
+
+async fn resolve_key(pool: &PgPool, presented: &str) -> Result<Principal, ApiError> {
     let hash = SecretHash::of(presented);
     let record = store::keys::find_by_hash(pool, &hash)
         .await?
@@ -78,8 +218,7 @@ async fn resolve(pool: &PgPool, headers: &HeaderMap) -> Result<Principal, ApiErr
     }
     touch_if_stale(pool, &record);
     Ok(Principal {
-        key_id: record.key_id,
-        account_id: record.account_id,
+        account_id: record.account_id.clone(),
         scopes: record
             .scopes
             .iter()
@@ -91,7 +230,10 @@ async fn resolve(pool: &PgPool, headers: &HeaderMap) -> Result<Principal, ApiErr
             .iter()
             .filter_map(|f| f.parse().ok())
             .collect(),
-        ceiling_minutes: record.ceiling_minutes,
+        credential: Credential::ApiKey {
+            key_id: record.key_id,
+            ceiling_minutes: record.ceiling_minutes,
+        },
     })
 }
 
@@ -138,6 +280,27 @@ mod tests {
             map.insert(*name, HeaderValue::from_str(value).unwrap());
         }
         map
+    }
+
+    #[test]
+    fn challenges() {
+        let base = "https://voice.example.com";
+        assert_eq!(
+            www_authenticate(base, AuthResource::Api, false),
+            "Bearer resource_metadata=\"https://voice.example.com/.well-known/oauth-protected-resource/v1\", scope=\"voice:read voice:generate\""
+        );
+        assert_eq!(
+            www_authenticate(base, AuthResource::Mcp, true),
+            "Bearer resource_metadata=\"https://voice.example.com/.well-known/oauth-protected-resource/mcp\", scope=\"voice:read voice:generate\", error=\"invalid_token\""
+        );
+        assert_eq!(
+            www_authenticate_insufficient_scope(base, AuthResource::Mcp, Scope::VoiceGenerate),
+            "Bearer error=\"insufficient_scope\", scope=\"voice:generate\", resource_metadata=\"https://voice.example.com/.well-known/oauth-protected-resource/mcp\""
+        );
+        assert_eq!(
+            AuthResource::Mcp.identifier("https://voice.example.com/"),
+            "https://voice.example.com/mcp"
+        );
     }
 
     #[test]

@@ -38,6 +38,11 @@ impl IntoResponse for ServiceError {
     }
 }
 
+/// Marks a failure response whose body is already in its own documented format (the OAuth
+/// endpoints' RFC 6749 errors): [`render_errors`] leaves it as it is.
+#[derive(Debug, Clone, Copy)]
+pub struct OwnFormat;
+
 /// Addresses the error bodies link to.
 #[derive(Debug, Clone)]
 pub struct ErrorLinks {
@@ -55,8 +60,8 @@ pub async fn render_errors(
     let path = request.uri().path().to_owned();
     let mut response = next.run(request).await;
     let status = response.status();
-    // Console and error pages answer in HTML, failures included.
-    if is_html(&response) {
+    // Console and error pages answer in HTML, failures included; OAuth in its own JSON.
+    if is_html(&response) || response.extensions().get::<OwnFormat>().is_some() {
         return response;
     }
     let error = match response.extensions_mut().remove::<Arc<ApiError>>() {

@@ -25,7 +25,10 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use utoipa::OpenApi;
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::security::{
+    ApiKey, ApiKeyValue, AuthorizationCode, Flow, HttpAuthScheme, HttpBuilder, OAuth2, Scopes,
+    SecurityScheme,
+};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -67,6 +70,8 @@ pub struct AppState {
     pub shutdown_deadline: tokio::sync::watch::Receiver<Option<tokio::time::Instant>>,
     /// The developer console's settings (`/console`).
     pub console: Arc<crate::console::ConsoleSettings>,
+    /// The OAuth authorization server's settings and state (`/oauth`, docs/oauth.md).
+    pub oauth: Arc<crate::service::oauth::OAuthSettings>,
 }
 
 impl FromRef<AppState> for PgPool {
@@ -118,7 +123,44 @@ impl utoipa::Modify for SecuritySchemes {
         );
         components.add_security_scheme(
             "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "An API key (vk_…) or an OAuth 2.1 access token (vat_…, see the oauth2 \
+                         scheme and docs/oauth.md). Responses to tokens carry no RateLimit headers.",
+                    ))
+                    .build(),
+            ),
+        );
+        // How third-party software gets an access token (sent as `bearer`). URLs are relative
+        // to the server; discovery: /.well-known/oauth-authorization-server.
+        components.add_security_scheme(
+            "oauth2",
+            SecurityScheme::OAuth2(OAuth2::with_description(
+                [Flow::AuthorizationCode(
+                    AuthorizationCode::with_refresh_url(
+                        "/oauth/authorize",
+                        "/oauth/token",
+                        Scopes::from_iter(Scope::ALL.map(|s| {
+                            (
+                                s.as_str(),
+                                match s {
+                                    Scope::VoiceRead => {
+                                        "Read voice profiles, captures, past generations"
+                                    }
+                                    Scope::VoiceGenerate => {
+                                        "Generate speech, transcribe audio, add preset voices"
+                                    }
+                                },
+                            )
+                        })),
+                        "/oauth/token",
+                    ),
+                )],
+                "Authorization code with PKCE (S256), public clients registered at /oauth/register \
+                 or identified by a client ID metadata document URL.",
+            )),
         );
     }
 }
@@ -186,7 +228,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             state.limits.clone(),
             rate_limit::rate_limit,
         ))
-        .layer(from_fn_with_state(state.pool.clone(), auth::authenticate));
+        .layer(from_fn_with_state(state.clone(), auth::authenticate));
     let (api, document) = documented(v1);
     let spec_json = Arc::new(document.to_pretty_json().expect("OpenAPI serialises"));
 
@@ -201,6 +243,8 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             HeaderName::from_static("ratelimit"),
             HeaderName::from_static("ratelimit-policy"),
             header::RETRY_AFTER,
+            // Browser-based OAuth clients discover the authorization server from the 401.
+            header::WWW_AUTHENTICATE,
             header::LOCATION,
             header::CONTENT_RANGE,
             header::ACCEPT_RANGES,
@@ -227,6 +271,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             state.pool.clone(),
             state.console.secure_cookies,
         ))
+        .merge(crate::oauth::router())
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(
             ServiceBuilder::new()

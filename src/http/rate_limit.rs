@@ -286,18 +286,23 @@ impl RateLimits {
 
 /// Counts the request against its key's policy and writes the headers on whatever answer
 /// follows. Runs after authentication; requests without a principal pass untouched.
+///
+/// OAuth access tokens count against their authorization (the token family, so refreshing does
+/// not reset the count) under the same policies, and their responses carry no `RateLimit*`
+/// headers (spec §8.1); a refusal still answers 429 with `Retry-After`.
 pub async fn rate_limit(
     State(limits): State<Arc<RateLimits>>,
     request: Request,
     next: Next,
 ) -> Response {
-    let Some(key_id) = request
+    let Some((key_id, oauth)) = request
         .extensions()
         .get::<Arc<Principal>>()
-        .map(|p| p.key_id.clone())
+        .map(|p| (p.rate_limit_key().to_owned(), p.is_oauth()))
     else {
         return next.run(request).await;
     };
+    let holder = if oauth { "authorization" } else { "key" };
     let policy = limits.policy_for(request.method());
     let (mut response, remaining, reset) = match limits.decide(policy, &key_id).await {
         Decision::Allowed { remaining } => {
@@ -311,7 +316,7 @@ pub async fn rate_limit(
             let response = ApiError::new(
                 ErrorCode::RateLimitExceeded,
                 format!(
-                    "This key made more than {} requests in {} seconds ({} policy); retry after {} seconds.",
+                    "This {holder} made more than {} requests in {} seconds ({} policy); retry after {} seconds.",
                     policy.quota, policy.window_secs, policy.name, retry_after.max(1)
                 ),
             )
@@ -320,6 +325,9 @@ pub async fn rate_limit(
             (response, 0, policy.reset_secs(0))
         }
     };
+    if oauth {
+        return response;
+    }
     let headers = response.headers_mut();
     headers.insert("ratelimit-policy", limits.policy_header.clone());
     let value = format!("\"{}\";r={};t={}", policy.name, remaining, reset);

@@ -6,8 +6,10 @@
 pub mod accounts;
 pub mod cloning;
 pub mod error;
+pub mod fetch;
 pub mod idempotency;
 pub mod keys;
+pub mod oauth;
 pub mod principal;
 pub mod speech;
 pub mod transcription;

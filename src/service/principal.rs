@@ -3,16 +3,67 @@
 use super::error::{ErrorCode, ServiceError, SettingsPage};
 use crate::domain::{Feature, Plan, Scope};
 
-/// The caller: the key and its account, as of this request.
+/// The caller: the credential and its account, as of this request. One type for every
+/// transport (REST, the agent interface) and both kinds of credential.
 #[derive(Debug, Clone)]
 pub struct Principal {
-    pub key_id: String,
     pub account_id: String,
+    /// The key's scopes, or the access token's.
     pub scopes: Vec<Scope>,
     pub plan: Plan,
     pub features: Vec<Feature>,
-    /// Monthly ceiling of generated audio for this key, in whole minutes.
-    pub ceiling_minutes: Option<i32>,
+    pub credential: Credential,
+}
+
+/// What authenticated the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// An API key (`vk_…`) and its monthly ceiling of generated audio in whole minutes.
+    ApiKey {
+        key_id: String,
+        ceiling_minutes: Option<i32>,
+    },
+    /// An OAuth access token (`vat_…`) of this authorization (one consent: the token family)
+    /// given to this client.
+    OAuth {
+        authorization_id: String,
+        client_id: String,
+    },
+}
+
+impl Principal {
+    /// The API key, when a key authenticated the request (generations and captures record it).
+    pub fn api_key_id(&self) -> Option<&str> {
+        match &self.credential {
+            Credential::ApiKey { key_id, .. } => Some(key_id),
+            Credential::OAuth { .. } => None,
+        }
+    }
+
+    /// The key's spend ceiling; tokens have none (the plan allowance still applies).
+    pub fn ceiling_minutes(&self) -> Option<i32> {
+        match &self.credential {
+            Credential::ApiKey {
+                ceiling_minutes, ..
+            } => *ceiling_minutes,
+            Credential::OAuth { .. } => None,
+        }
+    }
+
+    /// What request rate limits count against: the key, or the authorization for tokens (so
+    /// that refreshing a token does not reset them).
+    pub fn rate_limit_key(&self) -> &str {
+        match &self.credential {
+            Credential::ApiKey { key_id, .. } => key_id,
+            Credential::OAuth {
+                authorization_id, ..
+            } => authorization_id,
+        }
+    }
+
+    pub fn is_oauth(&self) -> bool {
+        matches!(self.credential, Credential::OAuth { .. })
+    }
 }
 
 /// What an operation needs beyond a valid credential.
@@ -77,12 +128,14 @@ mod tests {
 
     fn principal(plan: Plan, scopes: Vec<Scope>, features: Vec<Feature>) -> Principal {
         Principal {
-            key_id: "key_1".into(),
             account_id: "acct_1".into(),
             scopes,
             plan,
             features,
-            ceiling_minutes: None,
+            credential: Credential::ApiKey {
+                key_id: "key_1".into(),
+                ceiling_minutes: None,
+            },
         }
     }
 

@@ -135,9 +135,13 @@ pub async fn admit(
 
     let mut tx = pool.begin().await?;
     let month = store::usage::month_of(chrono::Utc::now());
-    let load =
-        store::usage::lock_for_admission(&mut tx, &principal.account_id, &principal.key_id, month)
-            .await?;
+    let load = store::usage::lock_for_admission(
+        &mut tx,
+        &principal.account_id,
+        principal.api_key_id(),
+        month,
+    )
+    .await?;
     refuse_over_limits(principal, policy, &load)?;
 
     let admitted = Admitted {
@@ -151,7 +155,7 @@ pub async fn admit(
         store::queue::NewGeneration {
             id: &admitted.id,
             account_id: &principal.account_id,
-            api_key_id: &principal.key_id,
+            api_key_id: principal.api_key_id(),
             voice_id: &order.voice.id,
             engine: order.engine.as_str(),
             text: order.text.as_str(),
@@ -223,7 +227,7 @@ fn refuse_over_limits(
         return Err(ServiceError::new(ErrorCode::QuotaExhausted, detail)
             .with_settings(SettingsPage::Billing));
     }
-    if let Some(minutes) = principal.ceiling_minutes
+    if let Some(minutes) = principal.ceiling_minutes()
         && load.key_charged_ms + load.key_reserved_ms >= i64::from(minutes) * 60_000
     {
         return Err(ServiceError::new(

@@ -112,7 +112,7 @@ pub async fn transcribe(
         store::captures::NewCapture {
             id: &done.capture_id,
             account_id: &principal.account_id,
-            api_key_id: Some(&principal.key_id),
+            api_key_id: principal.api_key_id(),
             source,
             language: &done.language,
             duration_ms: done.duration_ms,

@@ -9,6 +9,7 @@ pub mod generations;
 pub mod idempotency;
 pub mod keys;
 pub mod prints;
+pub mod oauth;
 pub mod queue;
 pub mod sessions;
 pub mod usage;

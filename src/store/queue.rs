@@ -20,7 +20,8 @@ pub const CANCEL_CHANNEL: &str = "voiced_generation_cancel";
 pub struct NewGeneration<'a> {
     pub id: &'a str,
     pub account_id: &'a str,
-    pub api_key_id: &'a str,
+    /// None when an OAuth access token, not a key, asked for it.
+    pub api_key_id: Option<&'a str>,
     pub voice_id: &'a str,
     pub engine: &'a str,
     pub text: &'a str,

@@ -24,11 +24,12 @@ pub struct AdmissionLoad {
 /// Locks the account for admission (admissions of one account are serialised, so that two
 /// concurrent requests cannot both see the same room under a ceiling) and reads its load. Call
 /// inside the transaction that then enqueues; the lock ends with it. `FOR NO KEY UPDATE` does not
-/// block workers writing ledger rows that reference the account.
+/// block workers writing ledger rows that reference the account. `key_id` is `None` for an
+/// OAuth access token: the key figures are then zero (tokens have no ceiling).
 pub async fn lock_for_admission(
     conn: &mut PgConnection,
     account_id: &str,
-    key_id: &str,
+    key_id: Option<&str>,
     month: NaiveDate,
 ) -> sqlx::Result<AdmissionLoad> {
     sqlx::query!(

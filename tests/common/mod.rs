@@ -2,6 +2,7 @@
 //! listener, and account/key/voice set-up through the same store functions `voiced admin` uses.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod child;
 pub mod db;
 
@@ -65,11 +66,29 @@ impl TestApp {
 
     /// Same, with `extra` settings (e.g. `("VOICED_GENERATION_TIMEOUT_SECS", "1")`).
     pub async fn start_with(workers: u32, extra: &[(&str, &str)]) -> TestApp {
+        Self::start_inner(workers, extra, false).await
+    }
+
+    /// No workers, `extra` settings, and `public_base_url` set to the server's own address
+    /// (the OAuth tests follow the links the server hands out: issuer, metadata, resources).
+    pub async fn start_self_addressed(extra: &[(&str, &str)]) -> TestApp {
+        Self::start_inner(0, extra, true).await
+    }
+
+    async fn start_inner(workers: u32, extra: &[(&str, &str)], self_addressed: bool) -> TestApp {
         if std::env::var_os("VOICED_LOG").is_some() {
             voiced::telemetry::init(voiced::config::LogFormat::Text);
         }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
         let (pool, db) = db::fresh_database().await;
-        let config = test_config(extra);
+        let mut settings = extra.to_vec();
+        if self_addressed {
+            settings.push(("VOICED_PUBLIC_BASE_URL", &base));
+        }
+        let config = test_config(&settings);
         let clock = FakeRelativeClock::default();
         let state = voiced::app::state(
             &config,
@@ -92,10 +111,6 @@ impl TestApp {
         let completions = state.completions.clone();
         let asr = state.asr.clone();
         let (app, _) = voiced::http::router(state);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let base = format!("http://{}", listener.local_addr().expect("addr"));
         let (tx, rx) = oneshot::channel();
         let serve_config = config.clone();
         let server = tokio::spawn(async move {

@@ -1,0 +1,160 @@
+//! A browser without JavaScript for the console and OAuth pages: one session cookie, no
+//! redirects followed, forms posted with the page's CSRF token.
+
+use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
+use reqwest::{Client, StatusCode, redirect};
+
+use super::TestApp;
+
+pub const PASSWORD: &str = "a long enough passphrase";
+
+/// A browser without JavaScript: one session cookie, no redirects followed.
+pub struct Browser {
+    client: Client,
+    base: String,
+    /// The session cookie (`name=value`), once the server set one.
+    pub cookie: Option<String>,
+}
+
+pub struct Page {
+    pub status: StatusCode,
+    pub location: Option<String>,
+    pub content_type: String,
+    pub retry_after: Option<String>,
+    pub cache_control: Option<String>,
+    pub set_cookie: Vec<String>,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+impl Browser {
+    pub fn new(app: &TestApp) -> Self {
+        Self {
+            client: Client::builder()
+                .redirect(redirect::Policy::none())
+                .build()
+                .unwrap(),
+            base: app.base.clone(),
+            cookie: None,
+        }
+    }
+
+    pub async fn send(&mut self, request: reqwest::RequestBuilder) -> Page {
+        let request = match &self.cookie {
+            Some(cookie) => request.header(COOKIE, cookie),
+            None => request,
+        };
+        let response = request.send().await.unwrap();
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .map(|v: &reqwest::header::HeaderValue| v.to_str().unwrap().to_owned())
+        };
+        let set_cookie: Vec<String> = response
+            .headers()
+            .get_all(SET_COOKIE)
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect();
+        if let Some(first) = set_cookie.first() {
+            let pair = first.split(';').next().unwrap().to_owned();
+            // A removal (sign-out) sets an empty value.
+            self.cookie = (!pair.ends_with('=')).then_some(pair);
+        }
+        Page {
+            status: response.status(),
+            location: header(LOCATION),
+            content_type: header(reqwest::header::CONTENT_TYPE).unwrap_or_default(),
+            retry_after: header(reqwest::header::RETRY_AFTER),
+            cache_control: header(reqwest::header::CACHE_CONTROL),
+            set_cookie,
+            headers: response.headers().clone(),
+            body: response.text().await.unwrap(),
+        }
+    }
+
+    pub async fn get(&mut self, path: &str) -> Page {
+        let request = self.client.get(format!("{}{path}", self.base));
+        self.send(request).await
+    }
+
+    pub async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Page {
+        let request = self.client.post(format!("{}{path}", self.base)).form(form);
+        self.send(request).await
+    }
+
+    /// GETs `path` and posts `form` plus the page's CSRF token to `action`.
+    pub async fn submit(&mut self, path: &str, action: &str, form: &[(&str, &str)]) -> Page {
+        let page = self.get(path).await;
+        assert_eq!(page.status, 200, "{path}: {}", page.body);
+        let token = csrf_of(&page.body);
+        let mut fields = form.to_vec();
+        fields.push(("csrf_token", &token));
+        self.post(action, &fields).await
+    }
+
+    pub async fn sign_up(&mut self, email: &str) -> Page {
+        self.submit(
+            "/console/sign-up",
+            "/console/sign-up",
+            &[("email", email), ("password", PASSWORD)],
+        )
+        .await
+    }
+
+    pub async fn sign_in(&mut self, email: &str, password: &str) -> Page {
+        self.submit(
+            "/console/sign-in",
+            "/console/sign-in",
+            &[("email", email), ("password", password)],
+        )
+        .await
+    }
+}
+
+pub fn csrf_of(html: &str) -> String {
+    let marker = "name=\"csrf_token\" value=\"";
+    let start = html.find(marker).expect("a form with a csrf_token") + marker.len();
+    html[start..][..html[start..].find('"').unwrap()].to_owned()
+}
+
+/// The value of the form field `name` in `html`, HTML character references decoded (askama
+/// escapes `&`, `<`, `>`, `"` and `'`, as named or numeric references).
+pub fn field_of(html: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = html
+        .find(&marker)
+        .unwrap_or_else(|| panic!("a form field {name}"))
+        + marker.len();
+    unescape(&html[start..][..html[start..].find('"').unwrap()])
+}
+
+fn unescape(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(at) = rest.find('&') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let end = rest.find(';').expect("a terminated character reference");
+        let entity = &rest[1..end];
+        let decoded = match entity {
+            "amp" => '&',
+            "lt" => '<',
+            "gt" => '>',
+            "quot" => '"',
+            "apos" => '\'',
+            _ => {
+                let code = match entity.strip_prefix("#x").or(entity.strip_prefix("#X")) {
+                    Some(hex) => u32::from_str_radix(hex, 16),
+                    None => entity.trim_start_matches('#').parse(),
+                };
+                char::from_u32(code.expect("a numeric reference")).expect("a character")
+            }
+        };
+        out.push(decoded);
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
