@@ -8,20 +8,25 @@
 //! 5. feature of the route in the account's plan → 403 `feature_not_enabled`
 //! 6. the request itself (handlers) → 400 …
 //!
-//! Cookies are never read. The key is looked up by its SHA-256 on every request, so a revoked
-//! key or a changed plan takes effect on the very next request.
+//! Cookies are never read. Writes look the key up by its SHA-256 on every request. Reads may
+//! start from the principal kept in memory ([`PrincipalCache`]): their own statement rechecks
+//! the key's fingerprint, and an answer it does not confirm is replaced by a fresh lookup's
+//! (`principal_check::confirm_reads`). Either way a revoked key or a changed plan takes effect on
+//! the very next request.
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sqlx::PgPool;
 
+use super::AppState;
 use super::error::ApiError;
 use crate::domain::SecretHash;
 pub use crate::service::principal::{Principal, Requirement};
+use crate::service::principal_cache::{CredentialCheck, PrincipalCache};
 use crate::store;
 
 /// The credential as sent, if any. `Err` when a credential header is present but unusable.
@@ -50,36 +55,73 @@ fn presented_credential(headers: &HeaderMap) -> Result<&str, ApiError> {
     Ok(token)
 }
 
-/// Step 1: resolve the credential to a [`Principal`] in the request's extensions.
+/// Step 1: resolve the credential to a [`Principal`] in the request's extensions, with the
+/// [`CredentialCheck`] that read statements confirm it by.
 pub async fn authenticate(
-    State(pool): State<PgPool>,
+    State(state): State<AppState>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let principal = match resolve(&pool, request.headers()).await {
-        Ok(principal) => principal,
+    let reading = matches!(*request.method(), Method::GET | Method::HEAD);
+    let (principal, check) = match resolve(&state, request.headers(), reading).await {
+        Ok(resolved) => resolved,
         Err(err) => return err.into_response(),
     };
     tracing::Span::current().record("account_id", principal.account_id.as_str());
-    request.extensions_mut().insert(Arc::new(principal));
+    request.extensions_mut().insert(principal);
+    request.extensions_mut().insert(check);
     next.run(request).await
 }
 
-async fn resolve(pool: &PgPool, headers: &HeaderMap) -> Result<Principal, ApiError> {
+type Resolved = (Arc<Principal>, Arc<CredentialCheck>);
+
+async fn resolve(
+    state: &AppState,
+    headers: &HeaderMap,
+    reading: bool,
+) -> Result<Resolved, ApiError> {
     let presented = presented_credential(headers)?;
     let hash = SecretHash::of(presented);
-    let record = store::keys::find_by_hash(pool, &hash)
-        .await?
-        .ok_or_else(ApiError::invalid_api_key)?;
-    // The lookup was by hash; compare again in constant time so that correctness never rests
-    // on the database's comparison.
-    if !hash.matches(&record.secret_sha256) || record.revoked {
-        return Err(ApiError::invalid_api_key());
+    // Only reads start from memory: their statement confirms the principal (`confirm_reads`).
+    if reading && let Some(entry) = state.principals.get(&hash) {
+        if entry.take_stale_use(chrono::Utc::now()) {
+            touch(&state.pool, &entry.principal.key_id);
+        }
+        let check = CredentialCheck::cached(&hash, &entry);
+        return Ok((entry.principal.clone(), Arc::new(check)));
     }
-    touch_if_stale(pool, &record);
+    resolve_key(&state.pool, &state.principals, &hash).await
+}
+
+/// Looks the key up in the database and keeps the principal in `cache` for later reads.
+pub(crate) async fn resolve_key(
+    pool: &PgPool,
+    cache: &PrincipalCache,
+    hash: &SecretHash,
+) -> Result<Resolved, ApiError> {
+    let record = store::keys::find_by_hash(pool, hash).await?;
+    // The lookup was by hash; compare again in constant time so that correctness never rests
+    // on the database's comparison. A revoked key has no fingerprint.
+    let Some((record, fingerprint)) = record
+        .filter(|r| hash.matches(&r.secret_sha256) && !r.revoked)
+        .and_then(|r| r.fingerprint.clone().map(|f| (r, f)))
+    else {
+        cache.remove(&hash.0);
+        return Err(ApiError::invalid_api_key());
+    };
+    let last_used = touch_if_stale(pool, &record);
+    let principal = Arc::new(principal_of(&record)?);
+    cache.insert(hash, principal.clone(), &fingerprint, last_used);
+    Ok((
+        principal,
+        Arc::new(CredentialCheck::fresh(hash, &fingerprint)),
+    ))
+}
+
+fn principal_of(record: &store::keys::KeyRecord) -> Result<Principal, ApiError> {
     Ok(Principal {
-        key_id: record.key_id,
-        account_id: record.account_id,
+        key_id: record.key_id.clone(),
+        account_id: record.account_id.clone(),
         scopes: record
             .scopes
             .iter()
@@ -96,19 +138,29 @@ async fn resolve(pool: &PgPool, headers: &HeaderMap) -> Result<Principal, ApiErr
 }
 
 /// Keeps the key's "last used" (shown in the console) to the minute without a write per request:
-/// only a stale time is updated, off the request path.
-fn touch_if_stale(pool: &PgPool, record: &store::keys::KeyRecord) {
+/// only a stale time is updated, off the request path. Returns the time now on record.
+fn touch_if_stale(
+    pool: &PgPool,
+    record: &store::keys::KeyRecord,
+) -> Option<chrono::DateTime<chrono::Utc>> {
+    let now = chrono::Utc::now();
     let stale = record
         .last_used_at
-        .is_none_or(|at| chrono::Utc::now() - at >= chrono::TimeDelta::minutes(1));
+        .is_none_or(|at| now - at >= chrono::TimeDelta::minutes(1));
     if stale {
-        let (pool, key_id) = (pool.clone(), record.key_id.clone());
-        tokio::spawn(async move {
-            if let Err(err) = store::keys::touch(&pool, &key_id).await {
-                tracing::warn!(error = %err, "recording a key's last use failed");
-            }
-        });
+        touch(pool, &record.key_id);
+        return Some(now);
     }
+    record.last_used_at
+}
+
+fn touch(pool: &PgPool, key_id: &str) {
+    let (pool, key_id) = (pool.clone(), key_id.to_owned());
+    tokio::spawn(async move {
+        if let Err(err) = store::keys::touch(&pool, &key_id).await {
+            tracing::warn!(error = %err, "recording a key's last use failed");
+        }
+    });
 }
 
 /// Steps 3–5 for one group of routes.

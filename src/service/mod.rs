@@ -8,6 +8,7 @@ pub mod error;
 pub mod idempotency;
 pub mod keys;
 pub mod principal;
+pub mod principal_cache;
 pub mod speech;
 pub mod transcription;
 pub mod voices;
