@@ -183,8 +183,8 @@ fn documented(v1: OpenApiRouter<AppState>) -> (Router<AppState>, utoipa::openapi
 ///
 /// Stack, outermost first: request id (set, then propagated to the response) → trace span named
 /// by the route template → error rendering (problem documents / OpenAI envelope) → CORS →
-/// timeout → body limit → [per route: authenticate → rate limit → confirm reads → plan, scope,
-/// feature] → handler.
+/// timeout → body limit → [per route: authenticate → (confirm refusals) rate limit → confirm
+/// reads → plan, scope, feature] → handler.
 pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     // Layers wrap what is above them: authenticate runs first, then the rate limit, then the
     // check that a read made with a principal from memory was confirmed by its statement.
@@ -196,6 +196,10 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .layer(from_fn_with_state(
             state.limits.clone(),
             rate_limit::rate_limit,
+        ))
+        .layer(from_fn_with_state(
+            state.clone(),
+            principal_check::confirm_refusals,
         ))
         .layer(from_fn_with_state(state.clone(), auth::authenticate));
     let (api, document) = documented(v1);

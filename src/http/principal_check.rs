@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::Method;
+use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -59,4 +59,30 @@ pub async fn confirm_reads(
     parts.extensions.insert(principal);
     parts.extensions.insert(fresh);
     next.run(Request::from_parts(parts, Body::empty())).await
+}
+
+/// A rate-limit refusal (429) of a principal from memory leaves only once the key is known to be
+/// live: the credential comes before the rate limit in the order of checks, so a revoked key is
+/// told 401, not to wait. Runs outside the rate limit; costs a lookup per such refusal only.
+pub async fn confirm_refusals(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let check = request.extensions().get::<Arc<CredentialCheck>>().cloned();
+    let response = next.run(request).await;
+    match check {
+        Some(check)
+            if check.from_memory()
+                && response.status() == StatusCode::TOO_MANY_REQUESTS
+                && check.outcome() != Outcome::Confirmed =>
+        {
+            let credential = SecretHash(*check.credential());
+            match auth::resolve_key(&state.pool, &state.principals, &credential).await {
+                Ok(_) => response,
+                Err(err) => err.into_response(),
+            }
+        }
+        _ => response,
+    }
 }
