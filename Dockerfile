@@ -8,6 +8,9 @@
 #        CTranslate2 libraries and the models; PostgreSQL server binaries only for the embedded
 #        single-machine default. No compiler, no Python.
 FROM rust:1.95-bookworm AS build
+# Debian packages follow the release the base image pins (bookworm); exact package versions
+# would block its security updates.
+# hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends cmake pkg-config g++ python3 python3-pip espeak-ng npm \
     && rm -rf /var/lib/apt/lists/*
@@ -22,15 +25,17 @@ RUN cargo build --release --locked --bin voiced \
     && cp -L "$VOICED_MODELS_DIR"/ctranslate2/*.so* /out/lib/
 
 FROM debian:bookworm-slim AS run
+# hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates espeak-ng postgresql \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --home-dir /var/lib/voiced --create-home voiced
+    && useradd --system --uid 10001 --home-dir /var/lib/voiced --create-home voiced
 COPY --from=build /out/bin/voiced /usr/local/bin/voiced
 # The binary's rpath includes $ORIGIN/../lib.
 COPY --from=build /out/lib/ /usr/local/lib/
 COPY --from=build --chown=voiced /var/lib/voiced/models /var/lib/voiced/models
-USER voiced
+# By number, so that a runtime that checks for a non-root user (Kubernetes runAsNonRoot) can.
+USER 10001
 ENV VOICED_MODELS_DIR=/var/lib/voiced/models \
     VOICED_DATA_DIR=/var/lib/voiced/data \
     VOICED_BIND=0.0.0.0:8080

@@ -11,6 +11,7 @@ use sqlx::PgPool;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
+use crate::console::limiter::SignInLimiter;
 use crate::engines::registry::EngineRegistry;
 use crate::engines::whisper::{ComputeType, WhisperConfig};
 use crate::http::error::ErrorLinks;
@@ -143,9 +144,12 @@ pub async fn state(
     let completions = Completions::start(pool.clone())
         .await
         .context("listening for generation completions")?;
+    // Sign-in attempts count where the API's limits do (Redis when `redis_url` is set).
+    let sign_in_limiter = SignInLimiter::default().with_redis(limits.redis());
     Ok(AppState {
         asr: asr(config)?,
         blobs: blob_store(config, &pool)?,
+        blob_redirect: config.blob_redirect,
         engines: engines(config),
         completions,
         pool,
@@ -168,13 +172,14 @@ pub async fn state(
             signup_plan: config.signup_plan,
             billing_contact: config.billing_contact.clone(),
             secure_cookies: config.public_base_url.starts_with("https://"),
-            sign_in_limiter: Default::default(),
+            sign_in_limiter,
         }),
         oauth: Arc::new(crate::service::oauth::OAuthSettings::new(
             &config.public_base_url,
             config.oauth_allow_loopback_fetch,
             config.oauth_registrations_per_hour,
         )),
+        principals: Arc::default(),
     })
 }
 

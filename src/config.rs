@@ -54,6 +54,7 @@ struct Raw {
     rate_limit_reads_per_minute: u32,
     redis_url: String,
     blob_store: String,
+    blob_redirect: bool,
     metrics_bind: String,
     request_timeout_secs: u64,
     header_read_timeout_secs: u64,
@@ -102,6 +103,8 @@ pub struct Config {
     pub redis_url: Option<String>,
     /// `s3://bucket/prefix`: new audio in S3 (the `AWS_*` variables); `None`: in PostgreSQL.
     pub blob_store: Option<String>,
+    /// Signed downloads of audio in S3 redirect to a presigned URL instead of streaming.
+    pub blob_redirect: bool,
     /// Prometheus metrics listener (`GET /metrics`); `None`: off. Never the public port.
     pub metrics_bind: Option<SocketAddr>,
     pub request_timeout_secs: u64,
@@ -199,6 +202,12 @@ impl Config {
                 ));
             }
         };
+        if raw.blob_redirect && blob_store.is_none() {
+            return Err(ConfigError::invalid(
+                "blob_redirect",
+                "needs blob_store (s3://bucket/prefix): audio in PostgreSQL is always streamed",
+            ));
+        }
         let metrics_bind = match raw.metrics_bind.trim() {
             "" => None,
             value => Some(value.parse().map_err(|_| {
@@ -301,6 +310,7 @@ impl Config {
             redis_url: Some(raw.redis_url).filter(|u| !u.trim().is_empty()),
             metrics_bind,
             blob_store,
+            blob_redirect: raw.blob_redirect,
             request_timeout_secs: raw.request_timeout_secs,
             header_read_timeout_secs: raw.header_read_timeout_secs,
             shutdown_grace_secs: raw.shutdown_grace_secs,
@@ -379,6 +389,17 @@ mod tests {
         assert_eq!(config.console_url, "https://voice.example.com/console/keys");
         assert!(!config.signup);
         assert_eq!(config.signup_plan, Plan::Trial);
+        assert!(!Config::from_sources(&[]).unwrap().blob_redirect);
+        let config = Config::from_sources(&env(&[
+            ("VOICED_BLOB_REDIRECT", "1"),
+            ("VOICED_BLOB_STORE", "s3://audio/prefix"),
+        ]))
+        .unwrap();
+        assert!(config.blob_redirect);
+        let err = Config::from_sources(&env(&[("VOICED_BLOB_REDIRECT", "true")])).unwrap_err();
+        assert!(err.to_string().contains("blob_redirect"), "{err}");
+        let err = Config::from_sources(&env(&[("VOICED_BLOB_REDIRECT", "yes")])).unwrap_err();
+        assert!(err.to_string().contains("VOICED_BLOB_REDIRECT"), "{err}");
         let err = Config::from_sources(&env(&[("VOICED_SIGNUP", "maybe")])).unwrap_err();
         assert!(err.to_string().contains("VOICED_SIGNUP"), "{err}");
         let err = Config::from_sources(&env(&[("VOICED_SIGNUP_PLAN", "gold")])).unwrap_err();

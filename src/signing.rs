@@ -49,12 +49,13 @@ impl AudioSigner {
         format!("{expires}.{}", URL_SAFE_NO_PAD.encode(tag))
     }
 
+    /// Checks the signature; `Ok` holds the link's expiry (unix seconds).
     pub fn verify(
         &self,
         generation_id: &str,
         sig: &str,
         now_unix: i64,
-    ) -> Result<(), SignatureError> {
+    ) -> Result<i64, SignatureError> {
         let (expires, tag) = sig.split_once('.').ok_or(SignatureError::Malformed)?;
         let expires: i64 = expires.parse().map_err(|_| SignatureError::Malformed)?;
         let tag = URL_SAFE_NO_PAD
@@ -66,7 +67,7 @@ impl AudioSigner {
         if now_unix > expires {
             return Err(SignatureError::Expired);
         }
-        Ok(())
+        Ok(expires)
     }
 }
 
@@ -78,10 +79,13 @@ mod tests {
     fn sign_verify_tamper_expire() {
         let signer = AudioSigner::new(b"0123456789abcdef0123456789abcdef".to_vec());
         let sig = signer.sign("gen_1", 1_000);
-        assert_eq!(signer.verify("gen_1", &sig, 1_000), Ok(()));
+        assert_eq!(
+            signer.verify("gen_1", &sig, 1_000),
+            Ok(1_000 + LINK_LIFETIME_SECS)
+        );
         assert_eq!(
             signer.verify("gen_1", &sig, 1_000 + LINK_LIFETIME_SECS),
-            Ok(())
+            Ok(1_000 + LINK_LIFETIME_SECS)
         );
         assert_eq!(
             signer.verify("gen_1", &sig, 1_001 + LINK_LIFETIME_SECS),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::{TestApp, assert_problem, json};
 use serde_json::Value;
-use voiced::domain::{EngineId, Plan, Scope, new_id};
+use voiced::domain::{EngineId, Feature, Plan, Scope, new_id};
 
 const V1_ROUTES: [&str; 3] = ["/v1/voices", "/v1/captures", "/v1/generations/gen_x"];
 
@@ -116,6 +116,125 @@ async fn revocation_takes_effect_on_the_next_request() {
         .await
         .unwrap();
     assert_eq!(second.status(), 401);
+    app.stop().await;
+}
+
+/// Every authenticated read route, and the answer it gives this test's live key.
+const READ_ROUTES: [(&str, u16); 4] = [
+    ("/v1/voices", 200),
+    ("/v1/voices/presets", 200),
+    ("/v1/captures", 200),
+    ("/v1/generations/gen_none", 404),
+];
+
+/// Reads start from the principal kept in memory (one round trip: the read's statement checks
+/// the key). Whatever changes about the key or its account shows on the very next request of
+/// every read route, refusals and grants alike.
+#[tokio::test]
+async fn changes_apply_on_the_next_request_while_the_principal_is_in_memory() {
+    let app = TestApp::start().await;
+    let account = app.account(Plan::Pro).await;
+    let (key_id, secret) = app.key(&account, &Scope::ALL).await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let read = |path: &'static str| {
+        let request = app.get(path).bearer_auth(&secret).send();
+        async move {
+            let response = request.await.unwrap();
+            let limited = response.headers().get("ratelimit").is_some();
+            let (status, body) = json(response).await;
+            (status, body, limited)
+        }
+    };
+    let all_served = || async {
+        for (path, expected) in READ_ROUTES {
+            let (status, body, _) = read(path).await;
+            assert_eq!(status, expected, "{path}: {body}");
+        }
+    };
+    // Twice: the first lookup fills the memory, the second read is served from it.
+    all_served().await;
+    all_served().await;
+    let (_, voices, _) = read("/v1/voices").await;
+    assert_eq!(voices["total"], 1, "{voices}");
+
+    // Scopes narrowed: refused; widened again: served, each on the next request.
+    sqlx::query("UPDATE api_keys SET scopes = '{voice:generate}' WHERE id = $1")
+        .bind(&key_id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    for (path, _) in READ_ROUTES {
+        let (status, body, _) = read(path).await;
+        assert_eq!(status, 403, "{path}: {body}");
+        assert_problem(&body, 403, "insufficient_scope", path);
+    }
+    sqlx::query("UPDATE api_keys SET scopes = '{voice:read,voice:generate}' WHERE id = $1")
+        .bind(&key_id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    all_served().await;
+
+    // The plan: none is refused, and a paid plan is served again.
+    voiced::store::accounts::set_plan(&app.pool, &account, Plan::None)
+        .await
+        .unwrap();
+    for (path, _) in READ_ROUTES {
+        let (status, body, _) = read(path).await;
+        assert_eq!(status, 403, "{path}: {body}");
+        assert_problem(&body, 403, "pro_plan_required", path);
+    }
+    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
+        .await
+        .unwrap();
+    all_served().await;
+
+    // Features (only writes need them; writes always look the key up): speech removed while the
+    // principal is in memory is refused, given back is admitted; reads go on either way.
+    let speak = || {
+        app.post("/v1/speech")
+            .bearer_auth(&secret)
+            .json(&serde_json::json!({"text": "Hello.", "voice_name": "Narrator"}))
+            .send()
+    };
+    voiced::store::accounts::set_features(&app.pool, &account, &[Feature::Transcription])
+        .await
+        .unwrap();
+    all_served().await;
+    let (status, body) = json(speak().await.unwrap()).await;
+    assert_eq!(status, 403, "{body}");
+    assert_problem(&body, 403, "feature_not_enabled", "/v1/speech");
+    voiced::store::accounts::set_features(&app.pool, &account, &Feature::ALL)
+        .await
+        .unwrap();
+    all_served().await;
+    let (status, body) = json(speak().await.unwrap()).await;
+    assert_eq!(status, 202, "{body}");
+
+    // Revoked: every read route answers 401 on its next request (with no quota headers: a
+    // revoked key has no quota), and keeps doing so; the credential comes before the rate
+    // limit, so a key that spent its read quota is told 401 too, not to wait.
+    all_served().await;
+    loop {
+        let (status, body, _) = read("/v1/voices").await;
+        match status {
+            200 => continue,
+            429 => break,
+            other => panic!("{other}: {body}"),
+        }
+    }
+    voiced::store::keys::revoke(&app.pool, &key_id)
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        for (path, _) in READ_ROUTES {
+            let (status, body, limited) = read(path).await;
+            assert_eq!(status, 401, "{path}: {body}");
+            assert_problem(&body, 401, "invalid_api_key", path);
+            assert!(!limited, "{path}");
+        }
+    }
     app.stop().await;
 }
 

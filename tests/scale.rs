@@ -67,6 +67,20 @@ impl Redis {
             .expect("KEYS")
     }
 
+    /// Redis's clock (the one the GCRA script reads), in microseconds.
+    async fn time_us(&self) -> u64 {
+        let client = redis::Client::open(self.url()).expect("redis url");
+        let mut connection = client
+            .get_multiplexed_async_connection()
+            .await
+            .expect("redis answers");
+        let (secs, micros): (u64, u64) = redis::cmd("TIME")
+            .query_async(&mut connection)
+            .await
+            .expect("TIME");
+        secs * 1_000_000 + micros
+    }
+
     fn stop(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -116,6 +130,44 @@ async fn write(client: &reqwest::Client, base: &str, secret: &str) -> (u16, Stri
     (response.status().as_u16(), header)
 }
 
+/// One console sign-in attempt with a wrong password through `base`, in a session of its own
+/// (the form's cookie and CSRF token): the status.
+async fn sign_in(base: &str, email: &str) -> u16 {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let page = client
+        .get(format!("{base}/console/sign-in"))
+        .send()
+        .await
+        .unwrap();
+    let cookie = page.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let html = page.text().await.unwrap();
+    let marker = "name=\"csrf_token\" value=\"";
+    let start = html.find(marker).expect("a form with a csrf_token") + marker.len();
+    let token = &html[start..][..html[start..].find('"').unwrap()];
+    client
+        .post(format!("{base}/console/sign-in"))
+        .header("cookie", cookie)
+        .form(&[
+            ("email", email),
+            ("password", "not the password"),
+            ("csrf_token", token),
+        ])
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
 #[tokio::test]
 async fn the_read_quota_is_shared_by_serve_processes_and_survives_a_redis_outage() {
     let app = TestApp::start().await;
@@ -163,7 +215,9 @@ async fn the_read_quota_is_shared_by_serve_processes_and_survives_a_redis_outage
 
     // Reads: 300 a minute for the key, not per process. Both processes are read from until each
     // has refused one; alone, each would have allowed 300 (600 in all). Shared, the total is
-    // 300 plus the cells refilled meanwhile (one per 200 ms).
+    // exactly what one GCRA allows: the 300 of the burst plus one cell per 200 ms since the
+    // first read, on Redis's clock (read before the first request and after the last).
+    let started_us = redis.time_us().await;
     let mut allowed = 0u32;
     let mut allowed_by = [0u32; 2];
     let mut refused = [false, false];
@@ -204,15 +258,44 @@ async fn the_read_quota_is_shared_by_serve_processes_and_survives_a_redis_outage
             "{allowed} reads allowed: the quota is not shared"
         );
     }
-    assert!(allowed >= 300, "{allowed}");
+    let refilled = (redis.time_us().await - started_us) / 200_000;
+    assert!(
+        (300..=300 + refilled).contains(&u64::from(allowed)),
+        "{allowed} reads allowed by the two processes; one shared quota allows 300 + {refilled}"
+    );
     assert_eq!(redis.keys("voiced:ratelimit:read-burst:*").await.len(), 1);
     assert_eq!(redis.keys("voiced:ratelimit:writes:*").await.len(), 1);
 
-    // Redis goes away: each process counts alone (its own fresh limiter), reads go on.
+    // Console sign-in attempts count in the same Redis: ten wrong passwords alternating between
+    // the processes, and the eleventh is refused by either (10 per 15 minutes per email and per
+    // address; no attempt comes back for 90 s).
+    for n in 0..10 {
+        let base = if n % 2 == 0 { &a.base } else { &b.base };
+        assert_eq!(
+            sign_in(base, "mallory@example.com").await,
+            401,
+            "attempt {n}"
+        );
+    }
+    for base in [&a.base, &b.base] {
+        assert_eq!(sign_in(base, "mallory@example.com").await, 429, "{base}");
+    }
+    // One key for the email, one for the address; neither names them.
+    let signin_keys = redis.keys("voiced:signin:*").await;
+    assert_eq!(signin_keys.len(), 2, "{signin_keys:?}");
+    assert!(
+        signin_keys
+            .iter()
+            .all(|k| !k.contains("mallory") && !k.contains("127.0.0.1"))
+    );
+
+    // Redis goes away: each process counts alone (its own fresh limiter), reads go on, and so do
+    // sign-in attempts (fail open).
     redis.stop();
     let (status, header) = read(&client, &a.base, &secret).await;
     assert_eq!(status, 200, "{header}");
     assert!(header.starts_with("\"read-burst\";r=299;"), "{header}");
+    assert_eq!(sign_in(&b.base, "mallory@example.com").await, 401);
 
     // Redis comes back (empty, on the same socket): the processes count there again by
     // themselves, without a restart.
@@ -297,12 +380,13 @@ const LONG_TEXT: &str = "The first worker starts this paragraph and never finish
 struct Worker(Child);
 
 impl Worker {
-    fn start(database_url: &str) -> Worker {
+    fn start(database_url: &str, env: &[(&str, &str)]) -> Worker {
         let child = Command::new(env!("CARGO_BIN_EXE_voiced"))
             .args(["worker", "--count", "1"])
             .env("VOICED_DATABASE_URL", database_url)
             .env("VOICED_LEASE_SECS", "2")
             .env("VOICED_LOG", "error")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .spawn()
@@ -351,103 +435,33 @@ async fn finished(
     .await
 }
 
-#[tokio::test]
-async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_one_of_each() {
-    let app = TestApp::start().await;
-    let (account, secret) = app.pro_user().await;
-    app.voice(
-        &account,
-        "Narrator",
-        voiced::domain::EngineId::Kokoro,
-        "jf_alpha",
-    )
-    .await;
-    let redis_dir = TempDir::new("redis", 0o700);
-    let redis = Redis::start(redis_dir.path()).await;
-    let redis_url = redis.url();
-    // The small Whisper model: the serve processes warm it at start.
-    let env = [
-        ("VOICED_REDIS_URL", redis_url.as_str()),
-        ("VOICED_WHISPER_MODEL", "whisper-tiny.en"),
-        // The polls below would spend the spec's read quota, shared by both processes.
-        ("VOICED_RATE_LIMIT_READS_PER_MINUTE", "100000"),
-    ];
-    let url = app.db.url();
-    let (a, b) = tokio::join!(
-        ChildServer::start(&url, &env),
-        ChildServer::start(&url, &env)
+/// Decodes `bytes` as the API's audio (any of its formats) and checks that it is speech-like:
+/// at least half a second long and not silent. Returns its duration in milliseconds.
+fn assert_audio(bytes: &[u8], what: &str) -> u64 {
+    let decoded = voiced::audio::decode_for_asr(bytes.to_vec(), &Default::default())
+        .unwrap_or_else(|e| panic!("{what}: the audio does not decode: {e}"));
+    let samples = &decoded.samples_16k;
+    let rms = (samples.iter().map(|s| s * s).sum::<f32>() / samples.len() as f32).sqrt();
+    assert!(
+        decoded.duration_ms >= 500,
+        "{what}: {} ms",
+        decoded.duration_ms
     );
-    let mut workers = [Worker::start(&url), Worker::start(&url)];
-    let client = reqwest::Client::new();
+    assert!(rms > 0.01, "{what}: silent (rms {rms})");
+    decoded.duration_ms
+}
 
-    // Generations submitted to either serve process are completed by the workers, read back
-    // and downloaded through both.
-    let mut ids = Vec::new();
-    for (n, base) in [&a.base, &b.base, &a.base, &b.base].into_iter().enumerate() {
-        ids.push(speak(&client, base, &secret, &format!("Shared work, part {n}.")).await);
-    }
-    for id in &ids {
-        let generation = finished(&client, &b.base, &secret, id).await;
-        assert_eq!(generation["status"], "completed", "{generation}");
-        let audio_url = generation["audio_url"].as_str().unwrap();
-        let path = &audio_url[audio_url.find("/v1/audio/").unwrap()..];
-        let mut bodies = Vec::new();
-        for base in [&a.base, &b.base] {
-            let response = client.get(format!("{base}{path}")).send().await.unwrap();
-            assert_eq!(response.status(), 200, "{base}{path}");
-            bodies.push(response.bytes().await.unwrap());
-        }
-        assert!(bodies[0].len() > 1000);
-        assert_eq!(bodies[0], bodies[1]);
-    }
-
-    // A worker killed while it holds a job: the other worker completes it.
-    let id = speak(&client, &a.base, &secret, LONG_TEXT).await;
-    let owner_pid: String = poll_until(Duration::from_secs(120), "a worker to claim it", || {
-        let (pool, id) = (app.pool.clone(), id.clone());
-        async move {
-            sqlx::query_scalar::<_, String>(
-                "SELECT split_part(lease_owner, ':', 2) FROM generations
-                 WHERE id = $1 AND status = 'generating' AND lease_expires_at > now()",
-            )
-            .bind(id)
-            .fetch_optional(&pool)
-            .await
-            .unwrap()
-        }
-    })
-    .await;
-    let victim = workers
-        .iter()
-        .position(|w| w.0.id().to_string() == owner_pid)
-        .expect("one of the two workers holds it");
-    workers[victim].0.kill().expect("SIGKILL");
-    workers[victim].0.wait().unwrap();
-    let generation = finished(&client, &a.base, &secret, &id).await;
-    assert_eq!(generation["status"], "completed", "{generation}");
-    let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM generations WHERE id = $1")
-        .bind(&id)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-    assert_eq!(attempts, 2, "taken over after the kill");
-
-    // A serve process killed: the other goes on serving, and its generations complete.
-    drop(a);
-    let id = speak(&client, &b.base, &secret, "Still served.").await;
-    let generation = finished(&client, &b.base, &secret, &id).await;
-    assert_eq!(generation["status"], "completed", "{generation}");
-
-    drop(workers);
-    drop(b);
-    redis.stop();
-    app.stop().await;
+/// The `/v1/audio/…` path of a completed generation's `audio_url`.
+fn audio_path(generation: &serde_json::Value) -> String {
+    let audio_url = generation["audio_url"].as_str().expect("an audio_url");
+    audio_url[audio_url.find("/v1/audio/").unwrap()..].to_owned()
 }
 
 /// A local S3-compatible server for the `blob_store` test: moto (PyPI `moto[server]`, pinned in
 /// `scripts/test.sh`, which installs it into a venv and names it in `VOICED_MOTO_SERVER`).
 /// Chosen because it installs from PyPI with pip (no container, no compiler), speaks the S3 API
-/// including ranged GETs and object attributes, and keeps everything in memory. Killed on drop.
+/// including ranged GETs, presigned URLs and object attributes, and keeps everything in memory.
+/// Killed on drop.
 struct S3Server {
     child: Child,
     endpoint: String,
@@ -492,6 +506,27 @@ impl S3Server {
             .unwrap();
         assert_eq!(response.status(), 200, "creating bucket {bucket}");
     }
+
+    /// The object at `path` in `bucket`: its bytes and content type.
+    async fn object(&self, bucket: &str, path: &str) -> (axum::body::Bytes, Option<String>) {
+        let store = object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(&self.endpoint)
+            .with_allow_http(true)
+            .with_access_key_id("test")
+            .with_secret_access_key("test")
+            .with_region("us-east-1")
+            .with_bucket_name(bucket)
+            .build()
+            .unwrap();
+        let stored = object_store::ObjectStore::get(&store, &object_store::path::Path::from(path))
+            .await
+            .unwrap_or_else(|e| panic!("{path} is in the bucket: {e}"));
+        let content_type = stored
+            .attributes
+            .get(&object_store::Attribute::ContentType)
+            .map(|v| v.to_string());
+        (stored.bytes().await.unwrap(), content_type)
+    }
 }
 
 impl Drop for S3Server {
@@ -501,8 +536,21 @@ impl Drop for S3Server {
     }
 }
 
+/// The content type the API gives for the generation's format.
+fn generation_content_type(generation: &serde_json::Value) -> &'static str {
+    match generation["format"].as_str() {
+        Some("wav") => "audio/wav",
+        Some("opus") => "audio/ogg",
+        _ => "audio/mpeg",
+    }
+}
+
+/// The scaled layout of docs/deployment.md, whole: two `voiced serve` processes (no workers in
+/// them) and two `voiced worker` processes on one PostgreSQL, one Redis and one S3-compatible
+/// bucket. Serve process A streams audio through itself; B has `blob_redirect` and answers
+/// downloads with a redirect to a presigned URL of the object.
 #[tokio::test]
-async fn audio_in_s3_is_written_by_a_worker_and_streams_from_every_serve_process() {
+async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_one_of_each() {
     let app = TestApp::start().await;
     let (account, secret) = app.pro_user().await;
     app.voice(
@@ -512,93 +560,239 @@ async fn audio_in_s3_is_written_by_a_worker_and_streams_from_every_serve_process
         "jf_alpha",
     )
     .await;
+    let redis_dir = TempDir::new("redis", 0o700);
+    let redis = Redis::start(redis_dir.path()).await;
+    let redis_url = redis.url();
     let s3 = S3Server::start().await;
     s3.create_bucket("voiced-audio").await;
-    let env = [
+    let storage = [
         ("VOICED_BLOB_STORE", "s3://voiced-audio/tenant-audio"),
         ("AWS_ENDPOINT_URL", s3.endpoint.as_str()),
         ("AWS_ALLOW_HTTP", "true"),
         ("AWS_ACCESS_KEY_ID", "test"),
         ("AWS_SECRET_ACCESS_KEY", "test"),
         ("AWS_REGION", "us-east-1"),
-        ("VOICED_WHISPER_MODEL", "whisper-tiny.en"),
     ];
-    let mut with_worker = env.to_vec();
-    with_worker.push(("VOICED_WORKERS", "1"));
+    let mut env = storage.to_vec();
+    env.extend([
+        ("VOICED_REDIS_URL", redis_url.as_str()),
+        // The small Whisper model: the serve processes warm it at start.
+        ("VOICED_WHISPER_MODEL", "whisper-tiny.en"),
+        // The polls below would spend the spec's read quota, shared by both processes.
+        ("VOICED_RATE_LIMIT_READS_PER_MINUTE", "100000"),
+    ]);
+    let mut env_b = env.clone();
+    env_b.push(("VOICED_BLOB_REDIRECT", "true"));
     let url = app.db.url();
     let (a, b) = tokio::join!(
-        ChildServer::start(&url, &with_worker),
-        ChildServer::start(&url, &env)
+        ChildServer::start(&url, &env),
+        ChildServer::start(&url, &env_b)
     );
+    // Each worker reports its completions on a metrics listener of its own.
+    let worker_metrics = [
+        format!("127.0.0.1:{}", common::child::free_port()),
+        format!("127.0.0.1:{}", common::child::free_port()),
+    ];
+    let mut workers = worker_metrics.each_ref().map(|bind| {
+        let mut env = storage.to_vec();
+        env.push(("VOICED_METRICS_BIND", bind.as_str()));
+        Worker::start(&url, &env)
+    });
     let client = reqwest::Client::new();
-
-    let id = speak(&client, &b.base, &secret, "Stored in the bucket.").await;
-    let generation = finished(&client, &b.base, &secret, &id).await;
-    assert_eq!(generation["status"], "completed", "{generation}");
-
-    // The generation records that S3 holds its audio; PostgreSQL holds none of it.
-    let key: String = sqlx::query_scalar("SELECT audio_key FROM generations WHERE id = $1")
-        .bind(&id)
-        .fetch_one(&app.pool)
-        .await
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
         .unwrap();
-    assert_eq!(key, format!("s3:audio/{id}"));
+
+    // Generations submitted to either serve process are completed by the worker processes,
+    // written to the bucket, and downloaded through both serve processes: streamed by A,
+    // redirected by B to the bucket.
+    let mut ids = Vec::new();
+    for (n, base) in [&a.base, &b.base, &a.base, &b.base].into_iter().enumerate() {
+        ids.push(speak(&client, base, &secret, &format!("Shared work, part {n}.")).await);
+    }
+    for id in &ids {
+        let generation = finished(&client, &b.base, &secret, id).await;
+        assert_eq!(generation["status"], "completed", "{generation}");
+        let path = audio_path(&generation);
+        let key: String = sqlx::query_scalar("SELECT audio_key FROM generations WHERE id = $1")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        assert_eq!(key, format!("s3:audio/{id}"), "S3 holds the audio");
+        let (object, content_type) = s3
+            .object("voiced-audio", &format!("tenant-audio/audio/{id}"))
+            .await;
+        assert_eq!(
+            content_type.as_deref(),
+            Some(generation_content_type(&generation))
+        );
+
+        let streamed = client
+            .get(format!("{}{path}", a.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(streamed.status(), 200, "A streams {path}");
+        assert_eq!(streamed.bytes().await.unwrap(), object);
+
+        let redirect = no_redirects
+            .get(format!("{}{path}", b.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(redirect.status(), 307, "B redirects {path}");
+        assert_eq!(redirect.headers()["cache-control"], "no-store");
+        let location = redirect.headers()["location"].to_str().unwrap().to_owned();
+        assert!(location.starts_with(&s3.endpoint), "{location}");
+        // SigV4 query signing, valid at most 5 minutes (the link has about 15 left).
+        let expires: u64 = location
+            .split(['?', '&'])
+            .find_map(|p| p.strip_prefix("X-Amz-Expires="))
+            .expect("a presigned URL")
+            .parse()
+            .unwrap();
+        assert!((1..=300).contains(&expires), "{expires}");
+        let followed = client
+            .get(format!("{}{path}", b.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(followed.status(), 200);
+        assert_eq!(followed.bytes().await.unwrap(), object);
+        assert_audio(&object, id);
+    }
+    // Every one of them completed once, in the worker processes.
+    let mut completed = 0.0;
+    for bind in &worker_metrics {
+        let text = client
+            .get(format!("http://{bind}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        completed += text
+            .lines()
+            .filter(|l| l.starts_with("voiced_generations_total{") && l.contains("completed"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>();
+    }
+    assert_eq!(completed, 4.0, "completions counted by the two workers");
+    // PostgreSQL holds none of the audio.
     let in_pg: i64 = sqlx::query_scalar("SELECT count(*) FROM blobs")
         .fetch_one(&app.pool)
         .await
         .unwrap();
     assert_eq!(in_pg, 0);
 
-    // The object is in the bucket under the prefix, and both processes stream it, whole and in
-    // ranges (ranged GETs to S3).
-    let bucket = object_store::aws::AmazonS3Builder::new()
-        .with_endpoint(&s3.endpoint)
-        .with_allow_http(true)
-        .with_access_key_id("test")
-        .with_secret_access_key("test")
-        .with_region("us-east-1")
-        .with_bucket_name("voiced-audio")
-        .build()
-        .unwrap();
-    let stored = object_store::ObjectStore::get(
-        &bucket,
-        &object_store::path::Path::from(format!("tenant-audio/audio/{id}")),
-    )
-    .await
-    .expect("the object is in the bucket under the prefix");
-    assert_eq!(
-        stored
-            .attributes
-            .get(&object_store::Attribute::ContentType)
-            .map(|v| v.to_string()),
-        Some(generation_content_type(&generation).to_owned())
-    );
-    let object = stored.bytes().await.unwrap();
-    assert!(object.len() > 1000);
-    let audio_url = generation["audio_url"].as_str().unwrap();
-    let path = &audio_url[audio_url.find("/v1/audio/").unwrap()..];
+    // Ranges: A reads them from the bucket with ranged GETs; B's redirect carries the client's
+    // Range header to the bucket, which answers 206 itself. A HEAD is redirected to a URL signed
+    // for HEAD.
+    let generation = finished(&client, &b.base, &secret, &ids[0]).await;
+    let path = audio_path(&generation);
+    let (object, _) = s3
+        .object("voiced-audio", &format!("tenant-audio/audio/{}", ids[0]))
+        .await;
     for base in [&a.base, &b.base] {
-        let whole = client.get(format!("{base}{path}")).send().await.unwrap();
-        assert_eq!(whole.status(), 200);
-        assert_eq!(whole.bytes().await.unwrap(), object);
         let part = client
             .get(format!("{base}{path}"))
             .header("range", "bytes=10-99")
             .send()
             .await
             .unwrap();
-        assert_eq!(part.status(), 206);
-        assert_eq!(part.bytes().await.unwrap(), object.slice(10..100));
+        assert_eq!(part.status(), 206, "{base}");
+        assert_eq!(part.bytes().await.unwrap(), object.slice(10..100), "{base}");
+        let head = client.head(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(head.status(), 200, "HEAD through {base}");
+        assert_eq!(
+            head.headers()["content-length"].to_str().unwrap(),
+            object.len().to_string()
+        );
     }
-    drop((a, b));
-    app.stop().await;
-}
+    // Audio kept in PostgreSQL (written before the move to S3: its key has no `s3:` mark) is
+    // streamed by B all the same: there is no URL to hand out for it.
+    let pg_key = format!("audio/{}", ids[0]);
+    sqlx::query("INSERT INTO blobs (key, content_type, bytes) VALUES ($1, $2, $3)")
+        .bind(&pg_key)
+        .bind(generation_content_type(&generation))
+        .bind(object.to_vec())
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE generations SET audio_key = $2 WHERE id = $1")
+        .bind(&ids[0])
+        .bind(&pg_key)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let streamed = no_redirects
+        .get(format!("{}{path}", b.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(streamed.status(), 200, "PostgreSQL audio streams");
+    assert_eq!(streamed.bytes().await.unwrap(), object);
 
-/// The content type the API gives for the generation's format.
-fn generation_content_type(generation: &serde_json::Value) -> &'static str {
-    match generation["format"].as_str() {
-        Some("wav") => "audio/wav",
-        Some("opus") => "audio/ogg",
-        _ => "audio/mpeg",
-    }
+    // A worker killed while it holds a job: the other worker completes it.
+    let id = speak(&client, &a.base, &secret, LONG_TEXT).await;
+    let owner_pid: String = poll_until(Duration::from_secs(120), "a worker to claim it", || {
+        let (pool, id) = (app.pool.clone(), id.clone());
+        async move {
+            sqlx::query_scalar::<_, String>(
+                "SELECT split_part(lease_owner, ':', 2) FROM generations
+                 WHERE id = $1 AND status = 'generating' AND lease_expires_at > now()",
+            )
+            .bind(id)
+            .fetch_optional(&pool)
+            .await
+            .unwrap()
+        }
+    })
+    .await;
+    let victim = workers
+        .iter()
+        .position(|w| w.0.id().to_string() == owner_pid)
+        .expect("one of the two workers holds it");
+    workers[victim].0.kill().expect("SIGKILL");
+    workers[victim].0.wait().unwrap();
+    let generation = finished(&client, &a.base, &secret, &id).await;
+    assert_eq!(generation["status"], "completed", "{generation}");
+    let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM generations WHERE id = $1")
+        .bind(&id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(attempts, 2, "taken over after the kill");
+    let audio = client
+        .get(format!("{}{}", b.base, audio_path(&generation)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(audio.status(), 200);
+    let long_ms = assert_audio(&audio.bytes().await.unwrap(), "the taken-over generation");
+    assert!(long_ms > 10_000, "the whole paragraph: {long_ms} ms");
+
+    // A serve process killed: the other goes on serving, and its generations complete.
+    drop(a);
+    let id = speak(&client, &b.base, &secret, "Still served.").await;
+    let generation = finished(&client, &b.base, &secret, &id).await;
+    assert_eq!(generation["status"], "completed", "{generation}");
+    let audio = client
+        .get(format!("{}{}", b.base, audio_path(&generation)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(audio.status(), 200);
+    assert_audio(
+        &audio.bytes().await.unwrap(),
+        "after the serve process was killed",
+    );
+
+    drop(workers);
+    drop(b);
+    redis.stop();
+    app.stop().await;
 }

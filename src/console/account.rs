@@ -136,7 +136,12 @@ pub async fn sign_in(
     Form(form): Form<Credentials>,
 ) -> Result<Response, PageError> {
     check_csrf(&session, &form.csrf_token).await?;
-    if let Err(wait) = state.console.sign_in_limiter.check(&form.email, client) {
+    if let Err(wait) = state
+        .console
+        .sign_in_limiter
+        .check(&form.email, client)
+        .await
+    {
         return Err(PageError::TooManyAttempts(
             wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
         ));

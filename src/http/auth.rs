@@ -12,13 +12,17 @@
 //! 5. feature of the route in the account's plan → 403 `feature_not_enabled`
 //! 6. the request itself (handlers) → 400 …
 //!
-//! Cookies are never read. Keys and tokens are looked up by their SHA-256 on every request, so a
-//! revocation or a changed plan takes effect on the very next request.
+//! Cookies are never read. Writes look the key up by its SHA-256 on every request. Reads may
+//! start from the principal kept in memory ([`PrincipalCache`]): their own statement rechecks
+//! the key's fingerprint, and an answer it does not confirm is replaced by a fresh lookup's
+//! (`principal_check::confirm_reads`). OAuth access tokens are looked up on every request (reads
+//! included: two round trips). Either way a revoked key or token, or a changed plan, takes
+//! effect on the very next request.
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sqlx::PgPool;
@@ -28,6 +32,7 @@ use super::error::{ApiError, ErrorCode};
 use crate::domain::oauth::ACCESS_TOKEN_PREFIX;
 use crate::domain::{Scope, SecretHash};
 pub use crate::service::principal::{Credential, Principal, Requirement};
+use crate::service::principal_cache::{CredentialCheck, PrincipalCache};
 use crate::store;
 
 /// The protected resource a request is for. An OAuth access token is accepted only when its
@@ -136,8 +141,10 @@ pub async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let principal = match resolve_principal(&state, request.headers(), AuthResource::Api).await {
-        Ok(principal) => principal,
+    let reading = matches!(*request.method(), Method::GET | Method::HEAD);
+    let resolved = resolve(&state, request.headers(), AuthResource::Api, reading).await;
+    let (principal, check) = match resolved {
+        Ok(resolved) => resolved,
         Err(err) => {
             let challenge = (err.code == ErrorCode::InvalidApiKey).then(|| {
                 www_authenticate(
@@ -157,7 +164,8 @@ pub async fn authenticate(
     };
     tracing::Span::current().record("account_id", principal.account_id.as_str());
     let oauth = principal.is_oauth();
-    request.extensions_mut().insert(Arc::new(principal));
+    request.extensions_mut().insert(principal);
+    request.extensions_mut().insert(check);
     let mut response = next.run(request).await;
     if oauth
         && let Some(scope) = response
@@ -178,16 +186,28 @@ pub async fn authenticate(
 /// The caller of a request for `resource`: an API key (`x-api-key`, or `Authorization: Bearer
 /// vk_…`), or an OAuth access token (`Authorization: Bearer vat_…`) that is live and whose
 /// audience includes `resource`. Anything else is 401 `invalid_api_key` (without the
-/// challenge header: see [`www_authenticate`]).
+/// challenge header: see [`www_authenticate`]). Always looked up in the database.
 pub async fn resolve_principal(
     state: &AppState,
     headers: &HeaderMap,
     resource: AuthResource,
 ) -> Result<Principal, ApiError> {
+    let (principal, _) = resolve(state, headers, resource, false).await?;
+    Ok((*principal).clone())
+}
+
+type Resolved = (Arc<Principal>, Arc<CredentialCheck>);
+
+async fn resolve(
+    state: &AppState,
+    headers: &HeaderMap,
+    resource: AuthResource,
+    reading: bool,
+) -> Result<Resolved, ApiError> {
     let presented = presented_credential(headers)?;
     if presented.starts_with(ACCESS_TOKEN_PREFIX) && !headers.contains_key("x-api-key") {
         let identifier = resource.identifier(&state.public_base_url);
-        return crate::service::oauth::tokens::authenticate(
+        let principal = crate::service::oauth::tokens::authenticate(
             &state.oauth,
             &state.pool,
             presented,
@@ -201,22 +221,50 @@ pub async fn resolve_principal(
                     "The access token is unknown, expired or revoked, or was not issued for {identifier}."
                 ),
             )
-        });
+        })?;
+        // Checked in the database just now: the read needs no second confirmation.
+        return Ok((Arc::new(principal), Arc::new(CredentialCheck::verified())));
     }
-    resolve_key(&state.pool, presented).await
+    let hash = SecretHash::of(presented);
+    // Only reads start from memory: their statement confirms the principal (`confirm_reads`).
+    if reading && let Some(entry) = state.principals.get(&hash) {
+        if entry.take_stale_use(chrono::Utc::now())
+            && let Some(key_id) = entry.principal.api_key_id()
+        {
+            touch(&state.pool, key_id);
+        }
+        let check = CredentialCheck::cached(&hash, &entry);
+        return Ok((entry.principal.clone(), Arc::new(check)));
+    }
+    resolve_key(&state.pool, &state.principals, &hash).await
 }
 
-async fn resolve_key(pool: &PgPool, presented: &str) -> Result<Principal, ApiError> {
-    let hash = SecretHash::of(presented);
-    let record = store::keys::find_by_hash(pool, &hash)
-        .await?
-        .ok_or_else(ApiError::invalid_api_key)?;
+/// Looks the key up in the database and keeps the principal in `cache` for later reads.
+pub(crate) async fn resolve_key(
+    pool: &PgPool,
+    cache: &PrincipalCache,
+    hash: &SecretHash,
+) -> Result<Resolved, ApiError> {
+    let record = store::keys::find_by_hash(pool, hash).await?;
     // The lookup was by hash; compare again in constant time so that correctness never rests
-    // on the database's comparison.
-    if !hash.matches(&record.secret_sha256) || record.revoked {
+    // on the database's comparison. A revoked key has no fingerprint.
+    let Some((record, fingerprint)) = record
+        .filter(|r| hash.matches(&r.secret_sha256) && !r.revoked)
+        .and_then(|r| r.fingerprint.clone().map(|f| (r, f)))
+    else {
+        cache.remove(&hash.0);
         return Err(ApiError::invalid_api_key());
-    }
-    touch_if_stale(pool, &record);
+    };
+    let last_used = touch_if_stale(pool, &record);
+    let principal = Arc::new(principal_of(&record)?);
+    cache.insert(hash, principal.clone(), &fingerprint, last_used);
+    Ok((
+        principal,
+        Arc::new(CredentialCheck::fresh(hash, &fingerprint)),
+    ))
+}
+
+fn principal_of(record: &store::keys::KeyRecord) -> Result<Principal, ApiError> {
     Ok(Principal {
         account_id: record.account_id.clone(),
         scopes: record
@@ -231,26 +279,36 @@ async fn resolve_key(pool: &PgPool, presented: &str) -> Result<Principal, ApiErr
             .filter_map(|f| f.parse().ok())
             .collect(),
         credential: Credential::ApiKey {
-            key_id: record.key_id,
+            key_id: record.key_id.clone(),
             ceiling_minutes: record.ceiling_minutes,
         },
     })
 }
 
 /// Keeps the key's "last used" (shown in the console) to the minute without a write per request:
-/// only a stale time is updated, off the request path.
-fn touch_if_stale(pool: &PgPool, record: &store::keys::KeyRecord) {
+/// only a stale time is updated, off the request path. Returns the time now on record.
+fn touch_if_stale(
+    pool: &PgPool,
+    record: &store::keys::KeyRecord,
+) -> Option<chrono::DateTime<chrono::Utc>> {
+    let now = chrono::Utc::now();
     let stale = record
         .last_used_at
-        .is_none_or(|at| chrono::Utc::now() - at >= chrono::TimeDelta::minutes(1));
+        .is_none_or(|at| now - at >= chrono::TimeDelta::minutes(1));
     if stale {
-        let (pool, key_id) = (pool.clone(), record.key_id.clone());
-        tokio::spawn(async move {
-            if let Err(err) = store::keys::touch(&pool, &key_id).await {
-                tracing::warn!(error = %err, "recording a key's last use failed");
-            }
-        });
+        touch(pool, &record.key_id);
+        return Some(now);
     }
+    record.last_used_at
+}
+
+fn touch(pool: &PgPool, key_id: &str) {
+    let (pool, key_id) = (pool.clone(), key_id.to_owned());
+    tokio::spawn(async move {
+        if let Err(err) = store::keys::touch(&pool, &key_id).await {
+            tracing::warn!(error = %err, "recording a key's last use failed");
+        }
+    });
 }
 
 /// Steps 3–5 for one group of routes.

@@ -5,6 +5,7 @@ pub mod error;
 pub mod idempotency;
 pub mod json;
 pub mod models;
+pub mod principal_check;
 pub mod rate_limit;
 pub mod routes;
 
@@ -59,6 +60,8 @@ pub struct AppState {
     pub limits: Arc<RateLimits>,
     pub request_timeout: Duration,
     pub blobs: Arc<dyn BlobStore>,
+    /// Downloads of audio in S3 redirect to a presigned URL (`blob_redirect`).
+    pub blob_redirect: bool,
     pub engines: Arc<EngineRegistry>,
     pub completions: Completions,
     pub asr: AsrService,
@@ -72,6 +75,8 @@ pub struct AppState {
     pub console: Arc<crate::console::ConsoleSettings>,
     /// The OAuth authorization server's settings and state (`/oauth`, docs/oauth.md).
     pub oauth: Arc<crate::service::oauth::OAuthSettings>,
+    /// Principals of recent keys, for reads (each read's statement confirms its principal).
+    pub principals: Arc<crate::service::principal_cache::PrincipalCache>,
 }
 
 impl FromRef<AppState> for PgPool {
@@ -220,13 +225,23 @@ fn documented(v1: OpenApiRouter<AppState>) -> (Router<AppState>, utoipa::openapi
 ///
 /// Stack, outermost first: request id (set, then propagated to the response) → trace span named
 /// by the route template → error rendering (problem documents / OpenAI envelope) → CORS →
-/// timeout → body limit → [per route: authenticate → rate limit → plan, scope, feature] → handler.
+/// timeout → body limit → [per route: authenticate → (confirm refusals) rate limit → confirm
+/// reads → plan, scope, feature] → handler.
 pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
-    // Layers wrap what is above them: authenticate runs first, then the rate limit.
+    // Layers wrap what is above them: authenticate runs first, then the rate limit, then the
+    // check that a read made with a principal from memory was confirmed by its statement.
     let v1 = v1_routes()
+        .layer(from_fn_with_state(
+            state.clone(),
+            principal_check::confirm_reads,
+        ))
         .layer(from_fn_with_state(
             state.limits.clone(),
             rate_limit::rate_limit,
+        ))
+        .layer(from_fn_with_state(
+            state.clone(),
+            principal_check::confirm_refusals,
         ))
         .layer(from_fn_with_state(state.clone(), auth::authenticate));
     let (api, document) = documented(v1);

@@ -107,9 +107,10 @@ const REDIS_RETRY: Duration = Duration::from_secs(1);
 /// At most one "Redis unreachable" warning in this long.
 const WARN_EVERY: Duration = Duration::from_secs(60);
 
-/// The shared limiter's connection (made lazily, so that start-up does not need Redis) and its
-/// fallback bookkeeping.
-struct Shared {
+/// GCRA state in Redis shared by every process: the connection (made lazily, so that start-up
+/// does not need Redis) and the fallback bookkeeping. The API's limits and the console's
+/// sign-in limiter use one of these per process.
+pub struct SharedGcra {
     client: redis::Client,
     connection: tokio::sync::Mutex<Option<redis::aio::ConnectionManager>>,
     script: redis::Script,
@@ -118,13 +119,47 @@ struct Shared {
     last_warning: Mutex<Option<Instant>>,
 }
 
-/// What one policy says about one request.
-enum Decision {
+/// What one quota says about one request.
+pub enum Decision {
     Allowed { remaining: u32 },
     Refused { wait: Duration },
 }
 
-impl Shared {
+impl SharedGcra {
+    /// Redis at `url` (`redis://…`, `rediss://…`, `unix:///path`); only the URL is checked here.
+    pub fn open(url: &str) -> Result<Self, redis::RedisError> {
+        Ok(Self {
+            client: redis::Client::open(url)?,
+            connection: tokio::sync::Mutex::new(None),
+            script: redis::Script::new(GCRA_SCRIPT),
+            retry_at: Mutex::new(None),
+            last_warning: Mutex::new(None),
+        })
+    }
+
+    /// Counts one request against `key` (`quota` per `window`) in Redis; `None` when Redis
+    /// cannot answer, and the caller counts in its own process (fail open, counted in
+    /// `voiced_rate_limit_fallbacks_total{policy}`).
+    pub async fn decide(
+        &self,
+        policy: &'static str,
+        key: String,
+        quota: u32,
+        window: Duration,
+    ) -> Option<Decision> {
+        if !self.resting() {
+            match self.check(key, quota, window).await {
+                Ok(decision) => {
+                    self.recovered();
+                    return Some(decision);
+                }
+                Err(err) => self.failed(&err),
+            }
+        }
+        metrics::counter!("voiced_rate_limit_fallbacks_total", "policy" => policy).increment(1);
+        None
+    }
+
     async fn connection(&self) -> redis::RedisResult<redis::aio::ConnectionManager> {
         let mut slot = self.connection.lock().await;
         if let Some(connection) = slot.as_ref() {
@@ -140,14 +175,20 @@ impl Shared {
         Ok(connection)
     }
 
-    async fn check(&self, policy: &Policy, key_id: &str) -> redis::RedisResult<Decision> {
+    async fn check(
+        &self,
+        key: String,
+        quota: u32,
+        window: Duration,
+    ) -> redis::RedisResult<Decision> {
         let mut connection = self.connection().await?;
-        let interval_us = (policy.window_secs * 1_000_000 / u64::from(policy.quota)).max(1);
+        let window_us = u64::try_from(window.as_micros()).unwrap_or(u64::MAX);
+        let interval_us = (window_us / u64::from(quota)).max(1);
         let (allowed, remaining, wait_us): (i64, i64, i64) = self
             .script
-            .key(format!("voiced:ratelimit:{}:{key_id}", policy.name))
+            .key(key)
             .arg(interval_us)
-            .arg(policy.quota)
+            .arg(quota)
             .invoke_async(&mut connection)
             .await?;
         Ok(if allowed == 1 {
@@ -189,7 +230,7 @@ pub struct RateLimits {
     writes: Policy,
     reads: Policy,
     policy_header: HeaderValue,
-    shared: Option<Shared>,
+    shared: Option<Arc<SharedGcra>>,
 }
 
 impl RateLimits {
@@ -226,14 +267,13 @@ impl RateLimits {
     /// Counts in Redis at `url` (`redis://…`, `rediss://…`, `unix:///path`), falling back to
     /// this process's limiter while Redis cannot be reached. Only the URL is checked here.
     pub fn shared(mut self, url: &str) -> Result<Self, redis::RedisError> {
-        self.shared = Some(Shared {
-            client: redis::Client::open(url)?,
-            connection: tokio::sync::Mutex::new(None),
-            script: redis::Script::new(GCRA_SCRIPT),
-            retry_at: Mutex::new(None),
-            last_warning: Mutex::new(None),
-        });
+        self.shared = Some(Arc::new(SharedGcra::open(url)?));
         Ok(self)
+    }
+
+    /// The Redis these limits count in, if any (the console's sign-in limiter counts there too).
+    pub fn redis(&self) -> Option<Arc<SharedGcra>> {
+        self.shared.clone()
     }
 
     pub fn real(writes_per_hour: u32, reads_per_minute: u32) -> Self {
@@ -260,17 +300,11 @@ impl RateLimits {
     /// The shared state when Redis answers; this process's otherwise.
     async fn decide(&self, policy: &Policy, key_id: &str) -> Decision {
         if let Some(shared) = &self.shared {
-            if !shared.resting() {
-                match shared.check(policy, key_id).await {
-                    Ok(decision) => {
-                        shared.recovered();
-                        return decision;
-                    }
-                    Err(err) => shared.failed(&err),
-                }
+            let key = format!("voiced:ratelimit:{}:{key_id}", policy.name);
+            let window = Duration::from_secs(policy.window_secs);
+            if let Some(decision) = shared.decide(policy.name, key, policy.quota, window).await {
+                return decision;
             }
-            metrics::counter!("voiced_rate_limit_fallbacks_total", "policy" => policy.name)
-                .increment(1);
         }
         let key = key_id.to_owned();
         match policy.limiter.check_key(&key) {
@@ -325,7 +359,9 @@ pub async fn rate_limit(
             (response, 0, policy.reset_secs(0))
         }
     };
-    if oauth {
+    // Tokens' answers carry no RateLimit headers (spec §8.1). A key found revoked after it was
+    // counted (a read that started from memory) has no quota to speak of.
+    if oauth || response.status() == axum::http::StatusCode::UNAUTHORIZED {
         return response;
     }
     let headers = response.headers_mut();

@@ -11,6 +11,7 @@ pub mod idempotency;
 pub mod keys;
 pub mod oauth;
 pub mod principal;
+pub mod principal_cache;
 pub mod speech;
 pub mod transcription;
 pub mod voices;

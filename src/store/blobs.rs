@@ -38,6 +38,16 @@ pub trait BlobStore: Send + Sync {
         offset: u64,
         len: u64,
     ) -> BoxFuture<'a, anyhow::Result<Vec<u8>>>;
+    /// A URL that lets its holder `GET` (or `HEAD`) the blob directly for `expires_in`, without
+    /// credentials; `None` where the store has no such URLs (PostgreSQL). Nothing is contacted.
+    fn presigned<'a>(
+        &'a self,
+        _key: &'a str,
+        _head: bool,
+        _expires_in: std::time::Duration,
+    ) -> BoxFuture<'a, anyhow::Result<Option<String>>> {
+        Box::pin(async { Ok(None) })
+    }
 }
 
 /// Audio bytes in the `blobs` table.
@@ -243,6 +253,28 @@ impl BlobStore for S3BlobStore {
             }
         })
     }
+
+    fn presigned<'a>(
+        &'a self,
+        key: &'a str,
+        head: bool,
+        expires_in: std::time::Duration,
+    ) -> BoxFuture<'a, anyhow::Result<Option<String>>> {
+        Box::pin(async move {
+            use object_store::signer::Signer as _;
+            // SigV4 signs the method: a HEAD needs a URL of its own.
+            let method = if head {
+                axum::http::Method::HEAD
+            } else {
+                axum::http::Method::GET
+            };
+            let url = self
+                .store
+                .signed_url(method, &self.path(key), expires_in)
+                .await?;
+            Ok(Some(url.to_string()))
+        })
+    }
 }
 
 /// The blob store a process uses: new audio goes to S3 when `blob_store` is set (its key marked
@@ -298,5 +330,14 @@ impl BlobStore for RoutedBlobStore {
         len: u64,
     ) -> BoxFuture<'a, anyhow::Result<Vec<u8>>> {
         Box::pin(async move { self.backend(key)?.read(key, offset, len).await })
+    }
+
+    fn presigned<'a>(
+        &'a self,
+        key: &'a str,
+        head: bool,
+        expires_in: std::time::Duration,
+    ) -> BoxFuture<'a, anyhow::Result<Option<String>>> {
+        Box::pin(async move { self.backend(key)?.presigned(key, head, expires_in).await })
     }
 }

@@ -1,6 +1,8 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
+use super::keys::Checked;
+
 pub struct CaptureRow {
     pub id: String,
     pub source: String,
@@ -42,6 +44,60 @@ pub async fn page(
     .await?;
     tx.commit().await?;
     Ok((rows, total))
+}
+
+/// [`page`] for an API read, in one statement (one snapshot, so page and total agree) that also
+/// returns the asking credential's fingerprint (`credential_fingerprints`, migration 0006).
+pub async fn page_checked(
+    pool: &PgPool,
+    credential_sha256: &[u8],
+    account_id: &str,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<Checked<(Vec<CaptureRow>, i64)>> {
+    let rows = sqlx::query!(
+        r#"SELECT f.fingerprint AS "fingerprint!",
+                  (SELECT count(*) FROM captures WHERE account_id = $2) AS "total!",
+                  p.id AS "id?", p.source AS "source?", p.language AS "language?",
+                  p.duration_ms AS "duration_ms?", p.transcript_raw AS "transcript_raw?",
+                  p.transcript_refined AS "transcript_refined?", p.created_at AS "created_at?"
+           FROM credential_fingerprints f
+           LEFT JOIN LATERAL (
+               SELECT id, source, language, duration_ms, transcript_raw, transcript_refined,
+                      created_at
+               FROM captures WHERE account_id = $2
+               ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4
+           ) p ON true
+           WHERE f.credential_sha256 = $1
+           ORDER BY p.created_at DESC, p.id DESC"#,
+        credential_sha256,
+        account_id,
+        limit,
+        offset
+    )
+    .fetch_all(pool)
+    .await?;
+    let fingerprint = rows.first().map(|r| r.fingerprint.clone());
+    let total = rows.first().map_or(0, |r| r.total);
+    // A page past the end gives one row whose capture columns are all NULL.
+    let captures = rows
+        .into_iter()
+        .filter_map(|r| {
+            Some(CaptureRow {
+                id: r.id?,
+                source: r.source?,
+                language: r.language?,
+                duration_ms: r.duration_ms?,
+                transcript_raw: r.transcript_raw?,
+                transcript_refined: r.transcript_refined?,
+                created_at: r.created_at?,
+            })
+        })
+        .collect();
+    Ok(Checked {
+        fingerprint,
+        value: (captures, total),
+    })
 }
 
 pub struct NewCapture<'a> {

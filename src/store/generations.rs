@@ -1,6 +1,8 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
+use super::keys::Checked;
+
 /// A generation as the API shows it.
 pub struct GenerationRow {
     pub id: String,
@@ -33,6 +35,56 @@ pub async fn find(
     )
     .fetch_optional(pool)
     .await
+}
+
+/// [`find`] for an API read, with the asking credential's fingerprint from the same statement
+/// (`credential_fingerprints`, migration 0006).
+pub async fn find_checked(
+    pool: &PgPool,
+    credential_sha256: &[u8],
+    account_id: &str,
+    id: &str,
+) -> sqlx::Result<Checked<Option<GenerationRow>>> {
+    let row = sqlx::query!(
+        r#"SELECT f.fingerprint AS "fingerprint!", g.id AS "id?", g.voice_id AS "voice_id?",
+                  g.engine AS "engine?", g.status AS "status?", g.error AS "error?",
+                  g.seed AS "seed?", g.format AS "format?", g.duration_ms AS "duration_ms?",
+                  g.audio_key IS NOT NULL AS "has_audio?", g.created_at AS "created_at?",
+                  g.finished_at AS "finished_at?"
+           FROM credential_fingerprints f
+           LEFT JOIN generations g ON g.id = $2 AND g.account_id = $3
+           WHERE f.credential_sha256 = $1"#,
+        credential_sha256,
+        id,
+        account_id
+    )
+    .fetch_optional(pool)
+    .await?;
+    let Some(r) = row else {
+        return Ok(Checked {
+            fingerprint: None,
+            value: None,
+        });
+    };
+    let value = (|| {
+        Some(GenerationRow {
+            id: r.id?,
+            voice_id: r.voice_id?,
+            engine: r.engine?,
+            status: r.status?,
+            error: r.error,
+            seed: r.seed?,
+            format: r.format?,
+            duration_ms: r.duration_ms,
+            has_audio: r.has_audio?,
+            created_at: r.created_at?,
+            finished_at: r.finished_at,
+        })
+    })();
+    Ok(Checked {
+        fingerprint: Some(r.fingerprint),
+        value,
+    })
 }
 
 /// What the signed download needs: the audio's key and the owner's plan.

@@ -14,6 +14,9 @@ pub struct KeyRecord {
     pub last_used_at: Option<DateTime<Utc>>,
     pub plan: String,
     pub features: Vec<String>,
+    /// Everything above that authorizes, as `credential_fingerprints` computes it (migration
+    /// 0006); `None` when the key is revoked.
+    pub fingerprint: Option<String>,
 }
 
 pub async fn find_by_hash(pool: &PgPool, hash: &SecretHash) -> sqlx::Result<Option<KeyRecord>> {
@@ -21,13 +24,37 @@ pub async fn find_by_hash(pool: &PgPool, hash: &SecretHash) -> sqlx::Result<Opti
         KeyRecord,
         r#"SELECT k.id AS key_id, k.account_id, k.secret_sha256, k.scopes, k.ceiling_minutes,
                   k.revoked_at IS NOT NULL AS "revoked!", k.last_used_at,
-                  a.plan, a.features
+                  a.plan, a.features, f.fingerprint AS "fingerprint?"
            FROM api_keys k JOIN accounts a ON a.id = k.account_id
+           LEFT JOIN credential_fingerprints f ON f.credential_sha256 = k.secret_sha256
            WHERE k.secret_sha256 = $1"#,
         &hash.0[..]
     )
     .fetch_optional(pool)
     .await
+}
+
+/// A read together with the fingerprint of the credential it was made for, both from one
+/// statement (one snapshot). `fingerprint` is `None` when the credential no longer authorizes
+/// anything (revoked, or gone); `value` is then empty and must not be shown.
+pub struct Checked<T> {
+    pub fingerprint: Option<String>,
+    pub value: T,
+}
+
+/// The credential's fingerprint alone, for reads that need nothing else from the database.
+pub async fn fingerprint(pool: &PgPool, credential_sha256: &[u8]) -> sqlx::Result<Checked<()>> {
+    let fingerprint = sqlx::query_scalar!(
+        r#"SELECT fingerprint AS "fingerprint!" FROM credential_fingerprints
+           WHERE credential_sha256 = $1"#,
+        credential_sha256
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(Checked {
+        fingerprint,
+        value: (),
+    })
 }
 
 pub struct NewKey<'a> {

@@ -1,6 +1,8 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
+use super::keys::Checked;
+
 #[derive(Debug, Clone)]
 pub struct VoiceRow {
     pub id: String,
@@ -30,6 +32,57 @@ pub async fn list(pool: &PgPool, account_id: &str) -> sqlx::Result<Vec<VoiceRow>
     )
     .fetch_all(pool)
     .await
+}
+
+/// [`list`] for an API read: in the same statement, the fingerprint of the credential that
+/// asks (`credential_fingerprints`, migration 0006), so that one round trip both checks the
+/// credential and reads.
+pub async fn list_checked(
+    pool: &PgPool,
+    credential_sha256: &[u8],
+    account_id: &str,
+) -> sqlx::Result<Checked<Vec<VoiceRow>>> {
+    let rows = sqlx::query!(
+        r#"SELECT f.fingerprint AS "fingerprint!", v.id AS "id?", v.name AS "name?",
+                  v.description AS "description?", v.language AS "language?",
+                  v.voice_type AS "voice_type?", v.engine AS "engine?", v.preset AS "preset?",
+                  v.pinned_seed AS "pinned_seed?", v.pinned_temperature AS "pinned_temperature?",
+                  v.personality_prompt IS NOT NULL AS "has_personality?",
+                  v.generation_count AS "generation_count?", v.sample_count AS "sample_count?",
+                  v.created_at AS "created_at?", v.updated_at AS "updated_at?"
+           FROM credential_fingerprints f
+           LEFT JOIN voice_profiles v ON v.account_id = $2
+           WHERE f.credential_sha256 = $1
+           ORDER BY v.created_at, v.id"#,
+        credential_sha256,
+        account_id
+    )
+    .fetch_all(pool)
+    .await?;
+    let fingerprint = rows.first().map(|r| r.fingerprint.clone());
+    // A credential with no voices gives one row whose voice columns are all NULL.
+    let value = rows
+        .into_iter()
+        .filter_map(|r| {
+            Some(VoiceRow {
+                id: r.id?,
+                name: r.name?,
+                description: r.description?,
+                language: r.language?,
+                voice_type: r.voice_type?,
+                engine: r.engine?,
+                preset: r.preset,
+                pinned_seed: r.pinned_seed,
+                pinned_temperature: r.pinned_temperature,
+                has_personality: r.has_personality?,
+                generation_count: r.generation_count?,
+                sample_count: r.sample_count?,
+                created_at: r.created_at?,
+                updated_at: r.updated_at?,
+            })
+        })
+        .collect();
+    Ok(Checked { fingerprint, value })
 }
 
 /// The account's voice whose id or name is `id_or_name` (ids first: they cannot collide with a

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream;
 
@@ -19,6 +19,10 @@ use crate::store::blobs::BlobStore;
 
 /// Bytes read from the blob store per chunk of a streamed download.
 const CHUNK: u64 = 256 * 1024;
+
+/// Longest life of a presigned URL handed out by a redirect (`blob_redirect`): it is followed at
+/// once; a player that comes back later goes through the signed link again.
+const PRESIGNED_MAX_SECS: i64 = 5 * 60;
 
 fn invalid_signature() -> ApiError {
     ApiError::new(
@@ -36,6 +40,8 @@ fn invalid_signature() -> ApiError {
     responses(
         (status = 200, description = "The audio, streamed (`Accept-Ranges: bytes`)", content((Vec<u8> = "audio/mpeg"), (Vec<u8> = "audio/ogg"), (Vec<u8> = "audio/wav"))),
         (status = 206, description = "The part a `Range: bytes=…` header asked for, with `Content-Range`", content((Vec<u8> = "audio/mpeg"), (Vec<u8> = "audio/ogg"), (Vec<u8> = "audio/wav"))),
+        (status = 307, description = "Only where the operator set `blob_redirect` and the audio is in S3: `Location` is a presigned URL of the object, valid at most 5 minutes and never past the link's expiry. Clients follow it with the same request (a `Range` header included; the bucket answers 200, 206 or 416)",
+            headers(("Location" = String, description = "Presigned URL of the audio object"))),
         (status = 416, description = "`range_not_satisfiable`: the range starts past the end (`Content-Range: bytes */<length>`)", body = Problem, content_type = "application/problem+json"),
         (status = 400, description = "`invalid_request`: id longer than 200 characters", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`invalid_signature` (missing, tampered or expired `sig`) or `pro_plan_required`", body = Problem, content_type = "application/problem+json"),
@@ -46,13 +52,15 @@ pub async fn download_audio(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
+    method: Method,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     check_id(&id)?;
     let sig = query.get("sig").ok_or_else(invalid_signature)?;
-    state
+    let now = chrono::Utc::now().timestamp();
+    let expires = state
         .signer
-        .verify(&id, sig, chrono::Utc::now().timestamp())
+        .verify(&id, sig, now)
         .map_err(|_| invalid_signature())?;
     let row = store::generations::for_download(&state.pool, &id)
         .await?
@@ -62,6 +70,29 @@ pub async fn download_audio(
         return Err(ApiError::pro_plan_required());
     }
     let key = row.audio_key.ok_or_else(ApiError::not_found)?;
+    if state.blob_redirect {
+        let life = (expires - now).clamp(1, PRESIGNED_MAX_SECS);
+        let presigned = state
+            .blobs
+            .presigned(
+                &key,
+                method == Method::HEAD,
+                std::time::Duration::from_secs(life.unsigned_abs()),
+            )
+            .await
+            .map_err(ApiError::internal)?;
+        // Audio in PostgreSQL has no such URL: it streams below.
+        if let Some(url) = presigned {
+            let mut response = StatusCode::TEMPORARY_REDIRECT.into_response();
+            let h = response.headers_mut();
+            h.insert(
+                header::LOCATION,
+                HeaderValue::from_str(&url).map_err(ApiError::internal)?,
+            );
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            return Ok(response);
+        }
+    }
     let head = state
         .blobs
         .head(&key)

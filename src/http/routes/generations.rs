@@ -9,6 +9,7 @@ use crate::http::AppState;
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::models::{Generation, Problem};
+use crate::service::principal_cache::CredentialCheck;
 use crate::store;
 use crate::store::generations::GenerationRow;
 
@@ -43,12 +44,18 @@ pub fn check_id(id: &str) -> Result<(), ApiError> {
 pub async fn get_generation(
     State(state): State<AppState>,
     Extension(principal): Extension<Arc<Principal>>,
+    Extension(check): Extension<Arc<CredentialCheck>>,
     Path(id): Path<String>,
 ) -> Result<Json<Generation>, ApiError> {
     check_id(&id)?;
-    let row = store::generations::find(&state.pool, &principal.account_id, &id)
-        .await?
-        .ok_or_else(ApiError::not_found)?;
+    let found = store::generations::find_checked(
+        &state.pool,
+        check.credential(),
+        &principal.account_id,
+        &id,
+    )
+    .await?;
+    let row = check.confirm(found)?.ok_or_else(ApiError::not_found)?;
     Ok(Json(present(&state, row)))
 }
 

@@ -10,6 +10,7 @@ use sqlx::PgPool;
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::models::{CaptureList, Problem, VoiceList};
+use crate::service::principal_cache::CredentialCheck;
 use crate::store;
 
 /// Largest `offset` (2^53 − 1).
@@ -30,8 +31,12 @@ const DEFAULT_LIMIT: i64 = 50;
 pub async fn list_voices(
     State(pool): State<PgPool>,
     Extension(principal): Extension<Arc<Principal>>,
+    Extension(check): Extension<Arc<CredentialCheck>>,
 ) -> Result<Json<VoiceList>, ApiError> {
-    let rows = store::voices::list(&pool, &principal.account_id).await?;
+    // One statement checks the key and reads (docs/architecture.md).
+    let rows = check.confirm(
+        store::voices::list_checked(&pool, check.credential(), &principal.account_id).await?,
+    )?;
     let total = rows.len() as i64;
     Ok(Json(VoiceList {
         data: rows.into_iter().map(Into::into).collect(),
@@ -76,11 +81,20 @@ fn parse_bounded(
 pub async fn list_captures(
     State(pool): State<PgPool>,
     Extension(principal): Extension<Arc<Principal>>,
+    Extension(check): Extension<Arc<CredentialCheck>>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<CaptureList>, ApiError> {
     let limit = parse_bounded(&query, "limit", DEFAULT_LIMIT, MAX_LIMIT, 1)?;
     let offset = parse_bounded(&query, "offset", 0, MAX_OFFSET, 0)?;
-    let (rows, total) = store::captures::page(&pool, &principal.account_id, limit, offset).await?;
+    let page = store::captures::page_checked(
+        &pool,
+        check.credential(),
+        &principal.account_id,
+        limit,
+        offset,
+    )
+    .await?;
+    let (rows, total) = check.confirm(page)?;
     Ok(Json(CaptureList {
         data: rows.into_iter().map(Into::into).collect(),
         total,

@@ -19,6 +19,7 @@ use crate::http::idempotency;
 use crate::http::json::JsonObject;
 use crate::http::models::{Problem, Voice};
 use crate::service::idempotency::{self as idem, Begun};
+use crate::service::principal_cache::CredentialCheck;
 use crate::service::voices::{self as service, NewPresetVoice};
 use crate::store::voices::VoiceRow;
 
@@ -184,7 +185,12 @@ pub async fn create_voice(
         (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
     ))]
-pub async fn list_presets(State(state): State<AppState>) -> Json<VoicePresetList> {
+pub async fn list_presets(
+    State(state): State<AppState>,
+    Extension(check): Extension<Arc<CredentialCheck>>,
+) -> Result<Json<VoicePresetList>, ApiError> {
+    // Nothing to read from the database but the key's own state (one round trip).
+    check.confirm(crate::store::keys::fingerprint(&state.pool, check.credential()).await?)?;
     let engines = state.engines.clone();
     let data: Vec<VoicePreset> = engines
         .presets()
@@ -198,8 +204,8 @@ pub async fn list_presets(State(state): State<AppState>) -> Json<VoicePresetList
             })
         })
         .collect();
-    Json(VoicePresetList {
+    Ok(Json(VoicePresetList {
         total: data.len() as i64,
         data,
-    })
+    }))
 }

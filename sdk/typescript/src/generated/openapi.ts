@@ -694,6 +694,15 @@ export interface operations {
                     "audio/wav": number[];
                 };
             };
+            /** @description Only where the operator set `blob_redirect` and the audio is in S3: `Location` is a presigned URL of the object, valid at most 5 minutes and never past the link's expiry. Clients follow it with the same request (a `Range` header included; the bucket answers 200, 206 or 416) */
+            307: {
+                headers: {
+                    /** @description Presigned URL of the audio object */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description `invalid_request`: id longer than 200 characters */
             400: {
                 headers: {
