@@ -187,7 +187,7 @@ fn refuse_unsupported(body: &JsonObject) -> Result<(), ApiError> {
         description = "Same key and body within 48 h answers with the first request's audio without generating again")),
     request_body(content = OpenAiSpeechRequest, content_type = "application/json"),
     responses(
-        (status = 200, description = "The audio, streamed as it is produced (chunked; no Content-Length unless the generation was rendered by another process or replayed)", content((Vec<u8> = "audio/mpeg"), (Vec<u8> = "audio/ogg"), (Vec<u8> = "audio/wav")),
+        (status = 200, description = "The audio, streamed as it is produced (chunked); the stored file with Content-Length when another process rendered it or it had already finished (a replay)", content((Vec<u8> = "audio/mpeg"), (Vec<u8> = "audio/ogg"), (Vec<u8> = "audio/wav")),
             headers(
                 ("X-Service-Generation-Id" = String, description = "The generation, readable at GET /v1/generations/{id}"),
                 ("X-Service-Engine" = String, description = "The `model` value as sent"),
