@@ -70,6 +70,32 @@ def http(method: str, url: str, body=None, headers=None, timeout=600):
     return status, payload, time.perf_counter() - started
 
 
+def http_stream(method: str, url: str, body=None, headers=None, timeout=600):
+    """→ (status, body bytes, seconds to the first body byte, seconds to the last byte)."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("content-type", "application/json")
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
+    started = time.perf_counter()
+    first = None
+    chunks = []
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            status = response.status
+            while True:
+                chunk = response.read1(1 << 16)
+                if not chunk:
+                    break
+                if first is None:
+                    first = time.perf_counter() - started
+                chunks.append(chunk)
+    except urllib.error.HTTPError as err:
+        chunks, status = [err.read()], err.code
+    last = time.perf_counter() - started
+    return status, b"".join(chunks), first if first is not None else last, last
+
+
 class Voiced:
     """A private data dir, one account/key/voice, and `voiced serve` started on demand."""
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Issue 4: POST /v1/audio/speech (OpenAI dialect, synchronous, wav) of `voiced serve` against
-a Python peer's /v1/audio/speech on the same model file, in one run.
+"""Issues 4 and 14: POST /v1/audio/speech (OpenAI dialect, synchronous, wav) of `voiced serve`
+against a Python peer's /v1/audio/speech on the same model file, in one run.
 
-- Time to last byte, one client, a one-sentence and a one-paragraph input; ROUNDS rounds, the
-  order of the two servers flipping every request.
+- Time to first byte and to last byte, one client, a one-sentence, a three-sentence and a
+  five-sentence input; ROUNDS rounds, the order of the two servers flipping every request.
 - Throughput at 1, 4 and 8 concurrent clients: each level sends a fixed number of sentence
   requests (REQUESTS) to one server, then the same to the other (order flipping per level and
   round); requests/s, audio s per wall s, median and p90 latency.
@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import (CACHE, KOKORO_MODEL, KOKORO_VOICES, VENV_PY, Voiced, http, median, pct,  # noqa: E402
-                     rss_mib)
+from harness import (CACHE, KOKORO_MODEL, KOKORO_VOICES, VENV_PY, Voiced, http, http_stream,  # noqa: E402
+                     median, pct, rss_mib)
 
 SENTENCE = "The quick brown fox jumps over the lazy dog near the river bank."
 PARAGRAPH = (
@@ -43,6 +43,11 @@ PARAGRAPH = (
     "fresh fish for dinner. On the way home we met an old friend, who told us about her trip "
     "to the mountains and the little village where she stayed for a week."
 )
+PARAGRAPH5 = PARAGRAPH + (
+    " She showed us pictures of the lake, the old church and the narrow streets. We promised to "
+    "visit the village together next summer."
+)
+INPUTS = (("sentence", SENTENCE), ("paragraph", PARAGRAPH), ("paragraph5", PARAGRAPH5))
 PEER_PORT = 18881
 FASTKOKORO = CACHE / "venv-fastkokoro/bin/fastkokoro"
 
@@ -96,9 +101,13 @@ class Peer:
         raise RuntimeError(f"{kind} did not answer in time")
 
     def speak(self, text: str):
-        status, payload, took = http("POST", self.url, self.body(text))
+        return self.speak_timed(text)[1:]
+
+    def speak_timed(self, text: str):
+        """→ (seconds to first byte, to last byte, audio seconds)."""
+        status, payload, first, last = http_stream("POST", self.url, self.body(text))
         assert status == 200, (status, payload[:300])
-        return took, wav_seconds(payload)
+        return first, last, wav_seconds(payload)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -117,12 +126,16 @@ class Ours:
         self.url = v.base + "/v1/audio/speech"
 
     def speak(self, text: str):
-        status, payload, took = http("POST", self.url, {"model": "kokoro", "input": text,
-                                                        "voice": self.v.voice,
-                                                        "response_format": "wav"},
-                                     {"authorization": f"Bearer {self.v.key}"})
+        return self.speak_timed(text)[1:]
+
+    def speak_timed(self, text: str):
+        """→ (seconds to first byte, to last byte, audio seconds)."""
+        status, payload, first, last = http_stream(
+            "POST", self.url, {"model": "kokoro", "input": text, "voice": self.v.voice,
+                               "response_format": "wav"},
+            {"authorization": f"Bearer {self.v.key}"})
         assert status == 200, (status, payload[:300])
-        return took, wav_seconds(payload)
+        return first, last, wav_seconds(payload)
 
 
 def load(server, clients: int, requests: int) -> dict:
@@ -187,24 +200,34 @@ def main() -> None:
                 t.join()
         peer.speak(SENTENCE)
 
-        ttlb = {(name, who): [] for name in ("sentence", "paragraph") for who in ("ours", "theirs")}
+        names = [name for name, _ in INPUTS]
+        ttfb = {(name, who): [] for name in names for who in ("ours", "theirs")}
+        ttlb = {(name, who): [] for name in names for who in ("ours", "theirs")}
         audio = {}
         flip = False
         for _ in range(args.rounds):
-            for name, text in (("sentence", SENTENCE), ("paragraph", PARAGRAPH)):
+            for name, text in INPUTS:
                 order = [("theirs", peer), ("ours", ours)] if flip else [("ours", ours), ("theirs", peer)]
                 flip = not flip
                 for who, server in order:
-                    took, secs = server.speak(text)
-                    ttlb[(name, who)].append(took)
+                    first, last, secs = server.speak_timed(text)
+                    ttfb[(name, who)].append(first)
+                    ttlb[(name, who)].append(last)
                     audio[(name, who)] = secs
-        print(f"\nTime to last byte, one client, {args.rounds} rounds interleaved (median s)")
-        print("| input | voiced s | peer s | ratio voiced/peer | audio s voiced/peer |")
-        print("|---|---|---|---|---|")
-        for name in ("sentence", "paragraph"):
-            o, t = median(ttlb[(name, "ours")]), median(ttlb[(name, "theirs")])
-            print(f"| {name} | {o:.2f} | {t:.2f} | {o / t:.2f} "
+        print(f"\nTime to first and last byte, one client, {args.rounds} rounds interleaved (median s)")
+        print("| input | voiced first / last s | peer first / last s | voiced first / own last "
+              "| voiced first / peer last | **voiced last / peer last** | audio s voiced / peer |")
+        print("|---|---|---|---|---|---|---|")
+        for name in names:
+            of, ol = ttfb[(name, "ours")], ttlb[(name, "ours")]
+            tf, tl = ttfb[(name, "theirs")], ttlb[(name, "theirs")]
+            own = median([f / last for f, last in zip(of, ol)])
+            vs_peer = median([f / last for f, last in zip(of, tl)])
+            last_ratio = median([a / b for a, b in zip(ol, tl)])
+            print(f"| {name} | {median(of):.2f} / {median(ol):.2f} | {median(tf):.2f} / {median(tl):.2f} "
+                  f"| {own:.2f} | {vs_peer:.2f} | **{last_ratio:.2f}** "
                   f"| {audio[(name, 'ours')]:.1f} / {audio[(name, 'theirs')]:.1f} |", flush=True)
+        print("(ratios are medians of the per-round ratios)")
 
         levels = [int(x) for x in args.levels.split(",")]
         runs = {(c, who): [] for c in levels for who in ("ours", "theirs")}

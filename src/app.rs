@@ -26,6 +26,7 @@ use crate::store::embedded::{EmbeddedConfig, EmbeddedPostgres};
 use crate::worker::asr::AsrService;
 use crate::worker::completions::Completions;
 use crate::worker::health::WorkerHealth;
+use crate::worker::streams::Streams;
 use crate::worker::{self, Shutdown, WorkerDeps, WorkerOptions};
 
 /// The database the process uses, and the private cluster behind it when it is the embedded one.
@@ -152,6 +153,7 @@ pub async fn state(
         blob_redirect: config.blob_redirect,
         engines: engines(config),
         completions,
+        streams: Streams::default(),
         pool,
         signer,
         public_base_url: config.public_base_url.clone(),
@@ -220,17 +222,22 @@ pub fn blob_store(config: &Config, pool: &PgPool) -> anyhow::Result<Arc<dyn Blob
     )))
 }
 
-fn worker_deps(
+/// What the process's workers share. `streams` is the one the process's requests read (a
+/// `voiced worker` process has none reading it).
+pub fn worker_deps(
     config: &Config,
     pool: &PgPool,
     blobs: Arc<dyn BlobStore>,
     health: Arc<WorkerHealth>,
+    streams: Streams,
 ) -> WorkerDeps {
     WorkerDeps {
         pool: pool.clone(),
         blobs,
         registry: engines(config),
         health,
+        streams,
+        board: Arc::default(),
     }
 }
 
@@ -249,6 +256,7 @@ pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
             &database.pool,
             blob_store(&config, &database.pool)?,
             Arc::default(),
+            Streams::default(),
         ),
         count,
         &shutdown,
@@ -326,6 +334,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             &database.pool,
             state.blobs.clone(),
             state.health.clone(),
+            state.streams.clone(),
         ),
         config.workers,
         &shutdown,

@@ -87,6 +87,44 @@ fn the_seed_decides_the_waveform_not_the_loudness() {
 }
 
 #[test]
+fn segments_render_the_same_on_any_session_in_any_order() {
+    let text = "The first sentence is short. The second one is a little longer than the first. \
+                And the third closes the paragraph.";
+    let input = SynthesisInput {
+        text,
+        preset: "jf_alpha",
+        language: "en",
+        seed: 9,
+        temperature: None,
+        cancel: None,
+    };
+    let mut a = engine();
+    let whole = a.synthesize(&input).unwrap();
+    let segments = a.segments(&input).unwrap().unwrap();
+    assert_eq!(segments.len(), 3, "{segments:?}");
+    assert!(segments[..2].iter().all(|s| s.pause_secs > 0.0));
+    assert_eq!(segments[2].pause_secs, 0.0, "no pause after the last");
+    // Another session renders them last to first, then the first session renders the middle
+    // one again after the others: every segment's audio is the same.
+    let mut b = engine();
+    let mut parts: Vec<Vec<f32>> = (0..3)
+        .rev()
+        .map(|i| b.render_segment(&input, &segments[i], i).unwrap().samples)
+        .collect();
+    parts.reverse();
+    assert_eq!(
+        a.render_segment(&input, &segments[1], 1).unwrap().samples,
+        parts[1]
+    );
+    assert_eq!(parts.concat(), whole.samples, "joined in order: synthesize");
+    // Each segment has its own noise: the same tokens at another index sound different.
+    assert_ne!(
+        b.render_segment(&input, &segments[0], 1).unwrap().samples[..4800],
+        parts[0][..4800]
+    );
+}
+
+#[test]
 fn several_pieces_are_joined_with_pauses() {
     let mut engine = engine();
     let text = "こんにちは、げんきですか。はい、げんきです！";

@@ -272,13 +272,9 @@ async fn synchronous_speech_returns_audio_and_a_readable_generation() {
             .to_str()
             .unwrap()
             .to_owned();
-        let length: usize = response.headers()["content-length"]
-            .to_str()
-            .unwrap()
-            .parse()
-            .unwrap();
+        // Streamed by the in-process worker as it renders: chunked, no length up front.
+        assert_eq!(response.headers()["transfer-encoding"], "chunked");
         let bytes = response.bytes().await.unwrap();
-        assert_eq!(bytes.len(), length);
         let decoded = decode_for_asr(bytes.to_vec(), &DecodeLimits::default()).unwrap();
         assert!(
             (500..4000).contains(&decoded.duration_ms),
@@ -348,4 +344,180 @@ async fn an_idempotency_key_answers_with_the_first_requests_audio() {
             .unwrap();
     assert_eq!(generated, 1, "generated once");
     app.stop().await;
+}
+
+/// Four short sentences: four pieces, streamed one by one.
+const PARAGRAPH: &str = "The morning was cold. We stayed inside and read. \
+                         The sun came out at noon. Then we walked to the market.";
+
+/// A streamed answer read chunk by chunk: every chunk, and the generation's status (read from the
+/// database) at the moment the first chunk arrived.
+async fn read_streamed(app: &TestApp, mut response: reqwest::Response) -> (Vec<u8>, String) {
+    let id = response.headers()["x-service-generation-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let first = response.chunk().await.unwrap().expect("a first chunk");
+    let status_at_first: String =
+        sqlx::query_scalar("SELECT status FROM generations WHERE id = $1")
+            .bind(&id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    let mut bytes = first.to_vec();
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        bytes.extend_from_slice(&chunk);
+    }
+    (bytes, status_at_first)
+}
+
+#[tokio::test]
+async fn speech_streams_while_it_is_rendered_and_the_stream_is_the_stored_file() {
+    let app = TestApp::start_with_workers(2).await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    for (format, content_type) in [
+        ("wav", "audio/wav"),
+        ("mp3", "audio/mpeg"),
+        ("opus", "audio/ogg"),
+    ] {
+        let response = app
+            .post("/v1/audio/speech")
+            .bearer_auth(&secret)
+            .json(&json!({ "model": "kokoro", "input": PARAGRAPH, "voice": "Narrator", "response_format": format, "seed": 3 }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], content_type);
+        assert_eq!(response.headers()["transfer-encoding"], "chunked");
+        assert!(response.headers().get("content-length").is_none());
+        let id = response.headers()["x-service-generation-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let (streamed, status_at_first) = read_streamed(&app, response).await;
+        assert_eq!(
+            status_at_first, "generating",
+            "{format}: the first chunk came before the generation completed"
+        );
+        let (_, generation) = json(
+            app.get(&format!("/v1/generations/{id}"))
+                .bearer_auth(&secret)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(generation["status"], "completed", "{generation}");
+        let url = generation["audio_url"].as_str().unwrap();
+        let stored = app
+            .get(&url[url.find("/v1/audio/").unwrap()..])
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        assert!(
+            stored == streamed,
+            "{format}: the stream is the stored file"
+        );
+        let duration_ms = generation["duration_ms"].as_u64().unwrap();
+        let decoded = decode_for_asr(streamed.clone(), &DecodeLimits::default()).unwrap();
+        // mp3 streams carry LAME's delay and padding (no Info tag to trim them).
+        let slack = if format == "mp3" { 120 } else { 30 };
+        assert!(
+            decoded.duration_ms + 30 >= duration_ms && decoded.duration_ms <= duration_ms + slack,
+            "{format}: {} ms decoded of {duration_ms} ms",
+            decoded.duration_ms
+        );
+        if format == "wav" {
+            assert_eq!(&streamed[4..8], &[0xFF; 4], "OpenAI's streaming header");
+            assert_eq!(&streamed[40..44], &[0xFF; 4]);
+        }
+    }
+    let charged: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM usage_ledger WHERE account_id = $1")
+            .bind(&account)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(charged, 3);
+    assert!(
+        app.board.helped() > 0,
+        "the idle worker's session rendered sentences of the lone requests"
+    );
+    assert_eq!(app.streams.open(), 0, "nothing left behind");
+    assert_eq!(app.completions.waiting(), 0);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_same_seed_gives_the_same_bytes_whatever_the_parallelism() {
+    // One worker renders the sentences one after the other; with two, an idle session renders
+    // some of them. Same seed: the same bytes, streamed or stored, sync or async.
+    let mut takes = Vec::new();
+    for workers in [1, 2] {
+        let app = TestApp::start_with_workers(workers).await;
+        let (account, secret) = app.pro_user().await;
+        app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+            .await;
+        let mut take = Vec::new();
+        for format in ["wav", "opus"] {
+            let response = app
+                .post("/v1/audio/speech")
+                .bearer_auth(&secret)
+                .json(&json!({ "model": "kokoro", "input": PARAGRAPH, "voice": "Narrator", "response_format": format, "seed": 21 }))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            take.push(read_streamed(&app, response).await.0);
+        }
+        assert_eq!(app.board.helped() > 0, workers == 2, "{workers} workers");
+        if workers == 1 {
+            // The asynchronous door stores the same file.
+            let (status, accepted) = json(
+                app.post("/v1/speech")
+                    .bearer_auth(&secret)
+                    .json(&json!({ "text": PARAGRAPH, "voice_name": "Narrator", "response_format": "wav", "seed": 21 }))
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            assert_eq!(status, 202, "{accepted}");
+            let id = accepted["id"].as_str().unwrap();
+            let status = app
+                .completions
+                .wait(id, std::time::Duration::from_secs(5))
+                .await
+                .unwrap();
+            assert_eq!(status, "completed");
+            let (_, generation) = json(
+                app.get(&format!("/v1/generations/{id}"))
+                    .bearer_auth(&secret)
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            let url = generation["audio_url"].as_str().unwrap();
+            let stored = app
+                .get(&url[url.find("/v1/audio/").unwrap()..])
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap();
+            assert!(stored == take[0], "async wav = streamed wav");
+        }
+        takes.push(take);
+        app.stop().await;
+    }
+    assert!(takes[0][0] == takes[1][0], "wav: 1 worker vs 2");
+    assert!(takes[0][1] == takes[1][1], "opus: 1 worker vs 2");
 }

@@ -604,6 +604,48 @@ async fn a_panicking_engine_fails_one_job_and_is_replaced() {
         "{message}"
     );
 
+    // A failure after the first bytes: the first sentences stream out, then the engine panics
+    // on the last one. The answer had started (200), so the stream ends with an error (the
+    // connection closes before the chunked body's end), and the generation is failed, free.
+    let mut response = post(
+        "/v1/audio/speech",
+        json!({"model": "tts-1", "input": format!("One fine sentence. Another fine one. Then {MARKER} breaks."), "voice": "Narrator", "response_format": "wav"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    let id = response.headers()["x-service-generation-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let first = response
+        .chunk()
+        .await
+        .unwrap()
+        .expect("the first sentence's audio");
+    assert!(first.starts_with(b"RIFF"));
+    let ended = loop {
+        match response.chunk().await {
+            Ok(Some(_)) => {}
+            Ok(None) => break Ok(()),
+            Err(err) => break Err(err),
+        }
+    };
+    assert!(
+        ended.is_err(),
+        "the stream ends as an error, not as a short file"
+    );
+    let failed = poll_generation(&client, &server.base, &secret, &id).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("failed unexpectedly"),
+        "{failed}"
+    );
+    assert_eq!(charges(&app, &account).await, 0);
+
     // The replaced engine thread serves the next job.
     let (_, accepted) = json(
         post(

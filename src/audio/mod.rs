@@ -1,4 +1,5 @@
-//! Audio in and out of the API: encode engine output (mono `f32`) to mp3 / Ogg Opus / wav, and
+//! Audio in and out of the API: encode engine output (mono `f32`) to mp3 / Ogg Opus / wav, in one
+//! go or piece by piece as it is produced ([`StreamEncoder`]), and
 //! decode uploaded clips to the 16 kHz mono `f32` the recogniser takes.
 //!
 //! Everything here is synchronous and CPU-bound: call it from a blocking thread, never from an
@@ -11,6 +12,7 @@ mod matroska_guard;
 mod ogg_guard;
 mod ogg_opus;
 mod resample;
+mod stream;
 
 #[cfg(test)]
 mod tests;
@@ -22,6 +24,7 @@ pub use self::base64::{Base64Error, MAX_AUDIO_BYTES, decode_base64_audio};
 pub use self::decode::{DecodeError, DecodeLimits, DecodedAudio, MAX_CHANNELS, decode_for_asr};
 pub use self::encode::{EncodeError, encode};
 pub use self::resample::{MAX_SAMPLE_RATE, MIN_SAMPLE_RATE, UnsupportedRate, resample};
+pub use self::stream::StreamEncoder;
 
 /// Sample rate of the audio handed to the recogniser.
 pub const ASR_SAMPLE_RATE: u32 = 16_000;

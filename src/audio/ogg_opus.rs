@@ -24,60 +24,139 @@ pub(crate) fn encode(samples: &[f32], sample_rate: u32) -> Result<Vec<u8>, Encod
     if !OPUS_RATES.contains(&sample_rate) {
         let upsampled = resample(samples, sample_rate, GRANULE_RATE)
             .map_err(|e| EncodeError::UnsupportedSampleRate(e.0))?;
-        return encode_at(&upsampled, GRANULE_RATE, sample_rate);
+        return OpusStream::new(GRANULE_RATE, sample_rate)?.push(&upsampled, true);
     }
-    encode_at(samples, sample_rate, sample_rate)
+    OpusStream::new(sample_rate, sample_rate)?.push(samples, true)
 }
 
-/// `samples` at `rate` (one libopus accepts); `input_rate` is recorded in OpusHead.
-fn encode_at(samples: &[f32], rate: u32, input_rate: u32) -> Result<Vec<u8>, EncodeError> {
-    let mut encoder = opus::Encoder::new(rate, Channels::Mono, Application::Audio)?;
-    encoder.set_bitrate(Bitrate::Bits(BITRATE_BPS))?;
-    encoder.set_signal(Signal::Voice)?;
-    encoder.set_complexity(10)?;
+/// Whether libopus takes `rate` as it is (others are resampled to 48 kHz first).
+pub(crate) fn is_opus_rate(rate: u32) -> bool {
+    OPUS_RATES.contains(&rate)
+}
 
-    let scale = u64::from(GRANULE_RATE / rate);
-    let lookahead = encoder.get_lookahead()? as usize;
-    let pre_skip = u16::try_from(lookahead as u64 * scale)
-        .map_err(|_| EncodeError::UnsupportedSampleRate(rate))?;
-    // Granule of the last page: pre-skip plus exactly the input, so players trim the padding.
-    let end_granule = u64::from(pre_skip) + samples.len() as u64 * scale;
+/// One Ogg Opus stream written piece by piece: [`OpusStream::push`] returns the pages completed
+/// by the samples it is given, so that they can be sent while the rest is being produced. Every
+/// push but the last ends the page in progress, so each push's bytes are whole pages; the last
+/// push pads the encoder's delay and marks the end of the stream. One push of everything gives
+/// exactly the pages of the one-shot [`encode`].
+pub(crate) struct OpusStream {
+    encoder: opus::Encoder,
+    /// Opened on the first push: the serial is a hash of the first samples.
+    ogg: Option<OggWriter>,
+    /// Rate of the samples pushed (one libopus accepts); `input_rate` is recorded in OpusHead.
+    rate: u32,
+    input_rate: u32,
+    /// 48 kHz granule units per input sample.
+    scale: u64,
+    frame: usize,
+    lookahead: usize,
+    pre_skip: u16,
+    /// Samples pushed that do not fill a whole frame yet.
+    pending: Vec<f32>,
+    /// Packets of the page in progress.
+    page: Vec<Vec<u8>>,
+    /// Packets encoded so far.
+    packets: u64,
+    /// Samples pushed so far.
+    samples: u64,
+    finished: bool,
+}
 
-    // Feed `lookahead` extra zeros so the encoder's delay line flushes the last real samples,
-    // then pad to whole frames.
-    let frame = (rate * FRAME_MS / 1000) as usize;
-    let packets = (samples.len() + lookahead).div_ceil(frame).max(1);
-    let mut padded = Vec::with_capacity(packets * frame);
-    padded.extend_from_slice(samples);
-    padded.resize(packets * frame, 0.0);
-
-    let mut ogg = OggWriter::new(serial_for(samples, rate));
-    ogg.write_page(&[opus_head(pre_skip, input_rate)], 0, PageKind::First);
-    ogg.write_page(&[opus_tags()], 0, PageKind::Middle);
-
-    let mut page: Vec<Vec<u8>> = Vec::with_capacity(PACKETS_PER_PAGE);
-    let mut packet = vec![0u8; MAX_PACKET];
-    for (i, pcm) in padded.chunks_exact(frame).enumerate() {
-        let len = encoder.encode_float(pcm, &mut packet)?;
-        // A page holds at most 255 lacing values; close it before a packet would overflow it.
-        if lacing_len(&page) + len / 255 + 1 > 255 {
-            ogg.write_page(&page, i as u64 * frame as u64 * scale, PageKind::Middle);
-            page.clear();
-        }
-        page.push(packet[..len].to_vec());
-        let is_last = i + 1 == packets;
-        if is_last {
-            ogg.write_page(&page, end_granule, PageKind::Last);
-        } else if page.len() == PACKETS_PER_PAGE {
-            ogg.write_page(
-                &page,
-                (i as u64 + 1) * frame as u64 * scale,
-                PageKind::Middle,
-            );
-            page.clear();
-        }
+impl OpusStream {
+    /// A stream of samples at `rate` (one of [`OPUS_RATES`]).
+    pub(crate) fn new(rate: u32, input_rate: u32) -> Result<Self, EncodeError> {
+        let mut encoder = opus::Encoder::new(rate, Channels::Mono, Application::Audio)?;
+        encoder.set_bitrate(Bitrate::Bits(BITRATE_BPS))?;
+        encoder.set_signal(Signal::Voice)?;
+        encoder.set_complexity(10)?;
+        let scale = u64::from(GRANULE_RATE / rate);
+        let lookahead = encoder.get_lookahead()? as usize;
+        let pre_skip = u16::try_from(lookahead as u64 * scale)
+            .map_err(|_| EncodeError::UnsupportedSampleRate(rate))?;
+        Ok(Self {
+            encoder,
+            ogg: None,
+            rate,
+            input_rate,
+            scale,
+            frame: (rate * FRAME_MS / 1000) as usize,
+            lookahead,
+            pre_skip,
+            pending: Vec::new(),
+            page: Vec::with_capacity(PACKETS_PER_PAGE),
+            packets: 0,
+            samples: 0,
+            finished: false,
+        })
     }
-    Ok(ogg.out)
+
+    /// Encodes `samples` (at the stream's rate) and returns the pages they complete; `last`
+    /// ends the stream (nothing may be pushed after it).
+    pub(crate) fn push(&mut self, samples: &[f32], last: bool) -> Result<Vec<u8>, EncodeError> {
+        assert!(!self.finished, "push after the last one");
+        let ogg = self.ogg.get_or_insert_with(|| {
+            let mut ogg = OggWriter::new(serial_for(samples, self.rate));
+            ogg.write_page(
+                &[opus_head(self.pre_skip, self.input_rate)],
+                0,
+                PageKind::First,
+            );
+            ogg.write_page(&[opus_tags()], 0, PageKind::Middle);
+            ogg
+        });
+        self.samples += samples.len() as u64;
+        self.pending.extend_from_slice(samples);
+        // How many packets the stream has once this push is encoded: whole frames only, except
+        // at the end, where `lookahead` extra zeros flush the encoder's delay line and the tail
+        // is padded to a whole frame.
+        let total = if last {
+            (self.samples as usize + self.lookahead)
+                .div_ceil(self.frame)
+                .max(1) as u64
+        } else {
+            self.packets + (self.pending.len() / self.frame) as u64
+        };
+        if last {
+            let needed = (total - self.packets) as usize * self.frame;
+            self.pending.resize(needed, 0.0);
+        }
+        let frame = self.frame;
+        let mut packet = vec![0u8; MAX_PACKET];
+        let mut used = 0;
+        while self.packets < total {
+            let pcm = &self.pending[used..used + frame];
+            used += frame;
+            let len = self.encoder.encode_float(pcm, &mut packet)?;
+            let i = self.packets;
+            // A page holds at most 255 lacing values; close it before a packet would overflow it.
+            if lacing_len(&self.page) + len / 255 + 1 > 255 {
+                ogg.write_page(&self.page, i * frame as u64 * self.scale, PageKind::Middle);
+                self.page.clear();
+            }
+            self.page.push(packet[..len].to_vec());
+            self.packets += 1;
+            if last && self.packets == total {
+                // Granule of the last page: pre-skip plus exactly the input, so players trim
+                // the padding.
+                let end_granule = u64::from(self.pre_skip) + self.samples * self.scale;
+                ogg.write_page(&self.page, end_granule, PageKind::Last);
+                self.page.clear();
+            } else if self.page.len() == PACKETS_PER_PAGE {
+                let granule = self.packets * frame as u64 * self.scale;
+                ogg.write_page(&self.page, granule, PageKind::Middle);
+                self.page.clear();
+            }
+        }
+        self.pending.drain(..used);
+        if !last && !self.page.is_empty() {
+            // Send what this push completed now rather than when the page fills up.
+            let granule = self.packets * frame as u64 * self.scale;
+            ogg.write_page(&self.page, granule, PageKind::Middle);
+            self.page.clear();
+        }
+        self.finished = last;
+        Ok(std::mem::take(&mut ogg.out))
+    }
 }
 
 /// RFC 7845 §5.1 identification header, channel mapping family 0 (mono).

@@ -60,6 +60,19 @@ pub enum EngineError {
     Cancelled,
 }
 
+/// A part of a text that an engine renders on its own (kokoro: a sentence, or a part of a long
+/// one). Any instance of the engine renders a segment to the same audio, so the segments of one
+/// text can be rendered on several sessions at once and joined in order.
+#[derive(Debug, Clone)]
+pub struct Segment {
+    /// The text of this part (for logs and tests).
+    pub text: String,
+    /// The engine's prepared input (kokoro: phoneme token ids).
+    pub tokens: Vec<i64>,
+    /// Silence after this part's audio, in seconds (none after the last part).
+    pub pause_secs: f32,
+}
+
 /// Synchronous; one instance per dedicated OS thread.
 pub trait Engine: Send {
     fn presets(&self) -> Vec<Preset>;
@@ -79,6 +92,31 @@ pub trait Engine: Send {
     ) -> Result<Vec<u8>, EngineError> {
         Err(EngineError::InvalidInput(
             "this engine cannot clone a voice".into(),
+        ))
+    }
+
+    /// Splits the input into the segments [`Engine::render_segment`] renders one by one, with
+    /// the errors `synthesize` would give for the input as a whole. `None`: this engine renders
+    /// whole texts only (`synthesize`), and its audio comes out in one piece.
+    fn segments(
+        &mut self,
+        _input: &SynthesisInput<'_>,
+    ) -> Option<Result<Vec<Segment>, EngineError>> {
+        None
+    }
+
+    /// The audio of segment `index` of `segments(input)`, followed by its pause. It depends on
+    /// (input, segment, index) only — not on the instance or on what it rendered before — and
+    /// the segments' audio joined in order is what `synthesize` returns for the whole input.
+    /// Only called on engines whose `segments` returns `Some`.
+    fn render_segment(
+        &mut self,
+        _input: &SynthesisInput<'_>,
+        _segment: &Segment,
+        _index: usize,
+    ) -> Result<Pcm, EngineError> {
+        Err(EngineError::Inference(
+            "this engine renders whole texts only".into(),
         ))
     }
 }

@@ -196,8 +196,9 @@ fn qwen_variant(engine: EngineId) -> Variant {
 }
 
 /// Test-only (debug builds): with `VOICED_TEST_ENGINE_PANIC_MARKER` set, every engine panics on
-/// a text containing the marker, so that tests can prove a panicking engine thread fails only
-/// its own job and is replaced. Release builds do not contain this.
+/// a text containing the marker (engines that render segments: on its last segment), so that
+/// tests can prove a panicking engine thread fails only its own job and is replaced, and that a
+/// stream broken after its first bytes ends as an error. Release builds do not contain this.
 #[cfg(debug_assertions)]
 fn test_panic_marker() -> Option<String> {
     std::env::var("VOICED_TEST_ENGINE_PANIC_MARKER")
@@ -236,5 +237,27 @@ impl Engine for PanicOnMarker {
         language: &str,
     ) -> Result<Vec<u8>, EngineError> {
         self.inner.voice_print(reference, transcript, language)
+    }
+
+    fn segments(
+        &mut self,
+        input: &super::SynthesisInput<'_>,
+    ) -> Option<Result<Vec<super::Segment>, EngineError>> {
+        self.inner.segments(input)
+    }
+
+    fn render_segment(
+        &mut self,
+        input: &super::SynthesisInput<'_>,
+        segment: &super::Segment,
+        index: usize,
+    ) -> Result<super::Pcm, EngineError> {
+        // On the last segment only (the one without a pause after it), so that the segments
+        // before it stream out first.
+        assert!(
+            !(input.text.contains(&self.marker) && segment.pause_secs == 0.0),
+            "test engine panics on its marker text"
+        );
+        self.inner.render_segment(input, segment, index)
     }
 }

@@ -41,6 +41,7 @@ use crate::store::blobs::BlobStore;
 use crate::worker::asr::AsrService;
 use crate::worker::completions::Completions;
 use crate::worker::health::WorkerHealth;
+use crate::worker::streams::Streams;
 use auth::Requirement;
 use error::ErrorLinks;
 use rate_limit::RateLimits;
@@ -64,6 +65,8 @@ pub struct AppState {
     pub blob_redirect: bool,
     pub engines: Arc<EngineRegistry>,
     pub completions: Completions,
+    /// The audio of generations this process's workers are rendering, as it is produced.
+    pub streams: Streams,
     pub asr: AsrService,
     pub admission: AdmissionPolicy,
     /// What this process's generation workers report (for `/readyz`).

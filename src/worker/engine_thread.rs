@@ -1,6 +1,11 @@
 //! The dedicated OS thread a worker's engines run on. Inference and encoding are CPU-bound and
 //! synchronous: they never run on a tokio worker thread.
 //!
+//! A generation's audio is encoded piece by piece as the engine produces it, and every encoded
+//! chunk is sent to the worker as soon as it exists (for the requests that stream it); the
+//! chunks joined are the stored file. When the thread's own worker has nothing to do, it renders
+//! segments of the other threads' generations ([`super::pieces`]).
+//!
 //! Supervision: a panic inside an engine fails that one job (the reply says so) and ends the
 //! thread, whose engine state may be broken; the worker then replaces it with
 //! [`EngineThread::restart`], which loads the engines afresh for the next job.
@@ -10,24 +15,31 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
-use tokio::sync::oneshot;
+use bytes::Bytes;
+use tokio::sync::{mpsc as chunks, oneshot};
 
-use crate::audio::{self, AudioFormat};
+use super::pieces::{self, Board, SharedJob};
+use crate::audio::{AudioFormat, StreamEncoder};
 use crate::domain::EngineId;
 use crate::engines::registry::EngineRegistry;
-use crate::engines::{Engine, EngineError, SynthesisInput};
+use crate::engines::{Engine, EngineError, Pcm, SynthesisInput};
 use crate::store::prints::PrintJob;
 use crate::store::queue::Job;
 
 /// Encoded audio of one generation.
 pub struct Rendered {
+    /// The whole file: the chunks sent while rendering, joined.
     pub bytes: Vec<u8>,
     pub format: AudioFormat,
     pub duration_ms: i64,
-    /// Time spent in the engine alone (for the benchmark's overhead ratio).
+    /// Time spent rendering, encoding excluded (for the benchmark's overhead ratio).
     pub engine_ms: u128,
 }
+
+/// Where the encoded chunks of a generation go as they are produced.
+pub type ChunkSender = chunks::UnboundedSender<Bytes>;
 
 /// Why a job produced no audio.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,10 +52,11 @@ pub enum RenderError {
     Failed(String),
 }
 
-enum Task {
+pub(super) enum Task {
     Render {
         job: Job,
         cancel: Arc<AtomicBool>,
+        chunks: Option<ChunkSender>,
         reply: oneshot::Sender<Result<Rendered, RenderError>>,
     },
     /// Compute a cloned voice's print from its reference clip.
@@ -56,28 +69,37 @@ enum Task {
         engine: EngineId,
         reply: oneshot::Sender<Result<(), RenderError>>,
     },
+    /// Segments were listed on the board: an idle thread looks for one to render.
+    Help,
 }
 
 /// Handle to one engine thread. Dropping it ends the thread after its current task.
 pub struct EngineThread {
     name: String,
     registry: Arc<EngineRegistry>,
+    board: Arc<Board>,
     tasks: mpsc::Sender<Task>,
 }
 
 impl EngineThread {
-    pub fn spawn(name: &str, registry: Arc<EngineRegistry>) -> std::io::Result<Self> {
-        let tasks = start(name, registry.clone())?;
+    /// A thread for one worker. The threads spawned with the same `board` help each other.
+    pub fn spawn(
+        name: &str,
+        registry: Arc<EngineRegistry>,
+        board: Arc<Board>,
+    ) -> std::io::Result<Self> {
+        let tasks = start(name, registry.clone(), board.clone())?;
         Ok(Self {
             name: name.to_owned(),
             registry,
+            board,
             tasks,
         })
     }
 
     /// Replaces the thread (after a panic): a new thread with freshly loaded engines.
     pub fn restart(&mut self) -> std::io::Result<()> {
-        self.tasks = start(&self.name, self.registry.clone())?;
+        self.tasks = start(&self.name, self.registry.clone(), self.board.clone())?;
         tracing::warn!(worker = %self.name, "engine thread replaced");
         Ok(())
     }
@@ -89,10 +111,24 @@ impl EngineThread {
         job: Job,
         cancel: Arc<AtomicBool>,
     ) -> oneshot::Receiver<Result<Rendered, RenderError>> {
+        self.submit_streaming(job, cancel, None)
+    }
+
+    /// Same, and every encoded chunk goes to `chunks` as soon as it exists (all of them before
+    /// the result).
+    pub fn submit_streaming(
+        &self,
+        job: Job,
+        cancel: Arc<AtomicBool>,
+        chunks: Option<ChunkSender>,
+    ) -> oneshot::Receiver<Result<Rendered, RenderError>> {
         let (reply, receiver) = oneshot::channel();
-        if let Err(mpsc::SendError(Task::Render { reply, .. })) =
-            self.tasks.send(Task::Render { job, cancel, reply })
-        {
+        if let Err(mpsc::SendError(Task::Render { reply, .. })) = self.tasks.send(Task::Render {
+            job,
+            cancel,
+            chunks,
+            reply,
+        }) {
             let _ = reply.send(Err(RenderError::Panicked));
         }
         receiver
@@ -117,17 +153,50 @@ impl EngineThread {
     }
 }
 
-fn start(name: &str, registry: Arc<EngineRegistry>) -> std::io::Result<mpsc::Sender<Task>> {
+fn start(
+    name: &str,
+    registry: Arc<EngineRegistry>,
+    board: Arc<Board>,
+) -> std::io::Result<mpsc::Sender<Task>> {
     let (tasks, inbox) = mpsc::channel::<Task>();
-    std::thread::Builder::new()
+    let joined = tasks.clone();
+    let on_board = board.clone();
+    let thread = std::thread::Builder::new()
         .name(format!("engine-{name}"))
         .spawn(move || {
+            let me = std::thread::current().id();
             let mut loaded: HashMap<EngineId, Box<dyn Engine>> = HashMap::new();
-            for task in inbox {
+            // Cleared when helping failed, until the next task: no retrying in a loop.
+            let mut may_help = true;
+            loop {
+                // The thread's own tasks first; segments of other generations when it has none.
+                let task = match inbox.try_recv() {
+                    Ok(task) => task,
+                    Err(mpsc::TryRecvError::Disconnected) => return,
+                    Err(mpsc::TryRecvError::Empty) => {
+                        if may_help && let Some((shared, index)) = board.take(me) {
+                            may_help = help(&registry, &mut loaded, &shared, index);
+                            if may_help {
+                                board.count_help();
+                            }
+                            continue;
+                        }
+                        match inbox.recv() {
+                            Ok(task) => task,
+                            Err(_) => return,
+                        }
+                    }
+                };
+                may_help = true;
                 match task {
-                    Task::Render { job, cancel, reply } => {
+                    Task::Render {
+                        job,
+                        cancel,
+                        chunks,
+                        reply,
+                    } => {
                         let outcome = catch_unwind(AssertUnwindSafe(|| {
-                            render(&registry, &mut loaded, &job, &cancel)
+                            render(&registry, &board, &mut loaded, &job, &cancel, chunks)
                         }));
                         match outcome {
                             Ok(result) => {
@@ -168,10 +237,51 @@ fn start(name: &str, registry: Arc<EngineRegistry>) -> std::io::Result<mpsc::Sen
                             return;
                         }
                     }
+                    Task::Help => {}
                 }
             }
         })?;
+    on_board.join(thread.thread().id(), joined);
     Ok(tasks)
+}
+
+/// Renders segment `index` of another thread's generation on this thread's engine. `false`
+/// when this thread cannot (its engine does not load): the segment goes back to the owner.
+fn help(
+    registry: &EngineRegistry,
+    loaded: &mut HashMap<EngineId, Box<dyn Engine>>,
+    shared: &SharedJob,
+    index: usize,
+) -> bool {
+    let engine = shared
+        .job
+        .engine
+        .parse::<EngineId>()
+        .map_err(EngineError::NotInstalled)
+        .and_then(|id| engine_for(registry, loaded, id));
+    let engine = match engine {
+        Ok(engine) => engine,
+        Err(err) => {
+            tracing::warn!(generation_id = %shared.job.id, error = %err, "cannot help: the engine does not load here");
+            shared.give_back(index);
+            return false;
+        }
+    };
+    let input = synthesis_input(&shared.job, &shared.cancel);
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        engine.render_segment(&input, &shared.segments[index], index)
+    }));
+    match outcome {
+        Ok(result) => shared.put(index, result.map_err(engine_error)),
+        Err(_) => {
+            // The segment's generation fails, as if its owner had panicked; this thread's
+            // engines may be broken, so they are loaded afresh for the next task.
+            tracing::error!(generation_id = %shared.job.id, "engine panicked on a shared segment");
+            shared.put(index, Err(RenderError::Panicked));
+            loaded.clear();
+        }
+    }
+    true
 }
 
 fn engine_for<'a>(
@@ -185,17 +295,43 @@ fn engine_for<'a>(
     })
 }
 
+/// The engine's view of a job (the same for every thread that renders part of it).
+pub(super) fn synthesis_input<'a>(job: &'a Job, cancel: &'a AtomicBool) -> SynthesisInput<'a> {
+    SynthesisInput {
+        text: &job.text,
+        preset: job.preset.as_deref().unwrap_or_default(),
+        language: &job.language,
+        seed: job.seed as u64,
+        temperature: job.temperature,
+        cancel: Some(cancel),
+        voice_print: job
+            .voice_print
+            .as_deref()
+            .filter(|_| job.voice_type == "cloned"),
+    }
+}
+
+pub(super) fn engine_error(e: EngineError) -> RenderError {
+    match e {
+        EngineError::Cancelled => RenderError::Cancelled,
+        other => RenderError::Failed(other.to_string()),
+    }
+}
+
 fn render(
     registry: &EngineRegistry,
+    board: &Board,
     loaded: &mut HashMap<EngineId, Box<dyn Engine>>,
     job: &Job,
-    cancel: &AtomicBool,
+    cancel: &Arc<AtomicBool>,
+    chunks: Option<ChunkSender>,
 ) -> Result<Rendered, RenderError> {
     let failed = |e: &dyn std::fmt::Display| RenderError::Failed(e.to_string());
     let engine_id: EngineId = job.engine.parse().map_err(|e: String| failed(&e))?;
     let format: AudioFormat = job.format.parse().map_err(|e| failed(&e))?;
-    let voice_print = match (job.voice_type.as_str(), &job.voice_print, &job.print_error) {
-        ("cloned", Some(print), _) => Some(print.as_slice()),
+    // A cloned voice speaks from its stored print (`synthesis_input` passes it on).
+    match (job.voice_type.as_str(), &job.voice_print, &job.print_error) {
+        ("cloned", Some(_), _) => {}
         ("cloned", None, Some(error)) => {
             return Err(RenderError::Failed(format!(
                 "the voice could not be prepared from its reference audio: {error}"
@@ -206,30 +342,42 @@ fn render(
                 "this cloned voice has no voice print for the {engine_id} engine"
             )));
         }
-        _ => None,
-    };
+        _ => {}
+    }
     let engine = engine_for(registry, loaded, engine_id).map_err(|e| failed(&e))?;
-    let preset = job.preset.as_deref().unwrap_or_default();
-    let started = std::time::Instant::now();
-    let pcm = engine
-        .synthesize(&SynthesisInput {
-            text: &job.text,
-            preset,
-            language: &job.language,
-            seed: job.seed as u64,
-            temperature: job.temperature,
-            cancel: Some(cancel),
-            voice_print,
-        })
-        .map_err(|e| match e {
-            EngineError::Cancelled => RenderError::Cancelled,
-            other => failed(&other),
-        })?;
-    let engine_ms = started.elapsed().as_millis();
-    let duration_ms = pcm.duration_ms();
-    let bytes = audio::encode(&pcm.samples, pcm.sample_rate, format).map_err(|e| failed(&e))?;
+    let started = Instant::now();
+    let mut out = Output {
+        format,
+        encoder: None,
+        bytes: Vec::new(),
+        samples: 0,
+        sample_rate: 0,
+        encoding: Duration::ZERO,
+        chunks,
+    };
+    let input = synthesis_input(job, cancel);
+    match engine.segments(&input) {
+        Some(segments) => {
+            let segments = segments.map_err(engine_error)?;
+            pieces::render(
+                board,
+                engine.as_mut(),
+                job,
+                segments,
+                cancel,
+                &mut |pcm, last| out.push(&pcm, last),
+            )?;
+        }
+        // An engine that renders whole texts only: one piece.
+        None => {
+            let pcm = engine.synthesize(&input).map_err(engine_error)?;
+            out.push(&pcm, true)?;
+        }
+    }
+    let engine_ms = started.elapsed().saturating_sub(out.encoding).as_millis();
+    let duration_ms = (out.samples * 1000 / u64::from(out.sample_rate.max(1))) as i64;
     Ok(Rendered {
-        bytes,
+        bytes: out.bytes,
         format,
         duration_ms,
         engine_ms,
@@ -302,4 +450,41 @@ pub fn compute_print(
     let rate = engine.reference_rate().ok_or(PrintError::CannotClone)?;
     let reference = crate::engines::reference::prepare(audio, rate)?;
     Ok(engine.voice_print(&reference, transcript, language)?)
+}
+
+/// The encoder of one generation and where its chunks go.
+struct Output {
+    format: AudioFormat,
+    /// Made at the first piece, whose rate it takes.
+    encoder: Option<StreamEncoder>,
+    bytes: Vec<u8>,
+    samples: u64,
+    sample_rate: u32,
+    encoding: Duration,
+    chunks: Option<ChunkSender>,
+}
+
+impl Output {
+    fn push(&mut self, pcm: &Pcm, last: bool) -> Result<(), RenderError> {
+        let failed = |e: &dyn std::fmt::Display| RenderError::Failed(e.to_string());
+        let started = Instant::now();
+        let encoder = match &mut self.encoder {
+            Some(encoder) => encoder,
+            None => self
+                .encoder
+                .insert(StreamEncoder::new(self.format, pcm.sample_rate).map_err(|e| failed(&e))?),
+        };
+        let chunk = encoder.push(&pcm.samples, last).map_err(|e| failed(&e))?;
+        self.samples += pcm.samples.len() as u64;
+        self.sample_rate = pcm.sample_rate;
+        self.bytes.extend_from_slice(&chunk);
+        self.encoding += started.elapsed();
+        if let Some(chunks) = &self.chunks
+            && !chunk.is_empty()
+        {
+            // A receiver that is gone (the worker stopped waiting) needs no chunks.
+            let _ = chunks.send(Bytes::from(chunk));
+        }
+        Ok(())
+    }
 }

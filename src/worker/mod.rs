@@ -9,6 +9,8 @@ pub mod asr;
 pub mod completions;
 mod engine_thread;
 pub mod health;
+pub mod pieces;
+pub mod streams;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,8 +26,12 @@ use crate::engines::registry::EngineRegistry;
 use crate::store::blobs::{Blob, BlobStore};
 use crate::store::prints::{self, PrintJob};
 use crate::store::queue::{self, Completion, Job, Lease};
-pub use engine_thread::{EngineThread, PrintError, RenderError, Rendered, compute_print};
+pub use engine_thread::{
+    ChunkSender, EngineThread, PrintError, RenderError, Rendered, compute_print,
+};
 use health::WorkerHealth;
+use pieces::Board;
+use streams::{StreamEnd, Streams};
 
 /// What the process asks of its workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +59,11 @@ pub struct WorkerDeps {
     pub blobs: Arc<dyn BlobStore>,
     pub registry: Arc<EngineRegistry>,
     pub health: Arc<WorkerHealth>,
+    /// Where the audio of running generations is published as it is produced (shared with the
+    /// process's synchronous requests).
+    pub streams: Streams,
+    /// The segments the process's engine threads share (one board per process).
+    pub board: Arc<Board>,
 }
 
 /// Runs one worker until `shutdown` turns true. A job in progress is finished first.
@@ -61,7 +72,7 @@ pub async fn run(
     options: WorkerOptions,
     mut shutdown: watch::Receiver<Shutdown>,
 ) -> anyhow::Result<()> {
-    let mut engine = EngineThread::spawn(&options.name, deps.registry.clone())?;
+    let mut engine = EngineThread::spawn(&options.name, deps.registry.clone(), deps.board.clone())?;
     let mut listener = PgListener::connect_with(&deps.pool).await?;
     listener
         .listen_all([queue::JOBS_CHANNEL, queue::CANCEL_CHANNEL])
@@ -214,7 +225,15 @@ async fn process_job(
     let engine_name = job.engine.clone();
     let started = std::time::Instant::now();
     let cancel = Arc::new(AtomicBool::new(false));
-    let mut result = engine.submit(job, cancel.clone());
+    // Chunks go out to this process's streaming requests as the engine thread encodes them.
+    // Dropped without `finish` (handed back, lease lost, time limit) the stream ends broken.
+    let content_type = job
+        .format
+        .parse::<crate::audio::AudioFormat>()
+        .map_or("application/octet-stream", |f| f.content_type());
+    let publisher = deps.streams.publish(&id, content_type);
+    let (chunks, mut produced) = tokio::sync::mpsc::unbounded_channel();
+    let mut result = engine.submit_streaming(job, cancel.clone(), Some(chunks));
     let deadline = tokio::time::sleep(options.timeout);
     tokio::pin!(deadline);
     let mut renew = tokio::time::interval(options.lease / 3);
@@ -225,6 +244,7 @@ async fn process_job(
     let outcome = loop {
         tokio::select! {
             rendered = &mut result => break rendered.unwrap_or(Err(RenderError::Panicked)),
+            Some(chunk) = produced.recv() => publisher.chunk(chunk),
             changed = shutdown.changed() => {
                 if changed.is_err() || *shutdown.borrow() == Shutdown::Abort {
                     // The grace period is over: the job goes back to the queue now, not to
@@ -270,6 +290,10 @@ async fn process_job(
             }
         }
     };
+    // Every chunk was sent before the result.
+    while let Ok(chunk) = produced.try_recv() {
+        publisher.chunk(chunk);
+    }
     match outcome {
         Ok(rendered) => {
             let key = deps.blobs.key_for(&format!("audio/{id}"));
@@ -285,6 +309,7 @@ async fn process_job(
             match queue::complete(&deps.pool, &id, &options.name, &key, rendered.duration_ms).await
             {
                 Ok(Completion::Completed) => {
+                    publisher.finish(StreamEnd::Completed);
                     tracing::info!(
                         audio_ms = rendered.duration_ms,
                         engine_ms = rendered.engine_ms as u64,

@@ -36,6 +36,10 @@ pub struct TestApp {
     pub completions: voiced::worker::completions::Completions,
     /// The server's recogniser, to fill its queue in admission tests.
     pub asr: voiced::worker::asr::AsrService,
+    /// The audio its workers publish as they render (none may be left behind).
+    pub streams: voiced::worker::streams::Streams,
+    /// The segments its workers' engine threads share.
+    pub board: std::sync::Arc<voiced::worker::pieces::Board>,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,
     stop_workers: tokio::sync::watch::Sender<voiced::worker::Shutdown>,
@@ -106,7 +110,10 @@ impl TestApp {
             blobs: state.blobs.clone(),
             registry: state.engines.clone(),
             health: state.health.clone(),
+            streams: state.streams.clone(),
+            board: Default::default(),
         };
+        let (streams, board) = (deps.streams.clone(), deps.board.clone());
         let worker_handles = voiced::app::spawn_workers(&config, &deps, workers, &shutdown);
         let completions = state.completions.clone();
         let asr = state.asr.clone();
@@ -137,6 +144,8 @@ impl TestApp {
             db,
             completions,
             asr,
+            streams,
+            board,
             shutdown: Some(tx),
             server: Some(server),
             stop_workers,

@@ -36,6 +36,52 @@ def decoded_seconds(data: bytes) -> float:
     return len(pcm) / 2 / 16000
 
 
+def generation(generation_id: str) -> dict:
+    request = urllib.request.Request(f"{BASE}/v1/generations/{generation_id}", headers={"x-api-key": KEY})
+    return json.load(urllib.request.urlopen(request))
+
+
+PARAGRAPH = (
+    "The morning was cold and windy. We stayed inside and read the paper. "
+    "In the afternoon the sun came out. We walked to the market for bread. "
+    "On the way home we met an old friend."
+)
+
+
+@pytest.mark.parametrize("response_format, slack", [("mp3", 0.15), ("opus", 0.05), ("wav", 0.05)])
+def test_iter_bytes_gets_audio_before_the_generation_completes(response_format, slack):
+    with client.audio.speech.with_streaming_response.create(
+        model="kokoro", voice=VOICE, input=PARAGRAPH, response_format=response_format
+    ) as response:
+        generation_id = response.headers["x-service-generation-id"]
+        chunks = response.iter_bytes()
+        first = next(chunks)
+        status_at_first_chunk = generation(generation_id)["status"]
+        audio = first + b"".join(chunks)
+    assert first
+    assert status_at_first_chunk == "generating"
+    done = generation(generation_id)
+    assert done["status"] == "completed"
+    # The whole stream decodes to the generation's full duration (mp3: plus LAME's delay).
+    seconds = decoded_seconds(audio)
+    expected = done["duration_ms"] / 1000
+    assert expected - 0.05 <= seconds <= expected + slack, (seconds, expected)
+
+
+def test_stream_to_file_of_several_sentences_decodes_to_the_full_duration(tmp_path):
+    target = tmp_path / "speech.wav"
+    with client.audio.speech.with_streaming_response.create(
+        model="kokoro", voice=VOICE, input=PARAGRAPH, response_format="wav"
+    ) as response:
+        generation_id = response.headers["x-service-generation-id"]
+        response.stream_to_file(target)
+    data = target.read_bytes()
+    # OpenAI's streaming wav header: the sizes are unknown when it is sent.
+    assert data[4:8] == b"\xff\xff\xff\xff" and data[40:44] == b"\xff\xff\xff\xff"
+    expected = generation(generation_id)["duration_ms"] / 1000
+    assert abs(decoded_seconds(data) - expected) < 0.05
+
+
 def test_create_wav_decodes_and_the_generation_is_readable():
     raw = client.audio.speech.with_raw_response.create(
         model="kokoro", voice=VOICE, input="Hello from the OpenAI SDK.", response_format="wav"
@@ -44,11 +90,9 @@ def test_create_wav_decodes_and_the_generation_is_readable():
     assert raw.headers["x-service-engine"] == "kokoro"
     audio = raw.parse().content
     assert 0.8 < wav_seconds(audio) < 6
-    generation_id = raw.headers["x-service-generation-id"]
-    request = urllib.request.Request(f"{BASE}/v1/generations/{generation_id}", headers={"x-api-key": KEY})
-    generation = json.load(urllib.request.urlopen(request))
-    assert generation["status"] == "completed"
-    assert generation["has_audio"] is True
+    found = generation(raw.headers["x-service-generation-id"])
+    assert found["status"] == "completed"
+    assert found["has_audio"] is True
 
 
 def test_streaming_response_writes_a_file_that_decodes(tmp_path):

@@ -107,35 +107,6 @@ fn wav_bytes_are_pinned() {
     );
 }
 
-/// Pages of an Ogg stream: (header type, granule, serial, body), checking each CRC.
-fn ogg_pages(bytes: &[u8]) -> Vec<(u8, u64, u32, Vec<u8>)> {
-    let mut pages = Vec::new();
-    let mut pos = 0;
-    while pos < bytes.len() {
-        assert_eq!(&bytes[pos..pos + 4], b"OggS", "page at {pos}");
-        let nseg = bytes[pos + 26] as usize;
-        let body_len: usize = bytes[pos + 27..pos + 27 + nseg]
-            .iter()
-            .map(|&l| l as usize)
-            .sum();
-        let end = pos + 27 + nseg + body_len;
-        let mut page = bytes[pos..end].to_vec();
-        let crc = u32::from_le_bytes(page[22..26].try_into().unwrap());
-        page[22..26].fill(0);
-        assert_eq!(ogg_crc(&page), crc, "CRC of page at {pos}");
-        let granule = u64::from_le_bytes(bytes[pos + 6..pos + 14].try_into().unwrap());
-        let serial = u32::from_le_bytes(bytes[pos + 14..pos + 18].try_into().unwrap());
-        pages.push((
-            bytes[pos + 5],
-            granule,
-            serial,
-            bytes[pos + 27 + nseg..end].to_vec(),
-        ));
-        pos = end;
-    }
-    pages
-}
-
 #[test]
 fn ogg_opus_follows_rfc_7845() {
     let n = 30_000; // 1.25 s: the last page ends mid-frame and must trim.

@@ -4,6 +4,7 @@
 mod decoding;
 mod encoding;
 mod hostile;
+mod streaming;
 
 use std::f64::consts::PI;
 use std::path::{Path, PathBuf};
@@ -12,7 +13,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 // `super` paths only: this module moves into the server crate as `audio::tests`.
 use super::ogg_opus::ogg_crc;
-use super::{AudioFormat, DecodeError, DecodeLimits, DecodedAudio, decode_for_asr, encode};
+use super::{
+    AudioFormat, DecodeError, DecodeLimits, DecodedAudio, StreamEncoder, decode_for_asr, encode,
+};
 
 pub(super) const TTS_RATE: u32 = 24_000;
 
@@ -113,4 +116,33 @@ pub(super) fn ffmpeg(args: &[&str]) {
 
 pub(super) fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+/// Pages of an Ogg stream: (header type, granule, serial, body), checking each CRC.
+pub(super) fn ogg_pages(bytes: &[u8]) -> Vec<(u8, u64, u32, Vec<u8>)> {
+    let mut pages = Vec::new();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        assert_eq!(&bytes[pos..pos + 4], b"OggS", "page at {pos}");
+        let nseg = bytes[pos + 26] as usize;
+        let body_len: usize = bytes[pos + 27..pos + 27 + nseg]
+            .iter()
+            .map(|&l| l as usize)
+            .sum();
+        let end = pos + 27 + nseg + body_len;
+        let mut page = bytes[pos..end].to_vec();
+        let crc = u32::from_le_bytes(page[22..26].try_into().unwrap());
+        page[22..26].fill(0);
+        assert_eq!(ogg_crc(&page), crc, "CRC of page at {pos}");
+        let granule = u64::from_le_bytes(bytes[pos + 6..pos + 14].try_into().unwrap());
+        let serial = u32::from_le_bytes(bytes[pos + 14..pos + 18].try_into().unwrap());
+        pages.push((
+            bytes[pos + 5],
+            granule,
+            serial,
+            bytes[pos + 27 + nseg..end].to_vec(),
+        ));
+        pos = end;
+    }
+    pages
 }

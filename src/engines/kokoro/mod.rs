@@ -2,7 +2,8 @@
 //!
 //! Data path: text ([`normalize`]d in English) → [`split`] into pieces under 510 tokens → [`phonemize`] (espeak-ng) →
 //! [`session`] (one ONNX Runtime session) with the voice's style row and [`noise`] drawn from
-//! the request's seed → pieces joined with short pauses.
+//! the request's seed (one stream per piece) → pieces joined with short pauses. Pieces are the
+//! engine's [`Segment`]s: the worker may render them on several sessions at once.
 
 mod noise;
 pub mod normalize;
@@ -18,7 +19,7 @@ use self::noise::SourceNoise;
 use self::phonemize::Vocab;
 use self::session::KokoroSession;
 use self::voices::{Style, VoiceIndex};
-use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
+use crate::engines::{Engine, EngineError, Pcm, Preset, Segment, SynthesisInput};
 
 pub use self::split::{Boundary, Piece};
 pub use self::voices::{RAW_VOICE_BYTES, is_voice_name};
@@ -156,12 +157,9 @@ impl KokoroEngine {
     }
 }
 
-impl Engine for KokoroEngine {
-    fn presets(&self) -> Vec<Preset> {
-        self.voices.presets()
-    }
-
-    fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
+impl KokoroEngine {
+    /// Checks what `synthesize` checks before any inference, and splits the text.
+    fn segments_of(&self, input: &SynthesisInput<'_>) -> Result<Vec<Segment>, EngineError> {
         if !self.voices.contains(input.preset) {
             return Err(EngineError::UnknownPreset(input.preset.to_owned()));
         }
@@ -175,24 +173,69 @@ impl Engine for KokoroEngine {
                 "the text has nothing to pronounce".into(),
             ));
         }
-        let mut rng = noise::rng(input.seed);
-        let mut samples = Vec::new();
         let last = pieces.len() - 1;
-        for (i, piece) in pieces.iter().enumerate() {
+        Ok(pieces
+            .into_iter()
+            .enumerate()
+            .map(|(i, piece)| Segment {
+                pause_secs: if i < last {
+                    piece.boundary.pause_secs()
+                } else {
+                    0.0
+                },
+                text: piece.text,
+                tokens: piece.tokens,
+            })
+            .collect())
+    }
+}
+
+impl Engine for KokoroEngine {
+    fn presets(&self) -> Vec<Preset> {
+        self.voices.presets()
+    }
+
+    fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
+        let segments = self.segments_of(input)?;
+        let mut samples = Vec::new();
+        for (i, segment) in segments.iter().enumerate() {
             // A cancelled generation stops at the sentence boundary; its audio is never stored.
             if input.is_cancelled() {
                 return Err(EngineError::Cancelled);
             }
-            // Drawn for every piece in order, so the audio is a function of (text, voice, seed).
-            let source = SourceNoise::draw(&mut rng);
-            let row = self.style(input.preset)?.row(piece.tokens.len()).to_vec();
-            let audio = self.session.infer(&piece.tokens, &row, &source)?;
-            samples.extend(audio.iter().map(|s| s.clamp(-1.0, 1.0)));
-            if i < last {
-                let pause = (piece.boundary.pause_secs() * SAMPLE_RATE as f32) as usize;
-                samples.resize(samples.len() + pause, 0.0);
-            }
+            samples.extend(self.render_segment(input, segment, i)?.samples);
         }
+        Ok(Pcm {
+            samples,
+            sample_rate: SAMPLE_RATE,
+        })
+    }
+
+    fn segments(
+        &mut self,
+        input: &SynthesisInput<'_>,
+    ) -> Option<Result<Vec<Segment>, EngineError>> {
+        Some(self.segments_of(input))
+    }
+
+    fn render_segment(
+        &mut self,
+        input: &SynthesisInput<'_>,
+        segment: &Segment,
+        index: usize,
+    ) -> Result<Pcm, EngineError> {
+        if !self.voices.contains(input.preset) {
+            return Err(EngineError::UnknownPreset(input.preset.to_owned()));
+        }
+        // Each piece's noise comes from its own stream of the seed, so the audio is a function
+        // of (text, voice, seed) whichever session renders which piece.
+        let source = SourceNoise::draw(&mut noise::piece_rng(input.seed, index));
+        let row = self.style(input.preset)?.row(segment.tokens.len()).to_vec();
+        let audio = self.session.infer(&segment.tokens, &row, &source)?;
+        let pause = (segment.pause_secs * SAMPLE_RATE as f32) as usize;
+        let mut samples = Vec::with_capacity(audio.len() + pause);
+        samples.extend(audio.iter().map(|s| s.clamp(-1.0, 1.0)));
+        samples.resize(samples.len() + pause, 0.0);
         Ok(Pcm {
             samples,
             sample_rate: SAMPLE_RATE,

@@ -1,8 +1,11 @@
 //! Seeded inputs for the harmonic source of the rewritten graph (`scripts/kokoro_seed_graph.py`).
 //!
 //! Kokoro's SineGen draws a noise term and a random initial phase per harmonic; the shipped ONNX
-//! export dropped both, so we feed them from a seeded RNG. One RNG per synthesis call, drawn in a
-//! fixed order piece after piece, makes the output a pure function of (text, voice, seed).
+//! export dropped both, so we feed them from a seeded RNG. Piece `i` of a text draws from stream
+//! `i` of the ChaCha generator keyed by the seed, so the output is a pure function of (text,
+//! voice, seed) whichever session renders which piece, in whatever order. (Until pieces could
+//! run in parallel, every piece drew from stream 0 in turn: the first piece's audio is the same
+//! as then, the later pieces' differ.)
 
 use std::f32::consts::TAU;
 
@@ -53,6 +56,13 @@ pub fn rng(seed: u64) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed)
 }
 
+/// The generator piece `index` of a text draws its noise from.
+pub fn piece_rng(seed: u64, index: usize) -> ChaCha8Rng {
+    let mut rng = rng(seed);
+    rng.set_stream(index as u64);
+    rng
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,5 +79,15 @@ mod tests {
         assert!(a.phase.iter().all(|p| (0.0..TAU).contains(p)));
         let mean_sq = a.noise.iter().map(|x| x * x).sum::<f32>() / a.noise.len() as f32;
         assert!((mean_sq - 1.0).abs() < 0.02, "variance {mean_sq}");
+    }
+
+    #[test]
+    fn each_piece_has_its_own_stream_and_the_first_is_the_seeds() {
+        let first = SourceNoise::draw(&mut piece_rng(7, 0));
+        assert_eq!(first.noise, SourceNoise::draw(&mut rng(7)).noise);
+        let second = SourceNoise::draw(&mut piece_rng(7, 1));
+        assert_ne!(first.noise, second.noise);
+        assert_eq!(second.noise, SourceNoise::draw(&mut piece_rng(7, 1)).noise);
+        assert_ne!(second.noise, SourceNoise::draw(&mut piece_rng(8, 1)).noise);
     }
 }

@@ -2,10 +2,13 @@
 //! cannot honour is refused by name; nothing is accepted and ignored. Errors use OpenAI's
 //! envelope (rendered in `error::render_errors` for this path).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Extension;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -25,6 +28,7 @@ use crate::service::speech::{
     SpeechOrder,
 };
 use crate::store;
+use crate::worker::streams::{StreamEnd, StreamEvent, Subscription};
 
 /// Field names of this dialect for the service's errors.
 const FIELDS_OF_OPENAI: Fields = Fields {
@@ -168,17 +172,22 @@ fn refuse_unsupported(body: &JsonObject) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Speaks `input` and answers with the audio once it is ready (OpenAI-compatible).
+/// Speaks `input` and streams the audio as it is produced (OpenAI-compatible).
 ///
-/// A client that disconnects, or a request that runs past the server's time limit, cancels the
-/// generation: it never runs, or stops at its next sentence boundary, and is not charged.
+/// The text is rendered sentence by sentence and each sentence's encoded audio is sent as soon as
+/// it exists (chunked transfer; wav with OpenAI's streaming header, sizes `0xFFFFFFFF`, when the
+/// audio comes in more than one piece). The bytes received are the generation's stored file.
+/// A failure after the first byte closes the connection before the end of the chunked body (an
+/// incomplete transfer); the generation is then `failed` and not charged. A client that
+/// disconnects, or a request that runs past the server's time limit, cancels the generation: it
+/// never runs, or stops at its next sentence boundary, and is not charged.
 #[utoipa::path(post, path = "/v1/audio/speech", tag = "speech",
     security(("api_key" = []), ("bearer" = [])),
     params(("Idempotency-Key" = Option<String>, Header, max_length = 255,
         description = "Same key and body within 48 h answers with the first request's audio without generating again")),
     request_body(content = OpenAiSpeechRequest, content_type = "application/json"),
     responses(
-        (status = 200, description = "The audio", content((Vec<u8> = "audio/mpeg"), (Vec<u8> = "audio/ogg"), (Vec<u8> = "audio/wav")),
+        (status = 200, description = "The audio, streamed as it is produced (chunked); the stored file with Content-Length when another process rendered it or it had already finished (a replay)", content((Vec<u8> = "audio/mpeg"), (Vec<u8> = "audio/ogg"), (Vec<u8> = "audio/wav")),
             headers(
                 ("X-Service-Generation-Id" = String, description = "The generation, readable at GET /v1/generations/{id}"),
                 ("X-Service-Engine" = String, description = "The `model` value as sent"),
@@ -308,8 +317,11 @@ pub async fn create_openai_speech(
     deliver(&state, &admitted.id, &model, false).await
 }
 
-/// Waits for the generation and answers with its audio. While waiting, a dropped request (the
-/// client disconnected) cancels the generation; so does running past the time limit.
+/// Answers with the generation's audio: streamed as the worker produces it when a worker of this
+/// process renders it, otherwise (another process's worker, or a replay of a finished one) the
+/// stored file once it has completed. While waiting or streaming, a dropped request (the client
+/// disconnected) cancels the generation; so does running past the time limit, or the server
+/// shutting down.
 async fn deliver(
     state: &AppState,
     id: &str,
@@ -317,37 +329,172 @@ async fn deliver(
     replayed: bool,
 ) -> Result<Response, ApiError> {
     let mut cancel_on_drop = CancelOnDrop::new(&state.pool, id);
-    let limit = tokio::time::sleep(service::sync_wait_limit(state.request_timeout));
-    let mut shutdown = state.shutdown_deadline.clone();
-    let shutting_down = async move {
-        let deadline = loop {
-            if let Some(deadline) = *shutdown.borrow_and_update() {
-                break deadline;
+    let mut stream = state.streams.subscribe(id);
+    let mut stops = Stops::new(state);
+    // Whether a worker of this process may still publish the audio.
+    let mut published = true;
+    let (reason, detail) = loop {
+        tokio::select! {
+            biased;
+            event = stream.next(), if published => match event {
+                StreamEvent::Chunk(first) => {
+                    let content_type = stream
+                        .content_type()
+                        .ok_or_else(|| ApiError::internal("stream without a content type"))?;
+                    let tail = Tail {
+                        stream,
+                        first: Some(first),
+                        cancel_on_drop,
+                        stops,
+                        pool: state.pool.clone(),
+                        id: id.to_owned(),
+                        done: false,
+                    };
+                    let body = Body::from_stream(futures_util::stream::unfold(tail, Tail::next));
+                    return audio_response(id, model, replayed, &content_type, body);
+                }
+                // It failed (or was handed back) before any audio: its status says which.
+                StreamEvent::End(_) => published = false,
+            },
+            // The wait rides on the durable queue's completion notifications.
+            status = state.completions.wait(id, Duration::from_secs(5)) => {
+                cancel_on_drop.disarm();
+                return answer(state, id, model, replayed, &status?).await;
             }
-            if shutdown.changed().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        };
-        tokio::time::sleep_until(deadline).await;
-    };
-    // The wait rides on the durable queue's completion notifications.
-    let (reason, detail) = tokio::select! {
-        status = state.completions.wait(id, Duration::from_secs(5)) => {
-            cancel_on_drop.disarm();
-            return answer(state, id, model, replayed, &status?).await;
+            stop = stops.next() => break stop,
         }
-        () = limit => (
-            CANCELLED_TIME_LIMIT,
-            format!("The generation {id} did not finish within the server's time limit and was cancelled; nothing was charged."),
-        ),
-        () = shutting_down => (
-            CANCELLED_SHUTDOWN,
-            format!("The server is shutting down; the generation {id} was cancelled and nothing was charged. Retry."),
-        ),
     };
     cancel_on_drop.disarm();
     service::cancel(&state.pool, id, reason).await?;
-    Err(ApiError::new(ErrorCode::ServiceUnavailable, detail).with_retry_after(5))
+    Err(ApiError::new(
+        ErrorCode::ServiceUnavailable,
+        format!("The generation {id} {detail}"),
+    )
+    .with_retry_after(5))
+}
+
+/// What ends a synchronous request early: the server's time limit (counted from admission) and
+/// the server's shutdown.
+struct Stops {
+    limit: Pin<Box<tokio::time::Sleep>>,
+    shutting_down: Pin<Box<dyn Future<Output = ()> + Send>>,
+}
+
+impl Stops {
+    fn new(state: &AppState) -> Self {
+        let mut shutdown = state.shutdown_deadline.clone();
+        let shutting_down = async move {
+            let deadline = loop {
+                if let Some(deadline) = *shutdown.borrow_and_update() {
+                    break deadline;
+                }
+                if shutdown.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::time::sleep_until(deadline).await;
+        };
+        Self {
+            limit: Box::pin(tokio::time::sleep(service::sync_wait_limit(
+                state.request_timeout,
+            ))),
+            shutting_down: Box::pin(shutting_down),
+        }
+    }
+
+    /// Resolves with the cancellation reason and the client's message when either comes.
+    async fn next(&mut self) -> (&'static str, &'static str) {
+        tokio::select! {
+            () = &mut self.limit => (
+                CANCELLED_TIME_LIMIT,
+                "did not finish within the server's time limit and was cancelled; nothing was charged.",
+            ),
+            () = &mut self.shutting_down => (
+                CANCELLED_SHUTDOWN,
+                "was cancelled because the server is shutting down; nothing was charged. Retry.",
+            ),
+        }
+    }
+}
+
+/// The streamed body after the first chunk: the worker's chunks as they come. The body ends
+/// normally only once the generation is stored, completed and charged; anything else (the
+/// generation failed, the time limit, shutdown) ends it with an error, which closes the
+/// connection before the chunked body's end, so that the client sees an incomplete transfer,
+/// never a short file that looks whole. The generation is then `failed` and not charged.
+struct Tail {
+    stream: Subscription,
+    first: Option<Bytes>,
+    /// Armed until the generation has completed: a client that goes away mid-stream (the body
+    /// is dropped) cancels it.
+    cancel_on_drop: CancelOnDrop,
+    stops: Stops,
+    pool: sqlx::PgPool,
+    id: String,
+    done: bool,
+}
+
+impl Tail {
+    async fn next(mut self) -> Option<(Result<Bytes, std::io::Error>, Self)> {
+        if self.done {
+            return None;
+        }
+        if let Some(first) = self.first.take() {
+            return Some((Ok(first), self));
+        }
+        let (reason, detail) = tokio::select! {
+            biased;
+            event = self.stream.next() => match event {
+                StreamEvent::Chunk(chunk) => return Some((Ok(chunk), self)),
+                StreamEvent::End(StreamEnd::Completed) => {
+                    self.cancel_on_drop.disarm();
+                    return None;
+                }
+                StreamEvent::End(StreamEnd::Broken) => {
+                    // It failed (its `error` says why) or was handed back; the connection
+                    // closes, and the cancellation on drop settles a generation still running.
+                    self.done = true;
+                    let message = format!("generation {} ended before its audio did", self.id);
+                    return Some((Err(std::io::Error::other(message)), self));
+                }
+            },
+            stop = self.stops.next() => stop,
+        };
+        self.cancel_on_drop.disarm();
+        if let Err(err) = service::cancel(&self.pool, &self.id, reason).await {
+            tracing::warn!(generation_id = %self.id, error = %err.detail, "could not cancel");
+        }
+        self.done = true;
+        let message = format!("generation {} {detail}", self.id);
+        Some((Err(std::io::Error::other(message)), self))
+    }
+}
+
+fn audio_response(
+    id: &str,
+    model: &str,
+    replayed: bool,
+    content_type: &str,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let mut response = (StatusCode::OK, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(content_type).map_err(ApiError::internal)?,
+    );
+    headers.insert(
+        "x-service-generation-id",
+        HeaderValue::from_str(id).map_err(ApiError::internal)?,
+    );
+    headers.insert(
+        "x-service-engine",
+        HeaderValue::from_str(model).map_err(ApiError::internal)?,
+    );
+    if replayed {
+        headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    Ok(response)
 }
 
 /// The answer once the generation has ended: its audio, or a failure naming only its id.
@@ -378,23 +525,11 @@ async fn answer(
         .await
         .map_err(ApiError::internal)?
         .ok_or_else(|| ApiError::internal("audio blob missing"))?;
-    let mut response = (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, blob.content_type)],
-        blob.bytes,
+    audio_response(
+        id,
+        model,
+        replayed,
+        &blob.content_type,
+        Body::from(blob.bytes),
     )
-        .into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        "x-service-generation-id",
-        HeaderValue::from_str(id).map_err(ApiError::internal)?,
-    );
-    headers.insert(
-        "x-service-engine",
-        HeaderValue::from_str(model).map_err(ApiError::internal)?,
-    );
-    if replayed {
-        headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
-    }
-    Ok(response)
 }

@@ -48,9 +48,14 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Speaks `input` and answers with the audio once it is ready (OpenAI-compatible).
-         * @description A client that disconnects, or a request that runs past the server's time limit, cancels the
-         *     generation: it never runs, or stops at its next sentence boundary, and is not charged.
+         * Speaks `input` and streams the audio as it is produced (OpenAI-compatible).
+         * @description The text is rendered sentence by sentence and each sentence's encoded audio is sent as soon as
+         *     it exists (chunked transfer; wav with OpenAI's streaming header, sizes `0xFFFFFFFF`, when the
+         *     audio comes in more than one piece). The bytes received are the generation's stored file.
+         *     A failure after the first byte closes the connection before the end of the chunked body (an
+         *     incomplete transfer); the generation is then `failed` and not charged. A client that
+         *     disconnects, or a request that runs past the server's time limit, cancels the generation: it
+         *     never runs, or stops at its next sentence boundary, and is not charged.
          */
         post: operations["create_openai_speech"];
         delete?: never;
@@ -551,7 +556,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The audio */
+            /** @description The audio, streamed as it is produced (chunked); the stored file with Content-Length when another process rendered it or it had already finished (a replay) */
             200: {
                 headers: {
                     /** @description The `model` value as sent */

@@ -1,0 +1,288 @@
+//! The audio of running generations as it is produced, for the synchronous requests of the same
+//! process (`POST /v1/audio/speech`) that stream it to their clients.
+//!
+//! A worker publishes each encoded chunk of the generation it runs; a request subscribes to its
+//! generation's id and receives every chunk from the first, whenever it subscribes while the
+//! worker runs. Only workers of this process publish here: a generation another process (a
+//! `voiced worker`) runs is never seen, and its request answers from the blob store once the
+//! generation has completed (`worker::completions`). The bytes are the same either way: the
+//! stored file is the concatenation of the published chunks.
+//!
+//! An entry lives while a worker publishes or a request listens, whichever is longer; the chunks
+//! of a generation nobody listens to are dropped when it ends.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+
+/// How a published generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEnd {
+    /// Every chunk was published, and the generation is stored, completed and charged.
+    Completed,
+    /// The generation failed, was cancelled or handed back: what was published is not the
+    /// whole audio (it may be nothing at all).
+    Broken,
+}
+
+/// What a subscription yields next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamEvent {
+    Chunk(Bytes),
+    End(StreamEnd),
+}
+
+/// The registry of one process (cheap to clone).
+#[derive(Clone, Default)]
+pub struct Streams {
+    entries: Arc<Mutex<HashMap<String, Arc<Entry>>>>,
+}
+
+#[derive(Default)]
+struct Entry {
+    state: Mutex<EntryState>,
+    changed: Notify,
+}
+
+#[derive(Default)]
+struct EntryState {
+    content_type: Option<String>,
+    chunks: Vec<Bytes>,
+    end: Option<StreamEnd>,
+    /// A worker has started publishing (and may have ended).
+    published: bool,
+    publishing: bool,
+    subscribers: usize,
+}
+
+impl Streams {
+    /// Starts publishing generation `id`. A previous attempt's entry (a generation handed back
+    /// and claimed again here) is left to its subscribers, who saw it end broken.
+    pub fn publish(&self, id: &str, content_type: &str) -> Publisher {
+        let mut entries = lock(&self.entries);
+        let entry = match entries.get(id) {
+            Some(entry) if !lock(&entry.state).published => entry.clone(),
+            _ => {
+                let entry = Arc::new(Entry::default());
+                entries.insert(id.to_owned(), entry.clone());
+                entry
+            }
+        };
+        {
+            let mut state = lock(&entry.state);
+            state.published = true;
+            state.publishing = true;
+            state.content_type = Some(content_type.to_owned());
+        }
+        Publisher {
+            streams: self.clone(),
+            id: id.to_owned(),
+            entry,
+            ended: false,
+        }
+    }
+
+    /// Listens to generation `id`: every chunk from the first, then its end. Until a worker of
+    /// this process publishes it, the subscription waits (forever, when another process runs it).
+    pub fn subscribe(&self, id: &str) -> Subscription {
+        let mut entries = lock(&self.entries);
+        let entry = entries.entry(id.to_owned()).or_default().clone();
+        lock(&entry.state).subscribers += 1;
+        Subscription {
+            streams: self.clone(),
+            id: id.to_owned(),
+            entry,
+            next: 0,
+        }
+    }
+
+    /// Entries held (for tests: none may be left behind).
+    pub fn open(&self) -> usize {
+        lock(&self.entries).len()
+    }
+
+    /// Drops the entry when nobody publishes or listens any more (and it is still the one
+    /// registered under `id`).
+    fn release(&self, id: &str, entry: &Arc<Entry>) {
+        let mut entries = lock(&self.entries);
+        let idle = {
+            let state = lock(&entry.state);
+            !state.publishing && state.subscribers == 0
+        };
+        if idle && entries.get(id).is_some_and(|e| Arc::ptr_eq(e, entry)) {
+            entries.remove(id);
+        }
+    }
+}
+
+/// The worker's end of a stream. Dropped without [`Publisher::finish`], it ends the stream
+/// broken.
+pub struct Publisher {
+    streams: Streams,
+    id: String,
+    entry: Arc<Entry>,
+    ended: bool,
+}
+
+impl Publisher {
+    pub fn chunk(&self, bytes: Bytes) {
+        lock(&self.entry.state).chunks.push(bytes);
+        self.entry.changed.notify_waiters();
+    }
+
+    pub fn finish(mut self, end: StreamEnd) {
+        self.end(end);
+    }
+
+    fn end(&mut self, end: StreamEnd) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        {
+            let mut state = lock(&self.entry.state);
+            state.end = Some(end);
+            state.publishing = false;
+        }
+        self.entry.changed.notify_waiters();
+        self.streams.release(&self.id, &self.entry);
+    }
+}
+
+impl Drop for Publisher {
+    fn drop(&mut self) {
+        self.end(StreamEnd::Broken);
+    }
+}
+
+/// A request's end of a stream.
+pub struct Subscription {
+    streams: Streams,
+    id: String,
+    entry: Arc<Entry>,
+    next: usize,
+}
+
+impl Subscription {
+    /// The next chunk, or the end. Waits while the worker renders (or while no worker of this
+    /// process has claimed the generation).
+    pub async fn next(&mut self) -> StreamEvent {
+        loop {
+            let changed = self.entry.changed.notified();
+            tokio::pin!(changed);
+            // Registered before looking, so that a chunk published in between is not missed.
+            changed.as_mut().enable();
+            {
+                let state = lock(&self.entry.state);
+                if let Some(chunk) = state.chunks.get(self.next) {
+                    self.next += 1;
+                    return StreamEvent::Chunk(chunk.clone());
+                }
+                if let Some(end) = state.end {
+                    return StreamEvent::End(end);
+                }
+            }
+            changed.await;
+        }
+    }
+
+    /// The content type the worker announced (known once it publishes).
+    pub fn content_type(&self) -> Option<String> {
+        lock(&self.entry.state).content_type.clone()
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        lock(&self.entry.state).subscribers -= 1;
+        self.streams.release(&self.id, &self.entry);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(s: &str) -> StreamEvent {
+        StreamEvent::Chunk(Bytes::from(s.to_owned()))
+    }
+
+    #[tokio::test]
+    async fn a_late_subscriber_gets_every_chunk_from_the_first() {
+        let streams = Streams::default();
+        let publisher = streams.publish("gen_1", "audio/wav");
+        publisher.chunk(Bytes::from_static(b"a"));
+        let mut early = streams.subscribe("gen_1");
+        publisher.chunk(Bytes::from_static(b"b"));
+        let mut late = streams.subscribe("gen_1");
+        assert_eq!(late.content_type().as_deref(), Some("audio/wav"));
+        assert_eq!(early.next().await, chunk("a"));
+        assert_eq!(late.next().await, chunk("a"));
+        assert_eq!(late.next().await, chunk("b"));
+        let waiting = tokio::spawn(async move {
+            let mut seen = Vec::new();
+            loop {
+                match early.next().await {
+                    StreamEvent::Chunk(c) => seen.push(c),
+                    StreamEvent::End(end) => return (seen, end),
+                }
+            }
+        });
+        publisher.chunk(Bytes::from_static(b"c"));
+        publisher.finish(StreamEnd::Completed);
+        let (seen, end) = waiting.await.unwrap();
+        assert_eq!(seen, [Bytes::from_static(b"b"), Bytes::from_static(b"c")]);
+        assert_eq!(end, StreamEnd::Completed);
+        assert_eq!(late.next().await, chunk("c"));
+        assert_eq!(late.next().await, StreamEvent::End(StreamEnd::Completed));
+        assert_eq!(streams.open(), 1, "held by the late subscriber");
+        drop(late);
+        assert_eq!(streams.open(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_first_then_the_worker_and_nothing_left_behind() {
+        let streams = Streams::default();
+        let mut sub = streams.subscribe("gen_2");
+        assert_eq!(sub.content_type(), None);
+        let publisher = streams.publish("gen_2", "audio/mpeg");
+        publisher.chunk(Bytes::from_static(b"x"));
+        drop(publisher); // dropped without finishing: broken
+        assert_eq!(sub.next().await, chunk("x"));
+        assert_eq!(sub.next().await, StreamEvent::End(StreamEnd::Broken));
+        drop(sub);
+        assert_eq!(streams.open(), 0);
+        // Published with nobody listening: gone when it ends.
+        streams
+            .publish("gen_3", "audio/ogg")
+            .finish(StreamEnd::Completed);
+        assert_eq!(streams.open(), 0);
+        // Listened to and never published here (another process runs it): gone with the
+        // listener.
+        drop(streams.subscribe("gen_4"));
+        assert_eq!(streams.open(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_second_attempt_starts_a_new_stream() {
+        let streams = Streams::default();
+        let mut first = streams.subscribe("gen_5");
+        let attempt = streams.publish("gen_5", "audio/wav");
+        attempt.chunk(Bytes::from_static(b"1"));
+        drop(attempt);
+        let again = streams.publish("gen_5", "audio/wav");
+        let mut second = streams.subscribe("gen_5");
+        again.chunk(Bytes::from_static(b"2"));
+        assert_eq!(first.next().await, chunk("1"));
+        assert_eq!(first.next().await, StreamEvent::End(StreamEnd::Broken));
+        assert_eq!(second.next().await, chunk("2"));
+        drop((first, second, again));
+        assert_eq!(streams.open(), 0);
+    }
+}
