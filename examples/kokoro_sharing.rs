@@ -33,6 +33,7 @@ fn input(text: &str) -> SynthesisInput<'_> {
         seed: 7,
         temperature: None,
         cancel: None,
+        voice_print: None,
     }
 }
 

@@ -1106,7 +1106,7 @@ async fn console_clones_through_a_worker(app: &TestApp) {
         voiced::store::queue::NewGeneration {
             id: &waiting,
             account_id: &account,
-            api_key_id: &key_id,
+            api_key_id: Some(&key_id),
             voice_id: &broken,
             engine: "chatterbox",
             text: "Hello.",

@@ -97,6 +97,7 @@ fn segments_render_the_same_on_any_session_in_any_order() {
         seed: 9,
         temperature: None,
         cancel: None,
+        voice_print: None,
     };
     let mut a = engine();
     let whole = a.synthesize(&input).unwrap();

@@ -148,9 +148,6 @@ impl EngineRegistry {
                 Ok(Box::new(ChatterboxEngine::load(&self.chatterbox_config())?))
             }
             EngineId::Tada => Err(EngineError::NotInstalled(TADA_UNAVAILABLE.into())),
-            other => Err(EngineError::NotInstalled(format!(
-                "the {other} engine is not installed on this deployment"
-            ))),
         }
     }
 
