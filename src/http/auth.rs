@@ -222,8 +222,9 @@ async fn resolve(
                 ),
             )
         })?;
-        // Checked in the database just now: the read needs no second confirmation.
-        return Ok((Arc::new(principal), Arc::new(CredentialCheck::verified())));
+        // Checked in the database just now: a read only needs the token to be live still.
+        let check = CredentialCheck::verified(&SecretHash::of(presented));
+        return Ok((Arc::new(principal), Arc::new(check)));
     }
     let hash = SecretHash::of(presented);
     // Only reads start from memory: their statement confirms the principal (`confirm_reads`).

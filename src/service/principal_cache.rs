@@ -128,10 +128,11 @@ impl CredentialCheck {
     }
 
     /// A credential this request has just verified in the database by other means (an OAuth
-    /// access token): reads made with it are not confirmed again.
-    pub fn verified() -> Self {
+    /// access token): a read made with it stands as long as the credential is still live in the
+    /// read's own statement.
+    pub fn verified(credential: &SecretHash) -> Self {
         Self {
-            credential_sha256: [0; 32],
+            credential_sha256: credential.0,
             fingerprint: "".into(),
             from_memory: false,
             verified: true,
@@ -169,7 +170,8 @@ impl CredentialCheck {
     /// The read's value when the statement's fingerprint is the principal's; otherwise the
     /// answer must not be given (503, replaced by a fresh lookup's answer before it leaves).
     pub fn confirm<T>(&self, checked: Checked<T>) -> Result<T, ServiceError> {
-        if self.verified {
+        if self.verified && checked.fingerprint.is_some() {
+            self.outcome.store(1, Ordering::Release);
             return Ok(checked.value);
         }
         if checked.fingerprint.as_deref() == Some(&*self.fingerprint) {
