@@ -23,6 +23,7 @@ use crate::signing::AudioSigner;
 use crate::store;
 use crate::store::blobs::{BlobStore, PgBlobStore, RoutedBlobStore, S3BlobStore};
 use crate::store::embedded::{EmbeddedConfig, EmbeddedPostgres};
+use crate::store::read_pool::ReadPool;
 use crate::worker::asr::AsrService;
 use crate::worker::completions::Completions;
 use crate::worker::health::WorkerHealth;
@@ -146,6 +147,7 @@ pub async fn state(
         .context("listening for generation completions")?;
     // Sign-in attempts count where the API's limits do (Redis when `redis_url` is set).
     let sign_in_limiter = SignInLimiter::default().with_redis(limits.redis());
+    let reads = Arc::new(ReadPool::new(pool.clone()));
     Ok(AppState {
         asr: asr(config)?,
         blobs: blob_store(config, &pool)?,
@@ -154,7 +156,7 @@ pub async fn state(
         completions,
         pool,
         signer,
-        public_base_url: config.public_base_url.clone(),
+        public_base_url: config.public_base_url.as_str().into(),
         links: Arc::new(ErrorLinks {
             errors_url: config.errors_url.clone(),
             billing_url: config.billing_url.clone(),
@@ -175,6 +177,7 @@ pub async fn state(
             sign_in_limiter,
         }),
         principals: Arc::default(),
+        reads,
     })
 }
 

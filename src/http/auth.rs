@@ -22,7 +22,6 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sqlx::PgPool;
 
-use super::AppState;
 use super::error::ApiError;
 use crate::domain::SecretHash;
 pub use crate::service::principal::{Principal, Requirement};
@@ -55,10 +54,17 @@ fn presented_credential(headers: &HeaderMap) -> Result<&str, ApiError> {
     Ok(token)
 }
 
+/// What authentication needs: the database and this process's principals. Its own small state
+/// (one `Arc` per request), not the whole [`AppState`](super::AppState).
+pub struct AuthState {
+    pub pool: PgPool,
+    pub principals: Arc<PrincipalCache>,
+}
+
 /// Step 1: resolve the credential to a [`Principal`] in the request's extensions, with the
 /// [`CredentialCheck`] that read statements confirm it by.
 pub async fn authenticate(
-    State(state): State<AppState>,
+    State(state): State<Arc<AuthState>>,
     mut request: Request,
     next: Next,
 ) -> Response {
@@ -76,7 +82,7 @@ pub async fn authenticate(
 type Resolved = (Arc<Principal>, Arc<CredentialCheck>);
 
 async fn resolve(
-    state: &AppState,
+    state: &AuthState,
     headers: &HeaderMap,
     reading: bool,
 ) -> Result<Resolved, ApiError> {

@@ -9,6 +9,7 @@ pub mod generations;
 pub mod idempotency;
 pub mod keys;
 pub mod queue;
+pub mod read_pool;
 pub mod sessions;
 pub mod usage;
 pub mod voices;
