@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# Issue 2 benchmark: authenticated GET /v1/voices against GET /healthz, side by side in one run,
-# 64 connections, wrk (Debian). Prints requests/s, p50/p99 and the ratio voices/healthz.
+# Issues 2 and 14 benchmark: authenticated reads against GET /healthz, side by side in one run,
+# 64 connections, wrk (Debian). Prints requests/s, p50/p99 and the ratio of each read to healthz.
 # Rate limits are raised for the run (settings rate_limit_*); the code path is the same.
+#
+# Authenticated reads (one key, its principal in memory after the first request; each read's
+# statement checks the key, docs/architecture.md):
+#   voices         GET /v1/voices (three voices)
+#   presets        GET /v1/voices/presets (the key check is the only statement)
+#   captures       GET /v1/captures (empty page and total, one statement)
+#   generation     GET /v1/generations/{id} (one queued generation)
 #
 # Breakdown rows (same run, same rounds, interleaved):
 #   voices-nokey   GET /v1/voices without a credential: routing + middleware + a 401 problem
@@ -9,8 +16,8 @@
 #   voices-badkey  GET /v1/voices with an unknown key: adds SHA-256 + the key lookup query
 #                  (one PostgreSQL round trip), then 401; no rate limiter, no voices query.
 #   voices-429     the same valid key against a second `voiced serve` on the same database whose
-#                  read quota is 1 per minute: key lookup + rate limiter, then 429; no voices query.
-#   voices         the real request: key lookup + rate limiter + voices query + JSON.
+#                  read quota is 1 per minute: rate limiter, then a key lookup (a refusal of a
+#                  principal from memory is checked before it leaves), then 429; no voices query.
 # For each run the CPU seconds used by `voiced serve` and by this cluster's PostgreSQL backends
 # are read from /proc, per 1000 requests (wrk itself shares the same 2 cores).
 set -euo pipefail
@@ -28,7 +35,7 @@ chmod 755 "$work"
 export VOICED_DATA_DIR="$work/data" VOICED_BIND=127.0.0.1:18080 VOICED_WORKERS=0 VOICED_LOG=warn \
        VOICED_RATE_LIMIT_READS_PER_MINUTE=100000000 VOICED_RATE_LIMIT_WRITES_PER_HOUR=100000000
 account=$("$bin" admin --json account create --email bench@example.com | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-key=$("$bin" admin --json key create --account "$account" --scopes voice:read | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
+key=$("$bin" admin --json key create --account "$account" --scopes voice:read,voice:generate | python3 -c 'import json,sys; print(json.load(sys.stdin)["key"])')
 for i in 1 2 3; do "$bin" admin voice create --account "$account" --name "voice $i" --engine kokoro --preset jf_alpha >/dev/null; done
 limited=
 "$bin" serve & server=$!
@@ -36,6 +43,9 @@ trap 'kill $limited $server 2>/dev/null; wait $limited $server 2>/dev/null; rm -
 for _ in $(seq 100); do curl -sf http://127.0.0.1:18080/readyz >/dev/null && break; sleep 0.2; done
 VOICED_BIND=127.0.0.1:18081 VOICED_RATE_LIMIT_READS_PER_MINUTE=1 "$bin" serve & limited=$!
 for _ in $(seq 100); do curl -sf http://127.0.0.1:18081/readyz >/dev/null && break; sleep 0.2; done
+# One queued generation to poll (no worker runs, so it stays queued).
+generation=$(curl -sf -X POST http://127.0.0.1:18080/v1/speech -H "x-api-key: $key" -H 'content-type: application/json' \
+  -d '{"text":"Benchmark.","voice_name":"voice 1"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 pgbase="$VOICED_DATA_DIR"; [ -s "$VOICED_DATA_DIR/pg.location" ] && pgbase=$(cat "$VOICED_DATA_DIR/pg.location")
 postmaster=$(head -1 "$pgbase/pg/postmaster.pid" 2>/dev/null || echo 0)
 
@@ -80,18 +90,29 @@ hz=$(getconf CLK_TCK)
 echo "round endpoint rps p50 p99 voiced_cpu_ms/1k_req postgres_cpu_ms/1k_req"
 for round in $(seq "$ROUNDS"); do
   declare -A rps=()
-  for endpoint in healthz voices-nokey voices-badkey voices-429 voices; do
+  endpoints=(healthz voices presets captures generation voices-nokey voices-badkey voices-429)
+  # The order flips every round, so that neither end of a round is always the same request.
+  if [ $((round % 2)) -eq 0 ]; then
+    for ((i = ${#endpoints[@]} - 1; i >= 0; i--)); do reversed+=("${endpoints[i]}"); done
+    endpoints=("${reversed[@]}"); unset reversed
+  fi
+  for endpoint in "${endpoints[@]}"; do
     url=http://127.0.0.1:18080
     case $endpoint in
       healthz) args=("$server" $url/healthz "") ;;
+      voices) args=("$server" $url/v1/voices "x-api-key: $key") ;;
+      presets) args=("$server" $url/v1/voices/presets "x-api-key: $key") ;;
+      captures) args=("$server" $url/v1/captures "x-api-key: $key") ;;
+      generation) args=("$server" "$url/v1/generations/$generation" "x-api-key: $key") ;;
       voices-nokey) args=("$server" $url/v1/voices "") ;;
       voices-badkey) args=("$server" $url/v1/voices "x-api-key: vk_not_a_real_key_0000000000000000") ;;
       voices-429) args=("$limited" http://127.0.0.1:18081/v1/voices "x-api-key: $key") ;;
-      voices) args=("$server" $url/v1/voices "x-api-key: $key") ;;
     esac
     read -r r p50 p99 n s p < <(run "${args[@]}")
     rps[$endpoint]=$r
     python3 -c "print('$round $endpoint $r $p50 $p99 %.1f %.1f' % ($s*1000/$hz/$n*1000, $p*1000/$hz/$n*1000))"
   done
-  python3 -c "print('$round ratio voices/healthz = %.3f' % (${rps[voices]}/${rps[healthz]}))"
+  for read in voices presets captures generation; do
+    python3 -c "print('$round ratio $read/healthz = %.3f' % (${rps[$read]}/${rps[healthz]}))"
+  done
 done

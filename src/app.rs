@@ -23,6 +23,7 @@ use crate::signing::AudioSigner;
 use crate::store;
 use crate::store::blobs::{BlobStore, PgBlobStore, RoutedBlobStore, S3BlobStore};
 use crate::store::embedded::{EmbeddedConfig, EmbeddedPostgres};
+use crate::store::read_pool::ReadPool;
 use crate::worker::asr::AsrService;
 use crate::worker::completions::Completions;
 use crate::worker::health::WorkerHealth;
@@ -147,6 +148,7 @@ pub async fn state(
         .context("listening for generation completions")?;
     // Sign-in attempts count where the API's limits do (Redis when `redis_url` is set).
     let sign_in_limiter = SignInLimiter::default().with_redis(limits.redis());
+    let reads = Arc::new(ReadPool::new(pool.clone()));
     Ok(AppState {
         asr: asr(config)?,
         blobs: blob_store(config, &pool)?,
@@ -156,7 +158,7 @@ pub async fn state(
         streams: Streams::default(),
         pool,
         signer,
-        public_base_url: config.public_base_url.clone(),
+        public_base_url: config.public_base_url.as_str().into(),
         links: Arc::new(ErrorLinks {
             errors_url: config.errors_url.clone(),
             billing_url: config.billing_url.clone(),
@@ -182,6 +184,7 @@ pub async fn state(
             config.oauth_registrations_per_hour,
         )),
         principals: Arc::default(),
+        reads,
     })
 }
 

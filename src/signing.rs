@@ -11,7 +11,8 @@ pub const LINK_LIFETIME_SECS: i64 = 15 * 60;
 
 #[derive(Clone)]
 pub struct AudioSigner {
-    secret: Vec<u8>,
+    /// Shared: the application state (which holds a signer) is cloned for every request.
+    secret: std::sync::Arc<[u8]>,
 }
 
 impl std::fmt::Debug for AudioSigner {
@@ -30,7 +31,7 @@ pub enum SignatureError {
 impl AudioSigner {
     pub fn new(secret: impl Into<Vec<u8>>) -> Self {
         Self {
-            secret: secret.into(),
+            secret: secret.into().into(),
         }
     }
 

@@ -429,3 +429,65 @@ async fn sigterm_under_load_finishes_or_hands_back_and_exits_zero() {
     );
     app.stop().await;
 }
+
+/// The read path's connections (`store::read_pool`) skip sqlx's ping on release, so a read whose
+/// caller went away mid-statement (a client that disconnected) must never lend its connection
+/// to the next read: that one gets another backend, and finished reads share one.
+#[tokio::test]
+async fn a_cancelled_read_never_lends_its_connection_to_the_next() {
+    let (pool, db) = common::db::fresh_database().await;
+    let reads = voiced::store::read_pool::ReadPool::new(pool.clone());
+    let first = backend_of_a_read(&reads).await;
+    assert_eq!(
+        backend_of_a_read(&reads).await,
+        first,
+        "a finished read's connection is reused"
+    );
+
+    // A read cancelled while its statement runs: dropped as soon as the statement is seen
+    // running (no timing involved).
+    let slow = async {
+        let mut connection = reads.acquire().await.unwrap();
+        let _: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_sleep(20)")
+            .fetch_optional(connection.get())
+            .await
+            .unwrap();
+        connection.finish();
+        unreachable!("the sleep was cancelled");
+    };
+    let running = poll_until(Duration::from_secs(30), "the slow read to run", || {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i32>(
+                "SELECT pid FROM pg_stat_activity
+                 WHERE query LIKE '%pg_sleep(20)%' AND state = 'active' AND pid <> pg_backend_pid()",
+            )
+            .fetch_optional(&pool)
+            .await
+            .unwrap()
+        }
+    });
+    let sleeping = tokio::select! {
+        () = slow => unreachable!(),
+        pid = running => pid,
+    };
+    assert_eq!(sleeping, first, "the slow read took the idle connection");
+    let next = backend_of_a_read(&reads).await;
+    assert_ne!(
+        next, sleeping,
+        "a cancelled read's connection was lent again"
+    );
+    pool.close().await;
+    db.cleanup().await;
+}
+
+/// The PostgreSQL backend that serves one finished read.
+async fn backend_of_a_read(reads: &voiced::store::read_pool::ReadPool) -> i32 {
+    let mut connection = reads.acquire().await.unwrap();
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(connection.get())
+        .await
+        .unwrap();
+    connection.finish();
+    pid
+}

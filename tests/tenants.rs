@@ -825,9 +825,11 @@ async fn a_client_that_hangs_up_gives_its_recogniser_place_back() {
         .await;
     })
     .await;
+    // At least one place: A may also have finished meanwhile on a loaded machine, giving its own
+    // back (B's job is then skipped when the recogniser reaches it, checked below).
     poll_until(Duration::from_secs(60), "B's place to come back", || {
         let free = app.asr.available();
-        async move { (free == 1).then_some(()) }
+        async move { (free >= 1).then_some(()) }
     })
     .await;
     let (status, transcript) = first.await.unwrap();

@@ -134,10 +134,30 @@ fn presented_credential(headers: &HeaderMap) -> Result<&str, ApiError> {
     Ok(token)
 }
 
+/// What authentication needs: the database, this process's principals, and what a challenge
+/// names. Its own small state (one `Arc` per request), not the whole [`AppState`].
+pub struct AuthState {
+    pub pool: PgPool,
+    pub principals: Arc<PrincipalCache>,
+    pub public_base_url: Arc<str>,
+    pub oauth: Arc<crate::service::oauth::OAuthSettings>,
+}
+
+impl AuthState {
+    pub fn of(state: &AppState) -> AuthState {
+        AuthState {
+            pool: state.pool.clone(),
+            principals: state.principals.clone(),
+            public_base_url: state.public_base_url.clone(),
+            oauth: state.oauth.clone(),
+        }
+    }
+}
+
 /// Step 1: resolve the credential to a [`Principal`] in the request's extensions. Refusals
 /// carry the `WWW-Authenticate` challenge; a token's 403 `insufficient_scope` carries one too.
 pub async fn authenticate(
-    State(state): State<AppState>,
+    State(state): State<Arc<AuthState>>,
     mut request: Request,
     next: Next,
 ) -> Response {
@@ -192,14 +212,14 @@ pub async fn resolve_principal(
     headers: &HeaderMap,
     resource: AuthResource,
 ) -> Result<Principal, ApiError> {
-    let (principal, _) = resolve(state, headers, resource, false).await?;
+    let (principal, _) = resolve(&AuthState::of(state), headers, resource, false).await?;
     Ok((*principal).clone())
 }
 
 type Resolved = (Arc<Principal>, Arc<CredentialCheck>);
 
 async fn resolve(
-    state: &AppState,
+    state: &AuthState,
     headers: &HeaderMap,
     resource: AuthResource,
     reading: bool,

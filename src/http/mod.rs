@@ -56,7 +56,8 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 pub struct AppState {
     pub pool: PgPool,
     pub signer: AudioSigner,
-    pub public_base_url: String,
+    /// Shared: the state is cloned for every request.
+    pub public_base_url: Arc<str>,
     pub links: Arc<ErrorLinks>,
     pub limits: Arc<RateLimits>,
     pub request_timeout: Duration,
@@ -80,6 +81,8 @@ pub struct AppState {
     pub oauth: Arc<crate::service::oauth::OAuthSettings>,
     /// Principals of recent keys, for reads (each read's statement confirms its principal).
     pub principals: Arc<crate::service::principal_cache::PrincipalCache>,
+    /// Connections of the authenticated reads (one exchange per read).
+    pub reads: Arc<crate::store::read_pool::ReadPool>,
 }
 
 impl FromRef<AppState> for PgPool {
@@ -91,6 +94,12 @@ impl FromRef<AppState> for PgPool {
 impl FromRef<AppState> for Arc<RateLimits> {
     fn from_ref(state: &AppState) -> Self {
         state.limits.clone()
+    }
+}
+
+impl FromRef<AppState> for Arc<crate::store::read_pool::ReadPool> {
+    fn from_ref(state: &AppState) -> Self {
+        state.reads.clone()
     }
 }
 
@@ -233,9 +242,10 @@ fn documented(v1: OpenApiRouter<AppState>) -> (Router<AppState>, utoipa::openapi
 pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     // Layers wrap what is above them: authenticate runs first, then the rate limit, then the
     // check that a read made with a principal from memory was confirmed by its statement.
+    let auth_state = Arc::new(auth::AuthState::of(&state));
     let v1 = v1_routes()
         .layer(from_fn_with_state(
-            state.clone(),
+            auth_state.clone(),
             principal_check::confirm_reads,
         ))
         .layer(from_fn_with_state(
@@ -243,10 +253,10 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             rate_limit::rate_limit,
         ))
         .layer(from_fn_with_state(
-            state.clone(),
+            auth_state.clone(),
             principal_check::confirm_refusals,
         ))
-        .layer(from_fn_with_state(state.clone(), auth::authenticate));
+        .layer(from_fn_with_state(auth_state, auth::authenticate));
     let (api, document) = documented(v1);
     let spec_json = Arc::new(document.to_pretty_json().expect("OpenAPI serialises"));
 

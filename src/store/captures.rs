@@ -49,7 +49,7 @@ pub async fn page(
 /// [`page`] for an API read, in one statement (one snapshot, so page and total agree) that also
 /// returns the asking credential's fingerprint (`credential_fingerprints`, migration 0006).
 pub async fn page_checked(
-    pool: &PgPool,
+    connection: &mut sqlx::PgConnection,
     credential_sha256: &[u8],
     account_id: &str,
     limit: i64,
@@ -75,7 +75,7 @@ pub async fn page_checked(
         limit,
         offset
     )
-    .fetch_all(pool)
+    .fetch_all(connection)
     .await?;
     let fingerprint = rows.first().map(|r| r.fingerprint.clone());
     let total = rows.first().map_or(0, |r| r.total);

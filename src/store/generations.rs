@@ -40,7 +40,7 @@ pub async fn find(
 /// [`find`] for an API read, with the asking credential's fingerprint from the same statement
 /// (`credential_fingerprints`, migration 0006).
 pub async fn find_checked(
-    pool: &PgPool,
+    connection: &mut sqlx::PgConnection,
     credential_sha256: &[u8],
     account_id: &str,
     id: &str,
@@ -58,7 +58,7 @@ pub async fn find_checked(
         id,
         account_id
     )
-    .fetch_optional(pool)
+    .fetch_optional(connection)
     .await?;
     let Some(r) = row else {
         return Ok(Checked {

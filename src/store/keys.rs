@@ -43,13 +43,16 @@ pub struct Checked<T> {
 }
 
 /// The credential's fingerprint alone, for reads that need nothing else from the database.
-pub async fn fingerprint(pool: &PgPool, credential_sha256: &[u8]) -> sqlx::Result<Checked<()>> {
+pub async fn fingerprint(
+    connection: &mut sqlx::PgConnection,
+    credential_sha256: &[u8],
+) -> sqlx::Result<Checked<()>> {
     let fingerprint = sqlx::query_scalar!(
         r#"SELECT fingerprint AS "fingerprint!" FROM credential_fingerprints
            WHERE credential_sha256 = $1"#,
         credential_sha256
     )
-    .fetch_optional(pool)
+    .fetch_optional(connection)
     .await?;
     Ok(Checked {
         fingerprint,

@@ -11,6 +11,7 @@ pub mod keys;
 pub mod oauth;
 pub mod prints;
 pub mod queue;
+pub mod read_pool;
 pub mod sessions;
 pub mod usage;
 pub mod voices;

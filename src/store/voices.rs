@@ -38,7 +38,7 @@ pub async fn list(pool: &PgPool, account_id: &str) -> sqlx::Result<Vec<VoiceRow>
 /// asks (`credential_fingerprints`, migration 0006), so that one round trip both checks the
 /// credential and reads.
 pub async fn list_checked(
-    pool: &PgPool,
+    connection: &mut sqlx::PgConnection,
     credential_sha256: &[u8],
     account_id: &str,
 ) -> sqlx::Result<Checked<Vec<VoiceRow>>> {
@@ -57,7 +57,7 @@ pub async fn list_checked(
         credential_sha256,
         account_id
     )
-    .fetch_all(pool)
+    .fetch_all(connection)
     .await?;
     let fingerprint = rows.first().map(|r| r.fingerprint.clone());
     // A credential with no voices gives one row whose voice columns are all NULL.

@@ -19,7 +19,7 @@ struct Job {
 pub struct AsrService {
     jobs: mpsc::Sender<Job>,
     admission: Arc<Semaphore>,
-    model_dir: std::path::PathBuf,
+    model_dir: Arc<std::path::Path>,
     /// Jobs dropped unrun because their client had gone when their turn came.
     skipped: Arc<AtomicU64>,
     /// Jobs handed to the recogniser threads.
@@ -44,7 +44,7 @@ impl AsrService {
         Ok(Self {
             jobs,
             admission: Arc::new(Semaphore::new(threads.max(1) + queue)),
-            model_dir: config.model_dir,
+            model_dir: config.model_dir.into(),
             skipped,
             submitted: Arc::default(),
             capacity: threads.max(1) + queue,

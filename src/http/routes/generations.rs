@@ -48,13 +48,15 @@ pub async fn get_generation(
     Path(id): Path<String>,
 ) -> Result<Json<Generation>, ApiError> {
     check_id(&id)?;
+    let mut connection = state.reads.acquire().await?;
     let found = store::generations::find_checked(
-        &state.pool,
+        connection.get(),
         check.credential(),
         &principal.account_id,
         &id,
     )
     .await?;
+    connection.finish();
     let row = check.confirm(found)?.ok_or_else(ApiError::not_found)?;
     Ok(Json(present(&state, row)))
 }

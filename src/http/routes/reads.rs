@@ -5,13 +5,13 @@ use std::sync::Arc;
 
 use axum::extract::{Query, State};
 use axum::{Extension, Json};
-use sqlx::PgPool;
 
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::models::{CaptureList, Problem, VoiceList};
 use crate::service::principal_cache::CredentialCheck;
 use crate::store;
+use crate::store::read_pool::ReadPool;
 
 /// Largest `offset` (2^53 − 1).
 const MAX_OFFSET: i64 = 9_007_199_254_740_991;
@@ -29,14 +29,17 @@ const DEFAULT_LIMIT: i64 = 50;
         (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn list_voices(
-    State(pool): State<PgPool>,
+    State(reads): State<Arc<ReadPool>>,
     Extension(principal): Extension<Arc<Principal>>,
     Extension(check): Extension<Arc<CredentialCheck>>,
 ) -> Result<Json<VoiceList>, ApiError> {
     // One statement checks the key and reads (docs/architecture.md).
-    let rows = check.confirm(
-        store::voices::list_checked(&pool, check.credential(), &principal.account_id).await?,
-    )?;
+    let mut connection = reads.acquire().await?;
+    let listed =
+        store::voices::list_checked(connection.get(), check.credential(), &principal.account_id)
+            .await?;
+    connection.finish();
+    let rows = check.confirm(listed)?;
     let total = rows.len() as i64;
     Ok(Json(VoiceList {
         data: rows.into_iter().map(Into::into).collect(),
@@ -79,21 +82,23 @@ fn parse_bounded(
         (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn list_captures(
-    State(pool): State<PgPool>,
+    State(reads): State<Arc<ReadPool>>,
     Extension(principal): Extension<Arc<Principal>>,
     Extension(check): Extension<Arc<CredentialCheck>>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<CaptureList>, ApiError> {
     let limit = parse_bounded(&query, "limit", DEFAULT_LIMIT, MAX_LIMIT, 1)?;
     let offset = parse_bounded(&query, "offset", 0, MAX_OFFSET, 0)?;
+    let mut connection = reads.acquire().await?;
     let page = store::captures::page_checked(
-        &pool,
+        connection.get(),
         check.credential(),
         &principal.account_id,
         limit,
         offset,
     )
     .await?;
+    connection.finish();
     let (rows, total) = check.confirm(page)?;
     Ok(Json(CaptureList {
         data: rows.into_iter().map(Into::into).collect(),

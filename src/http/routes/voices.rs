@@ -190,7 +190,10 @@ pub async fn list_presets(
     Extension(check): Extension<Arc<CredentialCheck>>,
 ) -> Result<Json<VoicePresetList>, ApiError> {
     // Nothing to read from the database but the key's own state (one round trip).
-    check.confirm(crate::store::keys::fingerprint(&state.pool, check.credential()).await?)?;
+    let mut connection = state.reads.acquire().await?;
+    let fingerprint = crate::store::keys::fingerprint(connection.get(), check.credential()).await?;
+    connection.finish();
+    check.confirm(fingerprint)?;
     let engines = state.engines.clone();
     let data: Vec<VoicePreset> = engines
         .presets()
