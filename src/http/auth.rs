@@ -19,6 +19,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sqlx::PgPool;
 
+use super::AppState;
 use super::error::ApiError;
 use crate::domain::SecretHash;
 pub use crate::service::principal::{Principal, Requirement};
@@ -50,13 +51,20 @@ fn presented_credential(headers: &HeaderMap) -> Result<&str, ApiError> {
     Ok(token)
 }
 
+/// What a credential is presented to: the REST API (`/v1`) or the agent interface (`/mcp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthResource {
+    Api,
+    Mcp,
+}
+
 /// Step 1: resolve the credential to a [`Principal`] in the request's extensions.
 pub async fn authenticate(
-    State(pool): State<PgPool>,
+    State(state): State<AppState>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let principal = match resolve(&pool, request.headers()).await {
+    let principal = match resolve_principal(&state, request.headers(), AuthResource::Api).await {
         Ok(principal) => principal,
         Err(err) => return err.into_response(),
     };
@@ -65,7 +73,20 @@ pub async fn authenticate(
     next.run(request).await
 }
 
-async fn resolve(pool: &PgPool, headers: &HeaderMap) -> Result<Principal, ApiError> {
+/// The credential of a request, resolved to the caller it stands for: one resolution for every
+/// door that takes credentials. API keys are good for both resources (DECISIONS, "OAuth 2.1 and
+/// the agent interface"); 401 `invalid_api_key` when the credential is missing or unusable.
+pub async fn resolve_principal(
+    state: &AppState,
+    headers: &HeaderMap,
+    resource: AuthResource,
+) -> Result<Principal, ApiError> {
+    match resource {
+        AuthResource::Api | AuthResource::Mcp => resolve_key(&state.pool, headers).await,
+    }
+}
+
+async fn resolve_key(pool: &PgPool, headers: &HeaderMap) -> Result<Principal, ApiError> {
     let presented = presented_credential(headers)?;
     let hash = SecretHash::of(presented);
     let record = store::keys::find_by_hash(pool, &hash)

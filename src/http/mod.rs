@@ -69,6 +69,44 @@ pub struct AppState {
     pub console: Arc<crate::console::ConsoleSettings>,
 }
 
+impl AppState {
+    /// Where asynchronous speech is admitted (`service::speech::create`, for every door).
+    pub fn speech_desk(&self) -> crate::service::speech::Desk<'_> {
+        crate::service::speech::Desk {
+            pool: &self.pool,
+            engines: &self.engines,
+            policy: self.admission,
+            abandoned_after: self.request_timeout,
+        }
+    }
+
+    /// Where transcriptions run (`service::transcription::run`, for every door).
+    pub fn transcription_desk(&self) -> crate::service::transcription::Desk<'_> {
+        crate::service::transcription::Desk {
+            pool: &self.pool,
+            asr: &self.asr,
+            abandoned_after: self.request_timeout,
+        }
+    }
+
+    /// Resolves when the process is shutting down and a request that waits on a generation must
+    /// answer now (never, while it runs).
+    pub fn shutting_down(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut shutdown = self.shutdown_deadline.clone();
+        async move {
+            let deadline = loop {
+                if let Some(deadline) = *shutdown.borrow_and_update() {
+                    break deadline;
+                }
+                if shutdown.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::time::sleep_until(deadline).await;
+        }
+    }
+}
+
 impl FromRef<AppState> for PgPool {
     fn from_ref(state: &AppState) -> Self {
         state.pool.clone()
@@ -179,6 +217,8 @@ fn documented(v1: OpenApiRouter<AppState>) -> (Router<AppState>, utoipa::openapi
 /// Stack, outermost first: request id (set, then propagated to the response) → trace span named
 /// by the route template → error rendering (problem documents / OpenAI envelope) → CORS →
 /// timeout → body limit → [per route: authenticate → rate limit → plan, scope, feature] → handler.
+/// `/mcp` has its own gate (credential, the called tool's scope) before the same rate limit; see
+/// `crate::mcp`.
 pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     // Layers wrap what is above them: authenticate runs first, then the rate limit.
     let v1 = v1_routes()
@@ -186,7 +226,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             state.limits.clone(),
             rate_limit::rate_limit,
         ))
-        .layer(from_fn_with_state(state.pool.clone(), auth::authenticate));
+        .layer(from_fn_with_state(state.clone(), auth::authenticate));
     let (api, document) = documented(v1);
     let spec_json = Arc::new(document.to_pretty_json().expect("OpenAPI serialises"));
 
@@ -201,6 +241,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             HeaderName::from_static("ratelimit"),
             HeaderName::from_static("ratelimit-policy"),
             header::RETRY_AFTER,
+            header::WWW_AUTHENTICATE,
             header::LOCATION,
             header::CONTENT_RANGE,
             header::ACCEPT_RANGES,
@@ -227,6 +268,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             state.pool.clone(),
             state.console.secure_cookies,
         ))
+        .merge(crate::mcp::router(&state))
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(
             ServiceBuilder::new()

@@ -318,18 +318,7 @@ async fn deliver(
 ) -> Result<Response, ApiError> {
     let mut cancel_on_drop = CancelOnDrop::new(&state.pool, id);
     let limit = tokio::time::sleep(service::sync_wait_limit(state.request_timeout));
-    let mut shutdown = state.shutdown_deadline.clone();
-    let shutting_down = async move {
-        let deadline = loop {
-            if let Some(deadline) = *shutdown.borrow_and_update() {
-                break deadline;
-            }
-            if shutdown.changed().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        };
-        tokio::time::sleep_until(deadline).await;
-    };
+    let shutting_down = state.shutting_down();
     // The wait rides on the durable queue's completion notifications.
     let (reason, detail) = tokio::select! {
         status = state.completions.wait(id, Duration::from_secs(5)) => {
