@@ -75,7 +75,19 @@ fn structured(result: &CallToolResult) -> &Value {
 fn tool_error(result: &CallToolResult) -> Value {
     assert_eq!(result.is_error, Some(true), "{result:?}");
     let text = &result.content[0].as_text().expect("text").text;
-    serde_json::from_str(text).expect("JSON error")
+    let error: Value = serde_json::from_str(text).expect("JSON error");
+    // The members of a REST problem document.
+    let code = error["code"].as_str().expect("code");
+    assert_eq!(error["type"], format!("{PUBLIC}/errors/{code}"), "{error}");
+    assert!(
+        error["status"].as_u64().is_some_and(|s| s >= 400),
+        "{error}"
+    );
+    assert!(
+        error["detail"].as_str().is_some_and(|d| !d.is_empty()),
+        "{error}"
+    );
+    error
 }
 
 /// A raw JSON-RPC POST to `/mcp` (2025-11-25 headers, no session), with extra headers.

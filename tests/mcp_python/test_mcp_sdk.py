@@ -28,7 +28,8 @@ READ_KEY = os.environ["VOICED_READ_KEY"]
 VOICE = os.environ["VOICED_VOICE"]
 MCP_URL = f"{BASE}/mcp"
 SENTENCE = "The quick brown fox jumps over the lazy dog."
-MODES = ["legacy", "2026-07-28"]
+# "auto" probes server/discover and so runs on 2026-07-28; "legacy" is the initialize handshake.
+MODES = ["legacy", "auto"]
 
 pytestmark = pytest.mark.anyio
 

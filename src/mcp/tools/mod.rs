@@ -147,11 +147,16 @@ fn json_result(structured: Value) -> CallToolResult {
     success(vec![ContentBlock::text(structured.to_string())], structured)
 }
 
-/// A tool error: a JSON object with the REST problem document's `code` and fields.
+/// A tool error: a JSON object with the members of the REST problem document (`code`,
+/// `detail`, `param`, `required_scope`, `settings_url`, …), `instance` aside.
 fn tool_error(err: &ServiceError, state: &AppState) -> CallToolResult {
+    let code = err.code.as_str();
     let mut doc = json!({
-        "code": err.code.as_str(),
-        "message": err.detail,
+        "type": format!("{}/{code}", state.links.errors_url),
+        "title": err.code.title(),
+        "status": err.code.status().as_u16(),
+        "detail": err.detail,
+        "code": code,
     });
     if let Some(param) = &err.param {
         doc["param"] = json!(param);
