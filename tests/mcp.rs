@@ -588,6 +588,26 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
     )
     .await;
     assert_eq!(response.status(), 200);
+    // Base64 audio well past rmcp's default 4 MiB body limit reaches the tool (this clip is
+    // not audio, so the tool refuses it by name); a body past the 25 MiB audio limit is 413.
+    let not_audio = STANDARD.encode(vec![0u8; 6 * 1024 * 1024]);
+    let client = modern_client(&app, &secret).await;
+    let error = tool_error(&call(&client, "transcribe", json!({"audio_base64": not_audio})).await);
+    assert_eq!(
+        (error["code"].as_str(), error["param"].as_str()),
+        (Some("invalid_request"), Some("audio_base64")),
+        "{error}"
+    );
+    client.cancel().await.unwrap();
+    let huge = STANDARD.encode(vec![0u8; 26 * 1024 * 1024]);
+    let response = rpc(
+        &app,
+        &[("authorization", &auth)],
+        tools_call("transcribe", json!({"audio_base64": huge})),
+    )
+    .await;
+    assert_eq!(response.status(), 413);
+    assert_eq!(json(response).await.1["code"], "payload_too_large");
     // Stateless: no session stream to open.
     let response = app
         .get("/mcp")
