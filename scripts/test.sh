@@ -2,8 +2,9 @@
 # The one command that runs the tests: installs what is missing, fetches the models, runs the
 # Rust suites (real PostgreSQL, real models, fault and security tests, the scale-out test with
 # Redis and an S3-compatible server), the OpenAI SDK compatibility test, the TypeScript SDK's
-# tests, the console in a real browser (Playwright driving Debian's chromium), schema fuzzing of
-# the served OpenAPI document, and the README: its Markdown is linted and its walk-through run
+# tests, the agent interface (/mcp) with the official MCP Python SDK and conformance suite, the
+# console in a real browser (Playwright driving Debian's chromium), schema fuzzing of the served
+# OpenAPI document, and the README: its Markdown is linted and its walk-through run
 # against a live server. Every error body the suites produced is then audited for internal detail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,7 @@ export VOICED_MOTO_SERVER="$moto_venv/bin/moto_server"
 cargo test --locked --no-fail-fast -- --test-threads="${VOICED_TEST_THREADS:-2}"
 ./scripts/sdk-test.sh "$bin"
 ./scripts/sdk-ts-test.sh "$bin"
+./scripts/mcp-test.sh "$bin"
 ./scripts/console-test.sh "$bin"
 ./scripts/readme-test.sh "$bin"
 ./scripts/schema-fuzz.sh "$bin"

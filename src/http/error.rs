@@ -66,6 +66,9 @@ pub async fn render_errors(
     }
     let error = match response.extensions_mut().remove::<Arc<ApiError>>() {
         Some(error) => error,
+        // The agent interface's own transport errors (JSON-RPC errors, 403 for a foreign Host,
+        // 405, 406) are the protocol's answers: they leave as they are.
+        None if crate::mcp::is_mcp_path(&path) => return response,
         None if status.is_client_error() || status.is_server_error() => {
             Arc::new(from_bare_status(status))
         }
@@ -106,7 +109,7 @@ fn is_html(response: &Response) -> bool {
 /// Test support (debug builds only): with `VOICED_ERROR_BODY_LOG` set, every error body is
 /// appended to that file, one per line, so that a CI step can check that no body of any suite
 /// carries internal detail (file paths, SQL, panic messages). See `scripts/scan-error-bodies.py`.
-fn record_for_audit(body: &str) {
+pub(crate) fn record_for_audit(body: &str) {
     if !cfg!(debug_assertions) {
         return;
     }

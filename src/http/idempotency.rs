@@ -27,7 +27,7 @@ pub fn key_from(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
 /// Fingerprint of a JSON request: route and canonical JSON body (key order and whitespace do not
 /// matter, values do).
 pub fn fingerprint(route: &str, body: &serde_json::Value) -> Vec<u8> {
-    service::fingerprint(route, &[body.to_string().as_bytes()])
+    service::fingerprint_json(route, body)
 }
 
 /// A JSON answer as it is sent and stored: replays send exactly these bytes.

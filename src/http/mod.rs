@@ -85,6 +85,44 @@ pub struct AppState {
     pub reads: Arc<crate::store::read_pool::ReadPool>,
 }
 
+impl AppState {
+    /// Where asynchronous speech is admitted (`service::speech::create`, for every door).
+    pub fn speech_desk(&self) -> crate::service::speech::Desk<'_> {
+        crate::service::speech::Desk {
+            pool: &self.pool,
+            engines: &self.engines,
+            policy: self.admission,
+            abandoned_after: self.request_timeout,
+        }
+    }
+
+    /// Where transcriptions run (`service::transcription::run`, for every door).
+    pub fn transcription_desk(&self) -> crate::service::transcription::Desk<'_> {
+        crate::service::transcription::Desk {
+            pool: &self.pool,
+            asr: &self.asr,
+            abandoned_after: self.request_timeout,
+        }
+    }
+
+    /// Resolves when the process is shutting down and a request that waits on a generation must
+    /// answer now (never, while it runs).
+    pub fn shutting_down(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut shutdown = self.shutdown_deadline.clone();
+        async move {
+            let deadline = loop {
+                if let Some(deadline) = *shutdown.borrow_and_update() {
+                    break deadline;
+                }
+                if shutdown.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::time::sleep_until(deadline).await;
+        }
+    }
+}
+
 impl FromRef<AppState> for PgPool {
     fn from_ref(state: &AppState) -> Self {
         state.pool.clone()
@@ -239,6 +277,8 @@ fn documented(v1: OpenApiRouter<AppState>) -> (Router<AppState>, utoipa::openapi
 /// by the route template → error rendering (problem documents / OpenAI envelope) → CORS →
 /// timeout → body limit → [per route: authenticate → (confirm refusals) rate limit → confirm
 /// reads → plan, scope, feature] → handler.
+/// `/mcp` has its own gate (credential, the called tool's scope) before the same rate limit; see
+/// `crate::mcp`.
 pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     // Layers wrap what is above them: authenticate runs first, then the rate limit, then the
     // check that a read made with a principal from memory was confirmed by its statement.
@@ -300,6 +340,7 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             state.console.secure_cookies,
         ))
         .merge(crate::oauth::router())
+        .merge(crate::mcp::router(&state))
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(
             ServiceBuilder::new()

@@ -226,6 +226,15 @@ impl SharedGcra {
     }
 }
 
+/// Which policy a request counts against when its method does not say: the agent interface
+/// answers every call on one POST route, so it classifies each call itself (a generating tool
+/// call is a write, anything else a read) and puts this in the request's extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateClass {
+    Read,
+    Write,
+}
+
 pub struct RateLimits {
     writes: Policy,
     reads: Policy,
@@ -337,7 +346,11 @@ pub async fn rate_limit(
         return next.run(request).await;
     };
     let holder = if oauth { "authorization" } else { "key" };
-    let policy = limits.policy_for(request.method());
+    let policy = match request.extensions().get::<RateClass>() {
+        Some(RateClass::Read) => &limits.reads,
+        Some(RateClass::Write) => &limits.writes,
+        None => limits.policy_for(request.method()),
+    };
     let (mut response, remaining, reset) = match limits.decide(policy, &key_id).await {
         Decision::Allowed { remaining } => {
             let response = next.run(request).await;

@@ -22,6 +22,14 @@ pub const MAX_KEY_CHARS: usize = 255;
 /// its own wire format).
 pub type Render<'a, T> = &'a (dyn Fn(&T) -> StoredResponse + Sync);
 
+/// The idempotency of one request as its door sees it: the key the client sent (if any), the
+/// request's fingerprint (empty without a key), and how to render the answer replays get.
+pub struct Keyed<'a, T> {
+    pub key: Option<String>,
+    pub fingerprint: Vec<u8>,
+    pub render: Render<'a, T>,
+}
+
 /// A key this request owns: complete it with the work, or release it when nothing was done.
 #[derive(Debug)]
 pub struct Claim {
@@ -40,6 +48,13 @@ pub enum Begun {
 /// Checks a client-supplied key: 1 to 255 visible ASCII characters.
 pub fn valid_key(key: &str) -> bool {
     !key.is_empty() && key.len() <= MAX_KEY_CHARS && key.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// Fingerprint of a JSON request: the operation and the canonical JSON (object keys sorted, no
+/// whitespace), so that key order and spacing do not matter and values do. Every door that
+/// shares an operation's keys fingerprints the same canonical form.
+pub fn fingerprint_json(operation: &str, body: &serde_json::Value) -> Vec<u8> {
+    fingerprint(operation, &[body.to_string().as_bytes()])
 }
 
 /// Fingerprint of a request: the operation's name and the request's canonical content (the

@@ -16,7 +16,7 @@ use std::time::Duration;
 use sqlx::PgPool;
 
 use super::error::{ErrorCode, ServiceError, SettingsPage};
-use super::idempotency::{Claim, Render, failpoint};
+use super::idempotency::{self, Begun, Claim, Keyed, Render, StoredResponse, failpoint};
 use super::principal::Principal;
 use crate::audio::AudioFormat;
 use crate::domain::{EngineId, Seed, SpeechText, Temperature, new_id};
@@ -56,6 +56,118 @@ pub struct Admitted {
     pub voice_name: String,
     pub engine: EngineId,
     pub estimated_ms: i64,
+}
+
+/// Where asynchronous speech is admitted: the database, the engines, the admission settings, and
+/// after how long an unfinished idempotency record counts as abandoned.
+#[derive(Clone, Copy)]
+pub struct Desk<'a> {
+    pub pool: &'a PgPool,
+    pub engines: &'a EngineRegistry,
+    pub policy: AdmissionPolicy,
+    pub abandoned_after: Duration,
+}
+
+/// How a door names the voice of a request.
+#[derive(Debug, Clone, Copy)]
+pub enum VoiceChoice<'a> {
+    /// A profile's name only (`POST /v1/speech`'s `voice_name`).
+    Name(&'a str),
+    /// A profile's id or its name (the agent's `speak`).
+    IdOrName(&'a str),
+}
+
+/// An asynchronous speech request, as its door parsed it.
+pub struct SpeechRequest<'a> {
+    pub text: SpeechText,
+    pub voice: VoiceChoice<'a>,
+    pub seed: Option<Seed>,
+    pub temperature: Option<Temperature>,
+    pub format: AudioFormat,
+}
+
+/// What [`create`] did.
+pub enum Created {
+    /// A new generation was admitted.
+    Admitted(Admitted),
+    /// The request's `Idempotency-Key` already answered for the same request: its stored answer.
+    Replayed(StoredResponse),
+}
+
+/// An asynchronous speech request from any door (`POST /v1/speech`, the agent's `speak`): the
+/// idempotency key is claimed, the voice looked up, the generation admitted and the key's answer
+/// stored in the same transaction; a refusal releases the key. Both doors store `POST
+/// /v1/speech`'s answer and fingerprint its canonical body, so one key answers for one request
+/// whichever door sent it, and the generation is made (and metered) once.
+pub async fn create(
+    desk: Desk<'_>,
+    principal: &Principal,
+    request: SpeechRequest<'_>,
+    fields: Fields,
+    keyed: Keyed<'_, Admitted>,
+) -> Result<Created, ServiceError> {
+    let claim = match idempotency::begin(
+        desk.pool,
+        &principal.account_id,
+        keyed.key,
+        keyed.fingerprint,
+        desk.abandoned_after,
+    )
+    .await?
+    {
+        Begun::Replay(stored) => return Ok(Created::Replayed(stored)),
+        Begun::Fresh(claim) => claim,
+    };
+    let result = async {
+        let voice = find_voice(desk.pool, principal, request.voice, fields.voice).await?;
+        let engine: EngineId = voice.engine.parse().map_err(ServiceError::internal)?;
+        let order = SpeechOrder {
+            text: request.text,
+            voice,
+            engine,
+            seed: request.seed,
+            temperature: request.temperature,
+            format: request.format,
+        };
+        admit(
+            desk.pool,
+            desk.engines,
+            desk.policy,
+            principal,
+            order,
+            fields,
+            claim.as_ref().map(|c| (c, keyed.render)),
+        )
+        .await
+    }
+    .await;
+    idempotency::settle(desk.pool, claim, result)
+        .await
+        .map(Created::Admitted)
+}
+
+async fn find_voice(
+    pool: &PgPool,
+    principal: &Principal,
+    choice: VoiceChoice<'_>,
+    field: &'static str,
+) -> Result<VoiceRow, ServiceError> {
+    match choice {
+        VoiceChoice::Name(name) => store::voices::find(pool, &principal.account_id, name)
+            .await?
+            .filter(|v| v.name == name)
+            .ok_or_else(|| {
+                ServiceError::invalid(field, "No voice profile of this account has that name.")
+            }),
+        VoiceChoice::IdOrName(value) => store::voices::find(pool, &principal.account_id, value)
+            .await?
+            .ok_or_else(|| {
+                ServiceError::invalid(
+                    field,
+                    format!("No voice profile of this account has the id or name {value:?}."),
+                )
+            }),
+    }
 }
 
 /// Checks what depends on the voice before anything is queued: whether its engine exists on

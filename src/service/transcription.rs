@@ -9,7 +9,7 @@ use sqlx::PgPool;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::error::{ErrorCode, ServiceError};
-use super::idempotency::{Claim, Render, failpoint};
+use super::idempotency::{self, Begun, Claim, Keyed, Render, StoredResponse, failpoint};
 use super::principal::Principal;
 use crate::audio::{self, Base64Error, DecodeError, DecodeLimits};
 use crate::domain::new_id;
@@ -74,6 +74,72 @@ pub struct Upload<'a> {
     pub source: &'a str,
     /// The request field errors about the audio name.
     pub param: &'a str,
+}
+
+/// What [`run`] did.
+pub enum Outcome {
+    Transcribed(Transcribed),
+    /// The request's `Idempotency-Key` already answered for the same request: its stored answer.
+    Replayed(StoredResponse),
+}
+
+/// Where transcriptions run: the database, the recogniser, and after how long an unfinished
+/// idempotency record counts as abandoned.
+#[derive(Clone, Copy)]
+pub struct Desk<'a> {
+    pub pool: &'a PgPool,
+    pub asr: &'a AsrService,
+    pub abandoned_after: Duration,
+}
+
+/// An upload whose bytes are still to be obtained (decoded, or fetched).
+pub struct Incoming<'a, F> {
+    pub audio: F,
+    /// The capture's `source`: `api`, `app` or `agent`.
+    pub source: &'a str,
+    /// The request field errors about the audio name.
+    pub param: &'a str,
+}
+
+/// A transcription request from any door (`POST /v1/transcriptions`, the agent's `transcribe`):
+/// the idempotency key is claimed, then the audio obtained (`incoming.audio` runs only for a
+/// fresh request, so a replay never fetches or decodes again), recognised and stored with the
+/// key's answer; a failure releases the key.
+pub async fn run<F>(
+    desk: Desk<'_>,
+    principal: &Principal,
+    place: Place,
+    incoming: Incoming<'_, F>,
+    keyed: Keyed<'_, Transcribed>,
+) -> Result<Outcome, ServiceError>
+where
+    F: Future<Output = Result<Vec<u8>, ServiceError>>,
+{
+    let claim = match idempotency::begin(
+        desk.pool,
+        &principal.account_id,
+        keyed.key,
+        keyed.fingerprint,
+        desk.abandoned_after,
+    )
+    .await?
+    {
+        Begun::Replay(stored) => return Ok(Outcome::Replayed(stored)),
+        Begun::Fresh(claim) => claim,
+    };
+    let result = async {
+        let upload = Upload {
+            audio: incoming.audio.await?,
+            source: incoming.source,
+            param: incoming.param,
+        };
+        let render = claim.as_ref().map(|c| (c, keyed.render));
+        transcribe(desk.pool, desk.asr, principal, place, upload, render).await
+    }
+    .await;
+    idempotency::settle(desk.pool, claim, result)
+        .await
+        .map(Outcome::Transcribed)
 }
 
 /// Decodes the upload, recognises it and stores the capture, with the idempotency record in the

@@ -18,11 +18,16 @@ pub const MAX_ID_CHARS: usize = 200;
 
 /// Checks a path id's length; ids beyond it are refused rather than looked up.
 pub fn check_id(id: &str) -> Result<(), ApiError> {
+    check_id_field(id, "generationId")
+}
+
+/// [`check_id`] for a request whose field has another name.
+pub fn check_id_field(id: &str, field: &str) -> Result<(), ApiError> {
     let chars = id.chars().count();
     if chars == 0 || chars > MAX_ID_CHARS {
         return Err(ApiError::invalid(
-            "generationId",
-            format!("generationId must be 1 to {MAX_ID_CHARS} characters"),
+            field,
+            format!("{field} must be 1 to {MAX_ID_CHARS} characters"),
         ));
     }
     Ok(())

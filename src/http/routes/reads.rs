@@ -14,9 +14,10 @@ use crate::store;
 use crate::store::read_pool::ReadPool;
 
 /// Largest `offset` (2^53 − 1).
-const MAX_OFFSET: i64 = 9_007_199_254_740_991;
-const MAX_LIMIT: i64 = 200;
-const DEFAULT_LIMIT: i64 = 50;
+pub const MAX_OFFSET: i64 = 9_007_199_254_740_991;
+/// Page size of capture lists: at most, and when none is asked for.
+pub const MAX_LIMIT: i64 = 200;
+pub const DEFAULT_LIMIT: i64 = 50;
 
 /// Lists the account's voice profiles.
 #[utoipa::path(get, path = "/v1/voices", tag = "voices",

@@ -11,16 +11,15 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::audio::AudioFormat;
-use crate::domain::{EngineId, Seed, SpeechText, Temperature};
+use crate::domain::{Seed, SpeechText, Temperature};
 use crate::http::AppState;
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::idempotency;
 use crate::http::json::JsonObject;
 use crate::http::models::Problem;
-use crate::service::idempotency::{self as idem, Begun, Render};
-use crate::service::speech::{self as service, Admitted, Fields, SpeechOrder};
-use crate::store;
+use crate::service::idempotency::{Keyed, StoredResponse};
+use crate::service::speech::{self as service, Admitted, Created, Fields, VoiceChoice};
 
 pub fn parse_seed(body: &JsonObject) -> Result<Option<Seed>, ApiError> {
     body.optional("seed")
@@ -126,65 +125,59 @@ pub async fn create_speech(
     let temperature = parse_temperature(&body)?;
     let format = parse_format(&body, "response_format")?;
     let fingerprint = match key {
-        Some(_) => idempotency::fingerprint("POST /v1/speech", &body.value()),
+        Some(_) => idempotency::fingerprint(OPERATION, &body.value()),
         None => Vec::new(),
     };
-    let claim = match idem::begin(
-        &state.pool,
-        &principal.account_id,
+    let request = service::SpeechRequest {
+        text,
+        voice: VoiceChoice::Name(voice_name),
+        seed,
+        temperature,
+        format,
+    };
+    let keyed = Keyed {
         key,
         fingerprint,
-        state.request_timeout,
+        render: &accepted_answer,
+    };
+    match service::create(
+        state.speech_desk(),
+        &principal,
+        request,
+        FIELDS_OF_SPEECH,
+        keyed,
     )
     .await?
     {
-        Begun::Replay(stored) => return Ok(idempotency::respond(stored, true)),
-        Begun::Fresh(claim) => claim,
-    };
-    let result = async {
-        let voice = store::voices::find(&state.pool, &principal.account_id, voice_name)
-            .await?
-            .filter(|v| v.name == voice_name)
-            .ok_or_else(|| {
-                ApiError::invalid(
-                    "voice_name",
-                    "No voice profile of this account has that name.",
-                )
-            })?;
-        let engine: EngineId = voice.engine.parse().map_err(ApiError::internal)?;
-        let order = SpeechOrder {
-            text,
-            voice,
-            engine,
-            seed,
-            temperature,
-            format,
-        };
-        let render = |admitted: &Admitted| {
-            idempotency::stored_json(
-                StatusCode::ACCEPTED,
-                &[("location", format!("/v1/generations/{}", admitted.id))],
-                &SpeechAccepted {
-                    id: admitted.id.clone(),
-                    status: "generating".into(),
-                    voice: admitted.voice_name.clone(),
-                },
-            )
-        };
-        let admitted = service::admit(
-            &state.pool,
-            &state.engines,
-            state.admission,
-            &principal,
-            order,
-            FIELDS_OF_SPEECH,
-            claim.as_ref().map(|c| (c, &render as Render<Admitted>)),
-        )
-        .await?;
-        Ok(idempotency::respond(render(&admitted), false))
+        Created::Replayed(stored) => Ok(idempotency::respond(stored, true)),
+        Created::Admitted(admitted) => Ok(idempotency::respond(accepted_answer(&admitted), false)),
     }
-    .await;
-    idem::settle(&state.pool, claim, result).await
+}
+
+/// The idempotency operation of asynchronous speech (shared with the agent's `speak`).
+pub const OPERATION: &str = "POST /v1/speech";
+
+/// The answer of `POST /v1/speech` as sent and stored: a replay through either door (REST or
+/// the agent's `speak`) reads this record.
+pub fn accepted_answer(admitted: &Admitted) -> StoredResponse {
+    idempotency::stored_json(
+        StatusCode::ACCEPTED,
+        &[("location", format!("/v1/generations/{}", admitted.id))],
+        &SpeechAccepted {
+            id: admitted.id.clone(),
+            status: "generating".into(),
+            voice: admitted.voice_name.clone(),
+        },
+    )
+}
+
+/// The generation a stored `POST /v1/speech` answer names.
+pub fn accepted_generation(stored: &StoredResponse) -> Option<String> {
+    serde_json::from_slice::<serde_json::Value>(&stored.body)
+        .ok()?
+        .get("id")?
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// Field names of `POST /v1/speech` for the service's errors.

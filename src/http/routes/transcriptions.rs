@@ -10,7 +10,7 @@ use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use futures_util::StreamExt;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
@@ -21,8 +21,8 @@ use crate::http::error::ApiError;
 use crate::http::idempotency;
 use crate::http::json;
 use crate::http::models::Problem;
-use crate::service::idempotency::{self as idem, Begun, Render};
-use crate::service::transcription::{self as service, Transcribed, Upload};
+use crate::service::idempotency::{self as idem, Keyed, StoredResponse};
+use crate::service::transcription::{self as service, Incoming, Outcome, Transcribed};
 
 /// Body limit of this route: 25 MiB of audio as base64 (4/3 larger) plus a data-URL prefix
 /// and the JSON around it.
@@ -40,7 +40,7 @@ pub struct TranscriptionRequest {
 }
 
 /// The transcript, and the id of the capture that stores it.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TranscriptionResult {
     /// Id of the capture created (listed by `GET /v1/captures`).
     #[schema(example = "cap_0192f0c1a2b37c0d8e9f0a1b2c3d4e5f")]
@@ -94,45 +94,47 @@ pub async fn create_transcription(
         tokio::task::spawn_blocking(move || parse_upload(&bytes, wants_fingerprint))
             .await
             .map_err(ApiError::internal)??;
-    let claim = match idem::begin(
-        &state.pool,
-        &principal.account_id,
+    let keyed = Keyed {
         key,
         fingerprint,
-        state.request_timeout,
-    )
-    .await?
-    {
-        Begun::Replay(stored) => return Ok(idempotency::respond(stored, true)),
-        Begun::Fresh(claim) => claim,
+        render: &answer,
     };
-    let render = |done: &Transcribed| {
-        idempotency::stored_json(
-            StatusCode::OK,
-            &[],
-            &TranscriptionResult {
-                id: done.capture_id.clone(),
-                text: done.text.clone(),
-                language: done.language.clone(),
-                duration_ms: done.duration_ms,
-            },
-        )
+    let incoming = Incoming {
+        audio: std::future::ready(Ok(audio)),
+        source: "api",
+        param: "audio",
     };
-    let result = service::transcribe(
-        &state.pool,
-        &state.asr,
+    let outcome = service::run(
+        state.transcription_desk(),
         &principal,
         place,
-        Upload {
-            audio,
-            source: "api",
-            param: "audio",
-        },
-        claim.as_ref().map(|c| (c, &render as Render<Transcribed>)),
+        incoming,
+        keyed,
     )
-    .await;
-    let done = idem::settle(&state.pool, claim, result).await?;
-    Ok(idempotency::respond(render(&done), false))
+    .await?;
+    Ok(match outcome {
+        Outcome::Replayed(stored) => idempotency::respond(stored, true),
+        Outcome::Transcribed(done) => idempotency::respond(answer(&done), false),
+    })
+}
+
+/// The idempotency operation of transcription from base64 (shared with the agent's
+/// `transcribe`, which fingerprints the same base64 text).
+pub const OPERATION: &str = "POST /v1/transcriptions";
+
+/// The answer of `POST /v1/transcriptions` as sent and stored: a replay through either door
+/// reads this record.
+pub fn answer(done: &Transcribed) -> StoredResponse {
+    idempotency::stored_json(
+        StatusCode::OK,
+        &[],
+        &TranscriptionResult {
+            id: done.capture_id.clone(),
+            text: done.text.clone(),
+            language: done.language.clone(),
+            duration_ms: done.duration_ms,
+        },
+    )
 }
 
 /// The JSON body → the audio file's bytes, and the request's fingerprint when one is needed.
@@ -159,7 +161,7 @@ fn parse_upload(body: &[u8], fingerprint: bool) -> Result<(Vec<u8>, Vec<u8>), Ap
     let audio_b64: Cow<'_, str> = serde_json::from_str(raw.get())
         .map_err(|_| ApiError::invalid("audio", "audio must be a base64 string"))?;
     let fingerprint = if fingerprint {
-        idem::fingerprint("POST /v1/transcriptions", &[audio_b64.as_bytes()])
+        idem::fingerprint(OPERATION, &[audio_b64.as_bytes()])
     } else {
         Vec::new()
     };

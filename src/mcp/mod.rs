@@ -1,0 +1,116 @@
+//! The agent interface: MCP over Streamable HTTP at `/mcp` (docs/agents.md).
+//!
+//! rmcp, the official Rust SDK, speaks the protocol: the 2026-07-28 revision (no `initialize`,
+//! every request self-contained) and the 2025-11-25 handshake. Every revision is served
+//! statelessly: no session lives in a process, so any `voiced serve` behind a load balancer
+//! answers any request, and a restart loses nothing.
+//!
+//! A request passes, in order:
+//! 1. [`auth::gate`]: the credential (401 with the OAuth challenge), which tool is called, and
+//!    the request's rate-limit class;
+//! 2. the per-key rate limit, the same as on `/v1`;
+//! 3. [`auth::scope`]: the called tool's scope (403 `insufficient_scope` with its challenge);
+//! 4. rmcp: Host and Origin against the public base URL (403 otherwise), the protocol's own
+//!    validation, then [`server::VoicedMcp`], whose tools call the same service functions as
+//!    the REST handlers.
+
+pub mod auth;
+pub mod server;
+pub mod tools;
+pub mod url_audio;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::Uri;
+use axum::middleware::from_fn_with_state;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use crate::http::{AppState, rate_limit};
+
+/// Where the agent interface is served.
+pub const PATH: &str = "/mcp";
+
+/// Largest request body: a `transcribe` call with as much base64 audio as
+/// `POST /v1/transcriptions` takes, and the JSON-RPC around it.
+pub const BODY_LIMIT: usize = crate::http::routes::transcriptions::BODY_LIMIT;
+
+/// Whether a request path is the agent interface's.
+pub fn is_mcp_path(path: &str) -> bool {
+    path == PATH
+}
+
+/// The `/mcp` route with its gate and rate limit.
+pub fn router(state: &AppState) -> Router<AppState> {
+    let factory_state = state.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(server::VoicedMcp::new(factory_state.clone())),
+        Arc::new(NeverSessionManager::default()),
+        transport_config(&state.public_base_url),
+    );
+    // Layers wrap what is above them: the gate runs first, then the rate limit, then the scope.
+    Router::new()
+        .route_service(PATH, service)
+        .layer(from_fn_with_state(state.clone(), auth::scope))
+        .layer(from_fn_with_state(
+            state.limits.clone(),
+            rate_limit::rate_limit,
+        ))
+        .layer(from_fn_with_state(state.clone(), auth::gate))
+}
+
+/// Stateless for every protocol revision, JSON answers unless a tool sends progress (then the
+/// answer is an event stream), and the DNS-rebinding guard set to the public base URL.
+fn transport_config(public_base_url: &str) -> StreamableHttpServerConfig {
+    let (host, origin) = host_and_origin(public_base_url);
+    StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_allowed_hosts([host])
+        .with_allowed_origins([origin])
+        .with_max_request_body_bytes(BODY_LIMIT)
+}
+
+/// The Host a request must name (any port: a proxy in front may listen on another one than the
+/// public URL's) and the one browser Origin accepted, scheme, host and port exactly.
+fn host_and_origin(public_base_url: &str) -> (String, String) {
+    let uri: Uri = public_base_url
+        .parse()
+        .expect("public_base_url was validated at start-up");
+    let scheme = uri.scheme_str().unwrap_or("https").to_ascii_lowercase();
+    let host = uri.host().unwrap_or("localhost").to_ascii_lowercase();
+    let port = uri
+        .port_u16()
+        .unwrap_or(if scheme == "http" { 80 } else { 443 });
+    (host.clone(), format!("{scheme}://{host}:{port}"))
+}
+
+/// The protected-resource metadata of `/mcp` (RFC 9728), named in every challenge.
+pub fn resource_metadata_url(public_base_url: &str) -> String {
+    format!("{public_base_url}/.well-known/oauth-protected-resource{PATH}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_and_origins_come_from_the_public_url() {
+        assert_eq!(
+            host_and_origin("https://Voice.Example.com"),
+            (
+                "voice.example.com".into(),
+                "https://voice.example.com:443".into()
+            )
+        );
+        assert_eq!(
+            host_and_origin("http://127.0.0.1:8080"),
+            ("127.0.0.1".into(), "http://127.0.0.1:8080".into())
+        );
+        assert_eq!(
+            host_and_origin("https://example.com:8443/voice"),
+            ("example.com".into(), "https://example.com:8443".into())
+        );
+    }
+}

@@ -1,0 +1,77 @@
+//! `list_voices`, `list_captures`, `get_generation`: the reads of `GET /v1/voices`,
+//! `GET /v1/captures` and `GET /v1/generations/{id}`, with the same bounds and the same shapes.
+
+use rmcp::model::{CallToolResult, ContentBlock, Resource};
+use serde_json::json;
+
+use super::{bounded_int, json_result, success};
+use crate::http::AppState;
+use crate::http::error::ServiceError;
+use crate::http::json::JsonObject;
+use crate::http::models::{CaptureList, Generation, VoiceList};
+use crate::http::routes::generations::{check_id_field, present};
+use crate::http::routes::reads::{DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET};
+use crate::service::Principal;
+use crate::store;
+
+pub async fn list_voices(
+    state: &AppState,
+    principal: &Principal,
+    args: &JsonObject,
+) -> Result<CallToolResult, ServiceError> {
+    args.only(&[])?;
+    let rows = store::voices::list(&state.pool, &principal.account_id).await?;
+    let list = VoiceList {
+        total: rows.len() as i64,
+        data: rows.into_iter().map(Into::into).collect(),
+    };
+    Ok(json_result(json!(list)))
+}
+
+pub async fn list_captures(
+    state: &AppState,
+    principal: &Principal,
+    args: &JsonObject,
+) -> Result<CallToolResult, ServiceError> {
+    args.only(&["limit", "offset"])?;
+    let limit = bounded_int(args, "limit", 1, MAX_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
+    let offset = bounded_int(args, "offset", 0, MAX_OFFSET)?.unwrap_or(0);
+    let (rows, total) =
+        store::captures::page(&state.pool, &principal.account_id, limit, offset).await?;
+    let list = CaptureList {
+        data: rows.into_iter().map(Into::into).collect(),
+        total,
+        limit,
+        offset,
+    };
+    Ok(json_result(json!(list)))
+}
+
+pub async fn get_generation(
+    state: &AppState,
+    principal: &Principal,
+    args: &JsonObject,
+) -> Result<CallToolResult, ServiceError> {
+    args.only(&["generation_id"])?;
+    let id = args.required_str("generation_id")?;
+    check_id_field(id, "generation_id")?;
+    // Another account's generation is "not found", exactly like a missing one.
+    let row = store::generations::find(&state.pool, &principal.account_id, id)
+        .await?
+        .ok_or_else(ServiceError::not_found)?;
+    let generation = present(state, row);
+    let structured = json!(generation);
+    let mut content = vec![ContentBlock::text(structured.to_string())];
+    content.extend(audio_link(&generation));
+    Ok(success(content, structured))
+}
+
+/// A `resource_link` to a completed generation's audio.
+pub fn audio_link(generation: &Generation) -> Option<ContentBlock> {
+    let url = generation.audio_url.as_ref()?;
+    let format: crate::audio::AudioFormat = generation.format.parse().ok()?;
+    let resource = Resource::new(url, format!("{}.{}", generation.id, format.extension()))
+        .with_title("Generated speech (link valid about 15 minutes)")
+        .with_mime_type(format.content_type());
+    Some(ContentBlock::resource_link(resource))
+}

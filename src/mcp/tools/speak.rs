@@ -1,0 +1,309 @@
+//! `speak`: `POST /v1/speech` and a bounded wait for the audio.
+//!
+//! The generation is created by `service::speech::create`, as on REST: the same admission
+//! (allowance, key ceiling, pending cap), the same metering, and the same idempotency records
+//! (the arguments are fingerprinted in `POST /v1/speech`'s form and the stored answer is its
+//! 202), so one `idempotency_key` makes one generation whichever door it is sent through. The
+//! tool then waits up to `wait_seconds` on the durable queue's completion notifications,
+//! sending progress notifications when the caller asked for them. A generation not done by then
+//! goes on; the result names its id for `get_generation`.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken};
+use rmcp::service::RequestContext;
+use rmcp::{Peer, RoleServer};
+use serde_json::{Map, Value, json};
+use tokio::time::Instant;
+
+use super::reads::audio_link;
+use super::schemas::{DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS};
+use super::{bounded_int, flag, idempotency_key, success};
+use crate::http::AppState;
+use crate::http::error::{ErrorCode, ServiceError};
+use crate::http::json::JsonObject;
+use crate::http::models::Generation;
+use crate::http::routes::generations::present;
+use crate::http::routes::speech::{
+    OPERATION, accepted_answer, accepted_generation, parse_format, parse_seed, parse_temperature,
+    parse_text,
+};
+use crate::service::Principal;
+use crate::service::idempotency::{Keyed, fingerprint_json};
+use crate::service::speech::{self as service, Created, Fields, SpeechRequest, VoiceChoice};
+use crate::store;
+
+/// Largest audio returned inline (base64 in the result) when `inline_audio` is asked for.
+pub const MAX_INLINE_BYTES: u64 = 1024 * 1024;
+
+const ARGUMENTS: [&str; 8] = [
+    "text",
+    "voice",
+    "seed",
+    "temperature",
+    "format",
+    "wait_seconds",
+    "inline_audio",
+    "idempotency_key",
+];
+
+/// Argument names for the service's errors.
+const FIELDS_OF_SPEAK: Fields = Fields {
+    text: "text",
+    voice: "voice",
+    temperature: "temperature",
+};
+
+/// How often a waiting `speak` reports progress, when asked to.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+/// Bound on how long a missed completion notification could delay the answer.
+const RECHECK: Duration = Duration::from_secs(5);
+
+pub async fn speak(
+    state: &AppState,
+    principal: &Principal,
+    args: JsonObject,
+    context: &RequestContext<RoleServer>,
+) -> Result<CallToolResult, ServiceError> {
+    args.only(&ARGUMENTS)?;
+    let text = parse_text(&args, "text")?;
+    let voice = args.required_str("voice")?;
+    if voice.trim().is_empty() {
+        return Err(ServiceError::invalid("voice", "voice must not be empty"));
+    }
+    let seed = parse_seed(&args)?;
+    let temperature = parse_temperature(&args)?;
+    let format = parse_format(&args, "format")?;
+    let wait = bounded_int(&args, "wait_seconds", 0, MAX_WAIT_SECONDS)?
+        .unwrap_or(DEFAULT_WAIT_SECONDS)
+        .unsigned_abs();
+    let inline = flag(&args, "inline_audio")?.unwrap_or(false);
+    let key = idempotency_key(&args)?;
+    let fingerprint = match key {
+        Some(_) => fingerprint_json(OPERATION, &rest_form(&args)),
+        None => Vec::new(),
+    };
+    let request = SpeechRequest {
+        text,
+        voice: VoiceChoice::IdOrName(voice),
+        seed,
+        temperature,
+        format,
+    };
+    let keyed = Keyed {
+        key,
+        fingerprint,
+        render: &accepted_answer,
+    };
+    let created = service::create(
+        state.speech_desk(),
+        principal,
+        request,
+        FIELDS_OF_SPEAK,
+        keyed,
+    )
+    .await?;
+    let (id, replayed) = match created {
+        Created::Admitted(admitted) => (admitted.id, false),
+        Created::Replayed(stored) => (
+            accepted_generation(&stored)
+                .ok_or_else(|| ServiceError::internal("stored speech answer without an id"))?,
+            true,
+        ),
+    };
+    // Never past the server's own request time limit.
+    let wait = Duration::from_secs(wait).min(service::sync_wait_limit(state.request_timeout));
+    wait_for(state, &id, wait, context).await?;
+    let row = store::generations::find(&state.pool, &principal.account_id, &id)
+        .await?
+        .ok_or_else(|| ServiceError::internal("admitted generation not found"))?;
+    let generation = present(state, row);
+    match generation.status.as_str() {
+        "completed" => completed(state, &generation, replayed, inline).await,
+        // The reason is in the generation's `error` (get_generation); the answer names only
+        // the id, never the engine's text (as POST /v1/audio/speech does).
+        "failed" => Err(ServiceError::new(
+            ErrorCode::InternalError,
+            format!(
+                "The generation {id} failed; nothing was charged. get_generation with this id tells why."
+            ),
+        )),
+        _ => Ok(pending(&generation, wait, replayed)),
+    }
+}
+
+/// The arguments as `POST /v1/speech`'s body, for the fingerprint both doors share.
+fn rest_form(args: &JsonObject) -> Value {
+    let mut body = Map::new();
+    for (ours, rest) in [
+        ("text", "text"),
+        ("voice", "voice_name"),
+        ("seed", "seed"),
+        ("temperature", "temperature"),
+        ("format", "response_format"),
+    ] {
+        if let Some(value) = args.0.get(ours) {
+            body.insert(rest.to_owned(), value.clone());
+        }
+    }
+    Value::Object(body)
+}
+
+/// Waits until the generation has ended, `wait` has passed, the caller cancelled or went away,
+/// or the server is shutting down, whichever comes first.
+async fn wait_for(
+    state: &AppState,
+    id: &str,
+    wait: Duration,
+    context: &RequestContext<RoleServer>,
+) -> Result<(), ServiceError> {
+    if wait.is_zero() {
+        return Ok(());
+    }
+    let started = Instant::now();
+    let deadline = started + wait;
+    let mut progress = Progress::new(context, wait);
+    progress
+        .send(0.0, format!("Generation {id} accepted; generating."))
+        .await;
+    let completion = state.completions.wait(id, RECHECK);
+    let shutdown = state.shutting_down();
+    tokio::pin!(completion, shutdown);
+    let mut ticker = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
+    loop {
+        tokio::select! {
+            status = &mut completion => {
+                let status = status?;
+                progress.send(wait.as_secs_f64(), format!("Generation {id} {status}.")).await;
+                return Ok(());
+            }
+            () = tokio::time::sleep_until(deadline) => return Ok(()),
+            () = &mut shutdown => return Ok(()),
+            () = context.ct.cancelled() => return Ok(()),
+            _ = ticker.tick(), if progress.wanted() => {
+                let elapsed = started.elapsed().as_secs_f64();
+                progress.send(elapsed, format!("Generating ({elapsed:.0} s).")).await;
+            }
+        }
+    }
+}
+
+/// Progress notifications for the request's `progressToken`, if it sent one: progress is the
+/// seconds waited so far, out of `wait_seconds`.
+struct Progress {
+    token: Option<ProgressToken>,
+    peer: Peer<RoleServer>,
+    total: f64,
+    last: Option<f64>,
+}
+
+impl Progress {
+    fn new(context: &RequestContext<RoleServer>, wait: Duration) -> Self {
+        Self {
+            token: context.meta.get_progress_token(),
+            peer: context.peer.clone(),
+            total: wait.as_secs_f64(),
+            last: None,
+        }
+    }
+
+    fn wanted(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// Sends one notification; progress must grow, so a value not above the last is skipped.
+    async fn send(&mut self, progress: f64, message: String) {
+        let Some(token) = &self.token else { return };
+        if self.last.is_some_and(|last| progress <= last) {
+            return;
+        }
+        self.last = Some(progress);
+        let param = ProgressNotificationParam::new(token.clone(), progress)
+            .with_total(self.total)
+            .with_message(message);
+        // A caller that went away is noticed by the wait itself.
+        let _ = self.peer.notify_progress(param).await;
+    }
+}
+
+async fn completed(
+    state: &AppState,
+    generation: &Generation,
+    replayed: bool,
+    inline: bool,
+) -> Result<CallToolResult, ServiceError> {
+    let url = generation
+        .audio_url
+        .clone()
+        .ok_or_else(|| ServiceError::internal("completed generation without audio"))?;
+    let duration_ms = generation.duration_ms.unwrap_or(0);
+    let mut content = vec![ContentBlock::text(format!(
+        "Spoke {:.1} s of audio ({}). Audio (signed link, valid about 15 minutes): {url}\ngeneration_id: {}",
+        duration_ms as f64 / 1000.0,
+        generation.format,
+        generation.id
+    ))];
+    content.extend(audio_link(generation));
+    if inline {
+        content.push(inline_audio(state, &generation.id).await?);
+    }
+    Ok(success(
+        content,
+        json!({
+            "generation_id": generation.id,
+            "status": "completed",
+            "duration_ms": duration_ms,
+            "audio_url": url,
+            "format": generation.format,
+            "replayed": replayed,
+        }),
+    ))
+}
+
+/// The audio itself, base64, when it is small enough; a note otherwise.
+async fn inline_audio(state: &AppState, id: &str) -> Result<ContentBlock, ServiceError> {
+    let key = store::generations::for_download(&state.pool, id)
+        .await?
+        .and_then(|d| d.audio_key)
+        .ok_or_else(|| ServiceError::internal("completed generation without audio"))?;
+    let head = state
+        .blobs
+        .head(&key)
+        .await
+        .map_err(ServiceError::internal)?
+        .ok_or_else(|| ServiceError::internal("audio blob missing"))?;
+    if head.len > MAX_INLINE_BYTES {
+        return Ok(ContentBlock::text(format!(
+            "The audio is {} bytes, over the 1 MiB inline limit: download it from the audio_url.",
+            head.len
+        )));
+    }
+    let blob = state
+        .blobs
+        .get(&key)
+        .await
+        .map_err(ServiceError::internal)?
+        .ok_or_else(|| ServiceError::internal("audio blob missing"))?;
+    let data = base64::engine::general_purpose::STANDARD.encode(&blob.bytes);
+    Ok(ContentBlock::audio(data, blob.content_type))
+}
+
+fn pending(generation: &Generation, waited: Duration, replayed: bool) -> CallToolResult {
+    let text = format!(
+        "Generation {id} is still generating after {secs} s. Call get_generation with generation_id \"{id}\" to get the audio when it is ready.",
+        id = generation.id,
+        secs = waited.as_secs(),
+    );
+    success(
+        vec![ContentBlock::text(text)],
+        json!({
+            "generation_id": generation.id,
+            "status": "generating",
+            "duration_ms": null,
+            "audio_url": null,
+            "format": generation.format,
+            "replayed": replayed,
+        }),
+    )
+}

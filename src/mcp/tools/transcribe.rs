@@ -1,0 +1,174 @@
+//! `transcribe`: `POST /v1/transcriptions` for agents, storing a capture with `source = "agent"`.
+//!
+//! The same service call as REST: a place in the recogniser's queue first, then the
+//! idempotency key, the audio (decoded from `audio_base64` under the same limits, or fetched
+//! from `audio_url`), recognition and the capture. Base64 audio is fingerprinted exactly as REST
+//! fingerprints its `audio` field, and the stored answer is REST's, so a key answers for the
+//! same clip through either door.
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Value, json};
+
+use super::{idempotency_key, success};
+use crate::audio::MAX_AUDIO_BYTES;
+use crate::http::AppState;
+use crate::http::error::ServiceError;
+use crate::http::json::JsonObject;
+use crate::http::routes::transcriptions::{OPERATION, TranscriptionResult, answer};
+use crate::mcp::url_audio::fetch_audio_url;
+use crate::service::Principal;
+use crate::service::idempotency::{Keyed, fingerprint};
+use crate::service::transcription::{self as service, Incoming, Outcome};
+
+/// The capture `source` of everything this door transcribes.
+pub const SOURCE: &str = "agent";
+
+/// The idempotency operation of transcription from a URL (a URL and a clip are different
+/// requests even when the clip is the same).
+const URL_OPERATION: &str = "transcribe audio_url";
+
+/// Where the audio comes from.
+enum Audio {
+    Base64(String),
+    Url(String),
+}
+
+pub async fn transcribe(
+    state: &AppState,
+    principal: &Principal,
+    mut args: JsonObject,
+) -> Result<CallToolResult, ServiceError> {
+    args.only(&["audio_base64", "audio_url", "idempotency_key"])?;
+    let key = idempotency_key(&args)?;
+    let audio = source(&mut args)?;
+    // Admission before work: the place is taken before the audio is decoded or fetched.
+    let place = service::take_place(&state.asr)?;
+    let wants_fingerprint = key.is_some();
+    let (incoming_audio, fingerprint, param) = match audio {
+        Audio::Base64(text) => {
+            let (bytes, fingerprint) = tokio::task::spawn_blocking(move || {
+                let fingerprint = if wants_fingerprint {
+                    fingerprint(OPERATION, &[text.as_bytes()])
+                } else {
+                    Vec::new()
+                };
+                service::decode_base64(&text, "audio_base64").map(|bytes| (bytes, fingerprint))
+            })
+            .await
+            .map_err(ServiceError::internal)??;
+            (Fetch::Ready(bytes), fingerprint, "audio_base64")
+        }
+        Audio::Url(url) => {
+            let fingerprint = if wants_fingerprint {
+                fingerprint(URL_OPERATION, &[url.as_bytes()])
+            } else {
+                Vec::new()
+            };
+            (Fetch::Url(url), fingerprint, "audio_url")
+        }
+    };
+    let keyed = Keyed {
+        key,
+        fingerprint,
+        render: &answer,
+    };
+    let incoming = Incoming {
+        audio: incoming_audio.bytes(),
+        source: SOURCE,
+        param,
+    };
+    let outcome = service::run(
+        state.transcription_desk(),
+        principal,
+        place,
+        incoming,
+        keyed,
+    )
+    .await?;
+    let (result, replayed) = match outcome {
+        Outcome::Transcribed(done) => (
+            TranscriptionResult {
+                id: done.capture_id,
+                text: done.text,
+                language: done.language,
+                duration_ms: done.duration_ms,
+            },
+            false,
+        ),
+        Outcome::Replayed(stored) => (
+            serde_json::from_slice(&stored.body)
+                .map_err(|e| ServiceError::internal(format!("stored transcription answer: {e}")))?,
+            true,
+        ),
+    };
+    let summary = format!(
+        "Transcribed {:.1} s of audio (language {}) into capture {}:\n{}",
+        result.duration_ms as f64 / 1000.0,
+        result.language,
+        result.id,
+        result.text
+    );
+    Ok(success(
+        vec![ContentBlock::text(summary)],
+        json!({
+            "capture_id": result.id,
+            "text": result.text,
+            "language": result.language,
+            "duration_ms": result.duration_ms,
+            "replayed": replayed,
+        }),
+    ))
+}
+
+/// Exactly one of `audio_base64` and `audio_url`.
+fn source(args: &mut JsonObject) -> Result<Audio, ServiceError> {
+    let base64 = args.0.remove("audio_base64").filter(|v| !v.is_null());
+    let url = args.0.remove("audio_url").filter(|v| !v.is_null());
+    match (base64, url) {
+        (Some(Value::String(text)), None) => Ok(Audio::Base64(text)),
+        (Some(_), None) => Err(ServiceError::invalid(
+            "audio_base64",
+            "audio_base64 must be a base64 string",
+        )),
+        (None, Some(Value::String(url))) => {
+            let is_https = url
+                .get(..8)
+                .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"));
+            if !is_https {
+                return Err(ServiceError::invalid(
+                    "audio_url",
+                    "audio_url must be an https:// URL",
+                ));
+            }
+            Ok(Audio::Url(url))
+        }
+        (None, Some(_)) => Err(ServiceError::invalid(
+            "audio_url",
+            "audio_url must be an https:// URL",
+        )),
+        (Some(_), Some(_)) => Err(ServiceError::invalid(
+            "audio_base64",
+            "Send either audio_base64 or audio_url, not both.",
+        )),
+        (None, None) => Err(ServiceError::invalid(
+            "audio_base64",
+            "audio_base64 or audio_url is required",
+        )),
+    }
+}
+
+/// The audio's bytes, as they will be obtained: already decoded, or fetched only once the
+/// idempotency key is known to need it.
+enum Fetch {
+    Ready(Vec<u8>),
+    Url(String),
+}
+
+impl Fetch {
+    async fn bytes(self) -> Result<Vec<u8>, ServiceError> {
+        match self {
+            Fetch::Ready(bytes) => Ok(bytes),
+            Fetch::Url(url) => fetch_audio_url(&url, MAX_AUDIO_BYTES).await,
+        }
+    }
+}
