@@ -41,6 +41,7 @@ fn main() {
                     temperature: None,
                     cancel: None,
                     voice_print: None,
+                    instruction: None,
                 })
                 .unwrap();
             let chars = text.chars().count() as f64;

@@ -34,6 +34,7 @@ fn main() {
         temperature: None,
         cancel: None,
         voice_print: None,
+        instruction: None,
     };
     let t = Instant::now();
     let pcm = engine.synthesize(&input).unwrap();

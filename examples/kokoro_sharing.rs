@@ -34,6 +34,7 @@ fn input(text: &str) -> SynthesisInput<'_> {
         temperature: None,
         cancel: None,
         voice_print: None,
+        instruction: None,
     }
 }
 

@@ -105,6 +105,7 @@ fn input(text: &str, seed: u64, temperature: Option<f32>) -> SynthesisInput<'_> 
         temperature,
         cancel: None,
         voice_print: None,
+        instruction: None,
     }
 }
 

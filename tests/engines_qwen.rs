@@ -46,6 +46,7 @@ fn input<'a>(text: &'a str, preset: &'a str, seed: u64) -> SynthesisInput<'a> {
         temperature: None,
         cancel: None,
         voice_print: None,
+        instruction: None,
     }
 }
 
@@ -214,9 +215,7 @@ fn qwen_seed_decides_the_take_and_the_length_adds_up() {
     assert_eq!(engine.reference_rate(), Some(qwen::SAMPLE_RATE));
     let text = "Hello from the voiced engine.";
     for preset in ["default", "narrator"] {
-        let (a, trace) = engine
-            .synthesize_traced(&input(text, preset, 7), None)
-            .unwrap();
+        let (a, trace) = engine.synthesize_traced(&input(text, preset, 7)).unwrap();
         assert_eq!(a.sample_rate, qwen::SAMPLE_RATE);
         assert_eq!(trace.pieces.len(), 1);
         let piece = &trace.pieces[0].generated;
@@ -240,6 +239,14 @@ fn qwen_seed_decides_the_take_and_the_length_adds_up() {
     let default = engine.synthesize(&input(text, "default", 7)).unwrap();
     let narrator = engine.synthesize(&input(text, "narrator", 7)).unwrap();
     assert_ne!(default.samples, narrator.samples, "the voice matters");
+    // Base takes no instruction: a personality prompt is stored on the profile but not read.
+    let prompted = engine
+        .synthesize(&SynthesisInput {
+            instruction: Some("speak warmly and slowly"),
+            ..input(text, "default", 7)
+        })
+        .unwrap();
+    assert_eq!(prompted.samples, default.samples, "Base ignores it");
     assert!(matches!(
         engine.synthesize(&input(text, "nobody", 7)),
         Err(EngineError::UnknownPreset(_))
@@ -312,13 +319,26 @@ fn qwen_custom_voice_speaks_its_speakers_and_reads_instructions() {
     );
     let vivian = engine.synthesize(&input(text, "vivian", 5)).unwrap();
     assert_ne!(ryan.samples, vivian.samples);
-    let (instructed, _) = engine
-        .synthesize_traced(&input(text, "ryan", 5), Some("speak warmly and slowly"))
-        .unwrap();
-    assert_ne!(
-        instructed.samples, ryan.samples,
-        "the 1.7B model reads the instruction"
+    // The voice's personality prompt, through `Engine::synthesize` as the worker calls it.
+    let instructed = |engine: &mut QwenEngine, instruction| {
+        engine
+            .synthesize(&SynthesisInput {
+                instruction: Some(instruction),
+                ..input(text, "ryan", 5)
+            })
+            .unwrap()
+            .samples
+    };
+    let warm = instructed(&mut engine, "speak warmly and slowly");
+    assert_ne!(warm, ryan.samples, "the 1.7B model reads the instruction");
+    assert_eq!(instructed(&mut engine, "speak warmly and slowly"), warm);
+    assert_ne!(instructed(&mut engine, "whisper, very fast"), warm);
+    assert_eq!(
+        instructed(&mut engine, "  speak warmly and slowly\n"),
+        warm,
+        "trimmed"
     );
+    assert_eq!(instructed(&mut engine, " \n"), ryan.samples, "blank: none");
     assert!(matches!(
         engine.synthesize(&input(text, "default", 5)),
         Err(EngineError::UnknownPreset(_))
@@ -428,7 +448,10 @@ fn qwen_matches_a_python_reference_loop() {
     for (variant, preset, instruction, seed) in cases {
         let mut engine = qwen_engine(variant);
         let (pcm, trace) = engine
-            .synthesize_traced(&input(text, preset, seed), instruction)
+            .synthesize_traced(&SynthesisInput {
+                instruction,
+                ..input(text, preset, seed)
+            })
             .unwrap();
         let piece = &trace.pieces[0];
         let work = common::TempDir::new("qwen-ref", 0o755);
@@ -557,8 +580,9 @@ async fn qwen_and_luxtts_speak_through_the_api() {
         ),
         ("Lux", EngineId::Luxtts, "default", LUX_RATE, LUX_HOP),
     ];
+    let mut ids = std::collections::HashMap::new();
     for (name, engine, preset, rate, hop) in voices {
-        app.voice(&account, name, engine, preset).await;
+        ids.insert(name, app.voice(&account, name, engine, preset).await);
         let body = |seed: u64| {
             json!({
                 "text": "Hello from the voiced engine.", "voice_name": name, "seed": seed,
@@ -586,5 +610,54 @@ async fn qwen_and_luxtts_speak_through_the_api() {
         assert_eq!(status, 400, "{name}: {refused}");
         assert_eq!(refused["param"], "temperature", "{refused}");
     }
+
+    // A profile's personality prompt, set through the service the console and `voiced admin`
+    // use, reaches the 1.7B CustomVoice model as its instruction; Base stores it but reads none.
+    let text = "Hello from the voiced engine.";
+    let body = |name: &str| json!({ "text": text, "voice_name": name, "seed": 3, "response_format": "wav" });
+    let set_personality = |name: &str, prompt: Option<&'static str>| {
+        let (pool, account, id) = (app.pool.clone(), account.clone(), ids[name].clone());
+        async move {
+            let found = voiced::service::voices::set_pins(&pool, &account, &id, None, None, prompt)
+                .await
+                .unwrap();
+            assert!(found);
+        }
+    };
+    let prompt = "speak warmly and slowly";
+    let plain = wav_of(&app, &secret, body("Qwen Ryan")).await;
+    let narrator = wav_of(&app, &secret, body("Qwen narrator")).await;
+    set_personality("Qwen Ryan", Some(prompt)).await;
+    set_personality("Qwen narrator", Some(prompt)).await;
+    let warm = wav_of(&app, &secret, body("Qwen Ryan")).await;
+    assert!(warm != plain, "the personality prompt changes the take");
+    assert!(
+        wav_of(&app, &secret, body("Qwen Ryan")).await == warm,
+        "same prompt, same seed: same bytes"
+    );
+    // Exactly the engine's audio with the prompt as its instruction (which
+    // `qwen_matches_a_python_reference_loop` checks against the reference loop).
+    let expected = qwen_engine(Variant::CustomVoice)
+        .synthesize(&SynthesisInput {
+            instruction: Some(prompt),
+            ..input(text, "ryan", 3)
+        })
+        .unwrap();
+    let expected = voiced::audio::encode(
+        &expected.samples,
+        expected.sample_rate,
+        voiced::audio::AudioFormat::Wav,
+    )
+    .unwrap();
+    assert!(warm == expected, "the worker passes the prompt unchanged");
+    assert!(
+        wav_of(&app, &secret, body("Qwen narrator")).await == narrator,
+        "Base ignores the prompt"
+    );
+    set_personality("Qwen Ryan", None).await;
+    assert!(
+        wav_of(&app, &secret, body("Qwen Ryan")).await == plain,
+        "cleared: the plain take again"
+    );
     app.stop().await;
 }

@@ -27,6 +27,7 @@ fn say(engine: &mut KokoroEngine, text: &str, language: &str, seed: u64) -> Pcm 
         temperature: None,
         cancel: None,
         voice_print: None,
+        instruction: None,
     };
     engine.synthesize(&input).unwrap()
 }
@@ -98,6 +99,7 @@ fn segments_render_the_same_on_any_session_in_any_order() {
         temperature: None,
         cancel: None,
         voice_print: None,
+        instruction: None,
     };
     let mut a = engine();
     let whole = a.synthesize(&input).unwrap();
@@ -197,6 +199,7 @@ fn unknown_preset_and_unspeakable_text_are_errors() {
         temperature: None,
         cancel: None,
         voice_print: None,
+        instruction: None,
     };
     assert!(
         matches!(engine.synthesize(&input), Err(EngineError::UnknownPreset(p)) if p == "xx_nobody")
@@ -209,6 +212,7 @@ fn unknown_preset_and_unspeakable_text_are_errors() {
         temperature: None,
         cancel: None,
         voice_print: None,
+        instruction: None,
     };
     assert!(matches!(
         engine.synthesize(&input),
@@ -222,6 +226,7 @@ fn unknown_preset_and_unspeakable_text_are_errors() {
         temperature: None,
         cancel: None,
         voice_print: None,
+        instruction: None,
     };
     assert!(matches!(
         engine.synthesize(&input),

@@ -19,6 +19,9 @@ pub struct SynthesisInput<'a> {
     /// A cloned profile's stored voice print (the bytes [`Engine::voice_print`] returned); `None`
     /// for a preset voice.
     pub voice_print: Option<&'a [u8]>,
+    /// The voice profile's personality prompt. Only engines whose model takes an instruction
+    /// read it (the 1.7B Qwen CustomVoice model); the others ignore it.
+    pub instruction: Option<&'a str>,
 }
 
 impl SynthesisInput<'_> {

@@ -79,6 +79,9 @@ pub struct Job {
     pub voice_print: Option<Vec<u8>>,
     /// Why a cloned voice's print could not be computed.
     pub print_error: Option<String>,
+    /// The voice profile's personality prompt as it is when the job is claimed (like its
+    /// preset and language); engines whose model takes an instruction read it.
+    pub personality: Option<String>,
 }
 
 /// Claims the next generation for `worker`, or `None`. Fair across accounts: the account served
@@ -115,7 +118,8 @@ pub async fn claim(pool: &PgPool, worker: &str, lease: Duration) -> sqlx::Result
                      v.language, g.attempts, v.voice_type,
                      (SELECT p.print FROM voice_prints p
                       WHERE p.voice_id = g.voice_id AND p.engine = g.engine) AS voice_print,
-                     (SELECT p.error FROM voice_prints p WHERE p.voice_id = g.voice_id) AS print_error"#,
+                     (SELECT p.error FROM voice_prints p WHERE p.voice_id = g.voice_id) AS print_error,
+                     v.personality_prompt AS personality"#,
         worker,
         lease.as_secs_f64()
     )

@@ -308,6 +308,7 @@ pub(super) fn synthesis_input<'a>(job: &'a Job, cancel: &'a AtomicBool) -> Synth
             .voice_print
             .as_deref()
             .filter(|_| job.voice_type == "cloned"),
+        instruction: job.personality.as_deref(),
     }
 }
 

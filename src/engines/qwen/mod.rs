@@ -254,13 +254,13 @@ impl QwenEngine {
         Ok(&self.voices[preset])
     }
 
-    /// [`Engine::synthesize`] with an instruction (a voice's personality prompt; only the 1.7B
-    /// CustomVoice model reads one, the others ignore it), also returning what each piece went
-    /// through.
+    /// [`Engine::synthesize`], also returning what each piece went through. The input's
+    /// instruction (the voice's personality prompt) goes before the prompt as
+    /// `<|im_start|>user\n…<|im_end|>\n` where the model takes one (the 1.7B CustomVoice
+    /// model); the 0.6B models ignore it, as upstream does.
     pub fn synthesize_traced(
         &mut self,
         input: &SynthesisInput<'_>,
-        instruction: Option<&str>,
     ) -> Result<(Pcm, Trace), EngineError> {
         let text = input.text.trim();
         if text.is_empty() {
@@ -296,7 +296,7 @@ impl QwenEngine {
                     .ok_or_else(|| EngineError::UnknownPreset(input.preset.to_owned()))?,
             ),
         };
-        let instruction_ids = match instruction.map(str::trim).filter(|i| !i.is_empty()) {
+        let instruction_ids = match input.instruction.map(str::trim).filter(|i| !i.is_empty()) {
             Some(text) if self.config.takes_instruction() => {
                 // "<|im_start|>user\n{instruction}<|im_end|>\n", the markers as special ids.
                 let mut ids = vec![self.config.im_start_token_id];
@@ -427,7 +427,7 @@ impl Engine for QwenEngine {
     }
 
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
-        self.synthesize_traced(input, None).map(|(pcm, _)| pcm)
+        self.synthesize_traced(input).map(|(pcm, _)| pcm)
     }
 
     fn reference_rate(&self) -> Option<u32> {
