@@ -50,6 +50,7 @@ PARAGRAPH5 = PARAGRAPH + (
 INPUTS = (("sentence", SENTENCE), ("paragraph", PARAGRAPH), ("paragraph5", PARAGRAPH5))
 PEER_PORT = 18881
 FASTKOKORO = CACHE / "venv-fastkokoro/bin/fastkokoro"
+FASTKOKORO_PY = CACHE / "venv-fastkokoro/bin/python"
 
 
 def wav_seconds(payload: bytes) -> float:
@@ -68,7 +69,7 @@ class Peer:
         self.log = open(self.work / "peer.log", "w")
         if kind == "fastkokoro":
             voices = self.work / "voices.npz"
-            subprocess.run([str(VENV_PY), "-c",
+            subprocess.run([str(FASTKOKORO_PY), "-c",
                             "import numpy as np,sys; v=dict(np.load(sys.argv[1])); "
                             "v['af_heart']=v['jf_alpha']; np.savez(sys.argv[2], **v)",
                             str(KOKORO_VOICES), str(voices)], check=True)

@@ -71,17 +71,21 @@ impl EngineRegistry {
         engine != EngineId::Tada
     }
 
-    /// Whether generations on `engine` can run here (its models are in place).
+    /// Whether generations on `engine` can run here (its models are in place). Runs on
+    /// requests (`GET /v1/voices/presets`): an engine whose folder is absent costs one `stat`,
+    /// not one per expected file and precision variant.
     pub fn is_installed(&self, engine: EngineId) -> bool {
         match engine {
             EngineId::ChatterboxTurbo => {
                 let config = self.turbo_config();
-                config.ort_library.is_file()
+                config.dir.is_dir()
+                    && config.ort_library.is_file()
                     && chatterbox_files::problems(&config.dir, chatterbox_turbo::DIR).is_empty()
             }
             EngineId::Chatterbox => {
                 let config = self.chatterbox_config();
-                config.ort_library.is_file()
+                config.dir.is_dir()
+                    && config.ort_library.is_file()
                     && chatterbox_files::problems(&config.dir, chatterbox::DIR).is_empty()
             }
             EngineId::Kokoro => {
@@ -97,12 +101,15 @@ impl EngineRegistry {
             }
             EngineId::Qwen | EngineId::QwenCustomVoice => {
                 let config = self.qwen_config(qwen_variant(engine));
-                config.ort_library.is_file()
+                config.dir.is_dir()
+                    && config.ort_library.is_file()
                     && qwen::files::problems(&config.dir, config.variant).is_empty()
             }
             EngineId::Luxtts => {
                 let config = self.lux_config();
-                config.ort_library.is_file() && luxtts::files::problems(&config.dir).is_empty()
+                config.dir.is_dir()
+                    && config.ort_library.is_file()
+                    && luxtts::files::problems(&config.dir).is_empty()
             }
             _ => false,
         }

@@ -75,12 +75,39 @@ fn voice_index(model_dir: &Path) -> Result<VoiceIndex, EngineError> {
     )
 }
 
-/// Lists the installed voices without creating a session (for `voiced admin voice presets`).
+/// Lists the installed voices without creating a session (`voiced admin voice presets`, and
+/// `GET /v1/voices/presets` on every call). Indexing the archives costs far more than the
+/// request around it, so the list is kept and built again only when one of the files the index
+/// reads (or the voices folder) changes size or modification time.
 pub fn presets(model_dir: &Path) -> Result<Vec<Preset>, EngineError> {
+    type Listed = (
+        PathBuf,
+        Vec<Option<(std::time::SystemTime, u64)>>,
+        Vec<Preset>,
+    );
+    static LISTED: std::sync::Mutex<Option<Listed>> = std::sync::Mutex::new(None);
     if !model_dir.join(files::VOICES_JA).is_file() {
         return Err(not_fetched(&model_dir.join(files::VOICES_JA)));
     }
-    Ok(voice_index(model_dir)?.presets())
+    let stamp: Vec<_> = [files::VOICES_JA, files::VOICES_UPSTREAM, files::VOICES_DIR]
+        .iter()
+        .map(|name| {
+            let meta = std::fs::metadata(model_dir.join(name)).ok()?;
+            Some((meta.modified().ok()?, meta.len()))
+        })
+        .collect();
+    let mut listed = LISTED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((dir, seen, presets)) = listed.as_ref()
+        && dir == model_dir
+        && *seen == stamp
+    {
+        return Ok(presets.clone());
+    }
+    let presets = voice_index(model_dir)?.presets();
+    *listed = Some((model_dir.to_path_buf(), stamp, presets.clone()));
+    Ok(presets)
 }
 
 fn not_fetched(path: &Path) -> EngineError {

@@ -52,11 +52,20 @@ pub fn split(
         tokenize,
         out: Vec::new(),
     };
-    for (sentence, tokens) in sentences.into_iter().zip(tokens) {
+    let mut sentences = sentences.into_iter().zip(tokens);
+    if let Some((first, tokens)) = sentences.next() {
+        splitter.first(first, tokens)?;
+    }
+    for (sentence, tokens) in sentences {
         splitter.fit(sentence, tokens, Level::Sentence, Boundary::Sentence)?;
     }
     Ok(splitter.out)
 }
+
+/// A first sentence longer than this (about two seconds of speech) is cut after its first
+/// clause, so that the first audio of a streamed answer is ready sooner (the rest of the
+/// sentence is the next piece, with a clause's pause between them).
+const FIRST_PIECE_TOKENS: usize = 40;
 
 #[derive(Clone, Copy)]
 enum Level {
@@ -96,6 +105,25 @@ struct Splitter<'t, 'a> {
 }
 
 impl Splitter<'_, '_> {
+    /// The first sentence: see [`FIRST_PIECE_TOKENS`].
+    fn first(&mut self, text: &str, tokens: Vec<i64>) -> Result<(), EngineError> {
+        if tokens.len() > FIRST_PIECE_TOKENS
+            && let Some(&head) = clauses(text).first()
+            && !text[head.len()..].trim().is_empty()
+        {
+            let rest = &text[head.len()..];
+            let mut both = (self.tokenize)(&[head, rest])?.into_iter();
+            if let (Some(head_tokens), Some(rest_tokens)) = (both.next(), both.next())
+                && !head_tokens.is_empty()
+                && !rest_tokens.is_empty()
+            {
+                self.fit(head, head_tokens, Level::Clause, Boundary::Clause)?;
+                return self.fit(rest, rest_tokens, Level::Sentence, Boundary::Sentence);
+            }
+        }
+        self.fit(text, tokens, Level::Sentence, Boundary::Sentence)
+    }
+
     fn fit(
         &mut self,
         text: &str,
@@ -313,5 +341,28 @@ mod tests {
             squash(&pieces.iter().map(|p| p.text.as_str()).collect::<String>()),
             long_word
         );
+    }
+
+    #[test]
+    fn a_long_first_sentence_starts_with_its_first_clause_alone() {
+        let text = "The weather was cold and windy this morning, so we stayed inside and read. \
+                    Later, we walked to the market, which was busy.";
+        let pieces = split(text, 500, &mut fake).unwrap();
+        let texts: Vec<_> = pieces.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            vec![
+                "The weather was cold and windy this morning,",
+                "so we stayed inside and read.",
+                "Later, we walked to the market, which was busy.",
+            ]
+        );
+        assert_eq!(
+            pieces.iter().map(|p| p.boundary).collect::<Vec<_>>(),
+            vec![Boundary::Clause, Boundary::Sentence, Boundary::Sentence]
+        );
+        // A short first sentence stays whole.
+        let short = split("Hello there, friend. Bye.", 500, &mut fake).unwrap();
+        assert_eq!(short[0].text, "Hello there, friend.");
     }
 }
