@@ -2,7 +2,8 @@
 # The agent interface (/mcp) with real clients, against one real `voiced serve` (embedded
 # PostgreSQL in a temporary data dir, one generation worker on the real models):
 #  1. the official MCP Python SDK (`mcp`, pinned, in a cache venv): tests/mcp_python/ with an API
-#     key, on the 2025-11-25 handshake and on 2026-07-28;
+#     key, on the 2025-11-25 handshake and on 2026-07-28, and through OAuth (`OAuthClientProvider`
+#     against the public base URL, signing in to the console with the account's password);
 #  2. the official conformance suite (`@modelcontextprotocol/conformance`, pinned, with a pinned
 #     Node 22 from npm, in a cache dir): the server scenarios that apply to a server without the
 #     suite's reference tools (docs/agents.md lists them and why the others do not run). Its
@@ -40,7 +41,10 @@ export VOICED_DATA_DIR="$work/data" VOICED_BIND="127.0.0.1:$port" VOICED_LOG=war
 export VOICED_PUBLIC_BASE_URL="http://127.0.0.1:$proxy_port"
 unset VOICED_DATABASE_URL DATABASE_URL
 json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-account=$("$bin" admin --json account create --email mcp@example.com --plan pro | json_field id)
+email=mcp@example.com
+password="mcp-test-$(python3 -c 'import secrets; print(secrets.token_hex(12))')"
+account=$(printf '%s\n' "$password" \
+  | "$bin" admin --json account create --email "$email" --plan pro --password-stdin | json_field id)
 key=$("$bin" admin --json key create --account "$account" --scopes voice:read,voice:generate | json_field key)
 read_key=$("$bin" admin --json key create --account "$account" --scopes voice:read | json_field key)
 "$bin" admin --json voice create --account "$account" --name "Agent Voice" --engine kokoro --preset af_heart --language en >/dev/null
@@ -59,7 +63,8 @@ for _ in $(seq 300); do
   sleep 0.2
 done
 
-VOICED_BASE_URL="http://127.0.0.1:$port" VOICED_KEY="$key" VOICED_READ_KEY="$read_key" \
+VOICED_BASE_URL="http://127.0.0.1:$port" VOICED_PUBLIC_URL="$VOICED_PUBLIC_BASE_URL" \
+  VOICED_EMAIL="$email" VOICED_PASSWORD="$password" VOICED_KEY="$key" VOICED_READ_KEY="$read_key" \
   VOICED_VOICE="Agent Voice" "$venv/bin/pytest" -q -p no:cacheprovider tests/mcp_python
 
 # Conformance: each scenario at each revision it applies to. Any failing check outside the

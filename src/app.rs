@@ -178,6 +178,7 @@ pub async fn state(
             secure_cookies: config.public_base_url.starts_with("https://"),
             sign_in_limiter,
         }),
+        allow_loopback_fetch: config.oauth_allow_loopback_fetch,
         oauth: Arc::new(crate::service::oauth::OAuthSettings::new(
             &config.public_base_url,
             config.oauth_allow_loopback_fetch,

@@ -113,8 +113,8 @@ pub struct Config {
     pub log_format: LogFormat,
     /// Dynamic client registrations (`POST /oauth/register`) per client address per hour.
     pub oauth_registrations_per_hour: u32,
-    /// Test allowance of `service::fetch`: `http` and loopback addresses for client metadata
-    /// documents. Never in production.
+    /// Test allowance of `service::fetch`: `http` and loopback addresses for the URLs clients
+    /// name (OAuth client metadata documents, `transcribe`'s `audio_url`). Never in production.
     pub oauth_allow_loopback_fetch: bool,
 }
 

@@ -9,11 +9,13 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use common::browser::{Browser, PASSWORD, consent_page, csrf_of, field_of};
 use common::{TestApp, json};
 use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ProtocolVersion, Tool};
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::auth::{AuthClient, AuthorizationManager, AuthorizationRequest, OAuthState};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value, json};
 use voiced::audio::{DecodeLimits, decode_for_asr};
@@ -131,6 +133,23 @@ async fn download(app: &TestApp, audio_url: &str) -> Vec<u8> {
     response.bytes().await.unwrap().to_vec()
 }
 
+/// Serves `audio` at `/clip.wav` on a port-0 loopback listener; returns its URL.
+async fn serve_audio(audio: Vec<u8>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/clip.wav", listener.local_addr().unwrap());
+    let app = axum::Router::new().route(
+        "/clip.wav",
+        axum::routing::get(move || {
+            let audio = audio.clone();
+            async move { ([("content-type", "audio/wav")], audio) }
+        }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    url
+}
+
 fn wav_ms(bytes: &[u8]) -> i64 {
     let reader = hound::WavReader::new(std::io::Cursor::new(bytes)).expect("a wav file");
     let spec = reader.spec();
@@ -158,7 +177,8 @@ fn missing_words(reference: &str, transcript: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn every_tool_on_both_revisions_with_real_audio() {
-    let app = TestApp::start_with_workers(1).await;
+    // The fetch allowance for tests: `audio_url` may name the loopback server below.
+    let app = TestApp::start_with(1, &[("VOICED_OAUTH_ALLOW_LOOPBACK_FETCH", "true")]).await;
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Agent Voice", EngineId::Kokoro, "af_heart")
         .await;
@@ -246,6 +266,53 @@ async fn every_tool_on_both_revisions_with_real_audio() {
     let captures = call(&client, "list_captures", json!({"limit": 1})).await;
     assert_eq!(structured(&captures)["data"][0]["source"], "agent");
     assert_eq!(structured(&captures)["limit"], 1);
+
+    // The same speech by URL: fetched through the SSRF guard (loopback admitted by the test
+    // allowance), transcribed, stored as an agent capture.
+    let served = serve_audio(wav.clone()).await;
+    let heard = call(&client, "transcribe", json!({"audio_url": served})).await;
+    let by_url = structured(&heard).clone();
+    let missing = missing_words(SENTENCE, by_url["text"].as_str().unwrap());
+    assert!(missing.len() <= 1, "missed {missing:?} in {by_url}");
+    assert_ne!(by_url["capture_id"], transcript["capture_id"]);
+    let (_, listed) = json(
+        app.get("/v1/captures")
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(listed["total"], 2);
+    let stored = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == by_url["capture_id"])
+        .expect("the URL's capture is listed");
+    assert_eq!(stored["source"], "agent");
+    assert_eq!(stored["transcript_raw"], by_url["text"], "{stored}");
+    // The allowance is loopback only: a private address stays refused, before any connection.
+    let error = tool_error(
+        &call(
+            &client,
+            "transcribe",
+            json!({"audio_url": "http://10.1.2.3/a.wav"}),
+        )
+        .await,
+    );
+    assert_eq!(
+        (error["code"].as_str(), error["param"].as_str()),
+        (Some("invalid_request"), Some("audio_url")),
+        "{error}"
+    );
+    assert!(
+        error["detail"]
+            .as_str()
+            .unwrap()
+            .contains("non-public address"),
+        "{error}"
+    );
     client.cancel().await.unwrap();
 
     // The 2026-07-28 revision: no handshake, the same tools.
@@ -516,6 +583,33 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
             json!({"audio_url": "http://example.com/a.wav"}),
             "audio_url",
         ),
+        // Without the test allowance: loopback, private and link-local addresses are refused
+        // (over https too), and so is plain http to loopback.
+        (
+            "transcribe",
+            json!({"audio_url": "https://127.0.0.1:9/a.wav"}),
+            "audio_url",
+        ),
+        (
+            "transcribe",
+            json!({"audio_url": "https://localhost/a.wav"}),
+            "audio_url",
+        ),
+        (
+            "transcribe",
+            json!({"audio_url": "https://10.0.0.8/a.wav"}),
+            "audio_url",
+        ),
+        (
+            "transcribe",
+            json!({"audio_url": "https://169.254.169.254/latest/meta-data"}),
+            "audio_url",
+        ),
+        (
+            "transcribe",
+            json!({"audio_url": "http://127.0.0.1:9/a.wav"}),
+            "audio_url",
+        ),
     ] {
         let error = tool_error(&call(&client, tool, arguments.clone()).await);
         assert_eq!(
@@ -525,6 +619,19 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
         assert_eq!(error["param"], param, "{tool} {arguments}: {error}");
     }
     assert_eq!(generations(&app).await, 0);
+    // The loopback refusal is the SSRF guard's, made before any connection.
+    let error = tool_error(
+        &call(
+            &client,
+            "transcribe",
+            json!({"audio_url": "https://127.0.0.1:9/a.wav"}),
+        )
+        .await,
+    );
+    assert!(
+        error["detail"].as_str().unwrap().contains("loopback"),
+        "{error}"
+    );
     // An unknown tool is a protocol error, not a crash of the stream.
     let unknown = client.call_tool(CallToolRequestParams::new("sing")).await;
     assert!(unknown.is_err());
@@ -617,5 +724,210 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
         .await
         .unwrap();
     assert_eq!(response.status(), 405);
+    app.stop().await;
+}
+
+/// Where the OAuth tests' authorization ends (never fetched: the test reads the redirect).
+const CALLBACK: &str = "http://127.0.0.1:9/callback";
+
+/// The SDK's client on `/mcp` through rmcp's `AuthClient`, which sends the manager's token,
+/// refreshes it when refused, and returns the challenge when that fails too.
+async fn oauth_connect(
+    mcp_url: &str,
+    auth: AuthClient<reqwest_rmcp::Client>,
+) -> Result<Client, ClientInitializeError> {
+    let transport = StreamableHttpClientTransport::with_client(
+        auth,
+        StreamableHttpClientTransportConfig::with_uri(mcp_url.to_owned()),
+    );
+    ().serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+        .await
+}
+
+/// rmcp's OAuth client from a 401 `challenge` to tokens: discovery (protected-resource, then
+/// authorization-server metadata), dynamic registration (unless `client_id` is given), the
+/// authorization URL, then the code exchange with PKCE and the `iss` check. The user's part (the
+/// console's sign-in and the consent page) is done by `browser`, headlessly.
+async fn sdk_authorize(
+    app: &TestApp,
+    browser: &mut Browser,
+    email: &str,
+    challenge: &str,
+    client_id: Option<&str>,
+) -> AuthorizationManager {
+    let mut state = OAuthState::new(format!("{}/mcp", app.base), None)
+        .await
+        .unwrap();
+    let mut request = AuthorizationRequest::new(CALLBACK)
+        .with_client_name("rmcp test agent")
+        .with_challenge(challenge);
+    if let Some(client_id) = client_id {
+        request = request.with_preregistered_client(client_id);
+    }
+    state.start_authorization(request).await.unwrap();
+    let url = state.get_authorization_url().await.unwrap();
+    let path = url
+        .strip_prefix(&app.base)
+        .unwrap_or_else(|| panic!("the authorization endpoint is the server's: {url}"));
+    assert!(path.starts_with("/oauth/authorize?"), "{url}");
+    let consent = consent_page(browser, path, email).await;
+    assert!(consent.body.contains("rmcp test agent"), "{}", consent.body);
+    let fields = [
+        ("request", field_of(&consent.body, "request")),
+        ("decision", "allow".to_owned()),
+        ("csrf_token", csrf_of(&consent.body)),
+    ];
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let page = browser.post("/console/authorize", &fields).await;
+    assert_eq!(page.status, 302, "{}", page.body);
+    let location = page.location.expect("the redirect to the client");
+    assert!(location.starts_with(CALLBACK), "{location}");
+    state.handle_callback_url(&location).await.unwrap();
+    state.into_authorization_manager().expect("authorized")
+}
+
+/// The access and refresh tokens the manager holds.
+async fn held_tokens(manager: &tokio::sync::Mutex<AuthorizationManager>) -> (String, String) {
+    let (_, tokens) = manager.lock().await.get_credentials().await.unwrap();
+    let tokens = serde_json::to_value(tokens.expect("tokens")).unwrap();
+    let token = |name: &str| tokens[name].as_str().expect(name).to_owned();
+    (token("access_token"), token("refresh_token"))
+}
+
+#[tokio::test]
+async fn the_sdk_oauth_client_authorizes_speaks_refreshes_and_is_revoked() {
+    let app = TestApp::start_self_addressed_with(1, &[]).await;
+    let mcp_url = format!("{}/mcp", app.base);
+    let account = app.account(Plan::Pro).await;
+    voiced::service::accounts::set_password(&app.pool, &account, PASSWORD.into())
+        .await
+        .unwrap();
+    let email = format!("{account}@example.com");
+    app.voice(&account, "Agent Voice", EngineId::Kokoro, "af_heart")
+        .await;
+
+    // 1. No token yet: rmcp's client is refused with the challenge naming the metadata.
+    let unauthorized = AuthorizationManager::new(mcp_url.as_str()).await.unwrap();
+    let refused = oauth_connect(
+        &mcp_url,
+        AuthClient::new(reqwest_rmcp::Client::default(), unauthorized),
+    )
+    .await
+    .expect_err("no credential");
+    let challenge = refused
+        .auth_challenge()
+        .expect("a 401 challenge")
+        .to_owned();
+    assert_eq!(
+        challenge,
+        format!(
+            "Bearer resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\", scope=\"voice:read voice:generate\"",
+            app.base
+        )
+    );
+
+    // 2. Discovery, registration, sign-in and consent, the code for tokens: all rmcp's.
+    let mut browser = Browser::new(&app);
+    let manager = sdk_authorize(&app, &mut browser, &email, &challenge, None).await;
+    let (client_id, _) = manager.get_credentials().await.unwrap();
+    assert!(client_id.starts_with("client_"), "{client_id}");
+    let auth = AuthClient::new(reqwest_rmcp::Client::default(), manager);
+    let manager = auth.auth_manager.clone();
+    let (first_access, first_refresh) = held_tokens(&manager).await;
+    assert!(first_access.starts_with("vat_") && first_refresh.starts_with("vrt_"));
+    // The token's audience is the agent interface: /v1 refuses it.
+    let response = app
+        .get("/v1/voices")
+        .bearer_auth(&first_access)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+
+    // 3. tools/list and speak with the token; the audio link downloads and decodes.
+    let client = oauth_connect(&mcp_url, auth.clone()).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 5);
+    let spoken = call(
+        &client,
+        "speak",
+        json!({"text": "Signed in by OAuth.", "voice": "Agent Voice", "format": "wav", "wait_seconds": 120}),
+    )
+    .await;
+    let out = structured(&spoken).clone();
+    assert_eq!(out["status"], "completed", "{out}");
+    let url = out["audio_url"].as_str().unwrap();
+    let path = url.strip_prefix(&app.base).expect("a link on this server");
+    let wav = app.get(path).send().await.unwrap().bytes().await.unwrap();
+    assert!(wav_ms(&wav) > 500, "{} ms", wav_ms(&wav));
+    let generation: (String, Option<String>) =
+        sqlx::query_as("SELECT account_id, api_key_id FROM generations WHERE id = $1")
+            .bind(out["generation_id"].as_str().unwrap())
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(generation, (account.clone(), None), "the account's, no key");
+
+    // 4. Refresh through rmcp: a new pair, and the client goes on with it.
+    manager.lock().await.refresh_token().await.unwrap();
+    let (second_access, second_refresh) = held_tokens(&manager).await;
+    assert_ne!(second_access, first_access);
+    assert_ne!(second_refresh, first_refresh);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 5);
+    client.cancel().await.unwrap();
+
+    // 5. The old refresh token is refused (invalid_grant), and its reuse revokes the family:
+    // the client's next connection fails with the challenge (its silent refresh fails too).
+    let response = app
+        .post("/oauth/token")
+        .form(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", first_refresh.as_str()),
+            ("client_id", client_id.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = json(response).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_grant"))
+    );
+    let refused = oauth_connect(&mcp_url, auth.clone())
+        .await
+        .expect_err("the family is revoked");
+    let challenge = refused
+        .auth_challenge()
+        .expect("a 401 challenge")
+        .to_owned();
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+
+    // 6. A new authorization for the same client (signed in: straight to consent), revoked at
+    // /oauth/revoke (RFC 7009; rmcp has no revocation call): the next MCP call is 401.
+    let manager = sdk_authorize(&app, &mut browser, &email, &challenge, Some(&client_id)).await;
+    let auth = AuthClient::new(reqwest_rmcp::Client::default(), manager);
+    let client = oauth_connect(&mcp_url, auth.clone()).await.unwrap();
+    assert_eq!(
+        structured(&call(&client, "list_voices", json!({})).await)["total"],
+        1
+    );
+    let (_, refresh) = held_tokens(&auth.auth_manager).await;
+    let response = app
+        .post("/oauth/revoke")
+        .form(&[
+            ("token", refresh.as_str()),
+            ("token_type_hint", "refresh_token"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let refused = client
+        .call_tool(CallToolRequestParams::new("list_voices"))
+        .await
+        .expect_err("revoked");
+    let challenge = refused.auth_challenge().expect("a 401 challenge");
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    client.cancel().await.ok();
     app.stop().await;
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use common::browser::{Browser, PASSWORD, Page, csrf_of, field_of};
+use common::browser::{Browser, PASSWORD, Page, consent_page, csrf_of, field_of};
 use common::{TestApp, json};
 use rand::RngCore;
 use reqwest::header::{CACHE_CONTROL, LOCATION, WWW_AUTHENTICATE};
@@ -115,38 +115,6 @@ impl Request<'_> {
             ("state", Some(self.state)),
         ])
     }
-}
-
-/// Follows `GET /oauth/authorize` to the consent page, signing in on the way when the browser
-/// has no session. Returns the consent page.
-async fn consent_page(browser: &mut Browser, path: &str, email: &str) -> Page {
-    let page = browser.get(path).await;
-    assert_eq!(page.status, 303, "{path}: {}", page.body);
-    let consent = page.location.expect("to the consent page");
-    assert!(consent.starts_with("/console/authorize?"), "{consent}");
-    let page = browser.get(&consent).await;
-    if page.status == 200 {
-        return page;
-    }
-    // Not signed in: the console's own sign-in, which comes back here.
-    assert_eq!(page.status, 303, "{}", page.body);
-    let sign_in = page.location.unwrap();
-    assert!(sign_in.starts_with("/console/sign-in?next="), "{sign_in}");
-    let page = browser.get(&sign_in).await;
-    assert_eq!(page.status, 200);
-    assert_eq!(field_of(&page.body, "next"), consent);
-    let fields = [
-        ("email", email),
-        ("password", PASSWORD),
-        ("csrf_token", &csrf_of(&page.body)),
-        ("next", &field_of(&page.body, "next")),
-    ];
-    let page = browser.post("/console/sign-in", &fields).await;
-    assert_eq!(page.status, 303, "{}", page.body);
-    assert_eq!(page.location.as_deref(), Some(consent.as_str()));
-    let page = browser.get(&consent).await;
-    assert_eq!(page.status, 200, "{}", page.body);
-    page
 }
 
 /// Posts the consent form's answer; returns the redirect's query parameters.

@@ -77,6 +77,9 @@ pub struct AppState {
     pub shutdown_deadline: tokio::sync::watch::Receiver<Option<tokio::time::Instant>>,
     /// The developer console's settings (`/console`).
     pub console: Arc<crate::console::ConsoleSettings>,
+    /// Test allowance of the fetches of URLs a client names (OAuth client metadata documents,
+    /// `transcribe`'s `audio_url`): `http` and loopback addresses (`oauth_allow_loopback_fetch`).
+    pub allow_loopback_fetch: bool,
     /// The OAuth authorization server's settings and state (`/oauth`, docs/oauth.md).
     pub oauth: Arc<crate::service::oauth::OAuthSettings>,
     /// Principals of recent keys, for reads (each read's statement confirms its principal).

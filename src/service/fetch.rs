@@ -15,8 +15,9 @@
 //!   exchange has one time limit ([`FetchPolicy::timeout`]).
 //!
 //! The test allowance ([`FetchPolicy::allow_loopback`], setting `oauth_allow_loopback_fetch`,
-//! default false) admits `http` and loopback addresses, and nothing else that is refused above,
-//! so that tests can serve a document from a port-0 listener. Never set it in production.
+//! default false, for metadata documents and `transcribe`'s `audio_url` alike) admits `http` and
+//! loopback addresses, and nothing else that is refused above, so that tests can serve a document
+//! from a port-0 listener. Never set it in production.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;

@@ -113,6 +113,38 @@ impl Browser {
     }
 }
 
+/// Follows `GET /oauth/authorize` to the consent page, signing in on the way when the browser
+/// has no session. Returns the consent page.
+pub async fn consent_page(browser: &mut Browser, path: &str, email: &str) -> Page {
+    let page = browser.get(path).await;
+    assert_eq!(page.status, 303, "{path}: {}", page.body);
+    let consent = page.location.expect("to the consent page");
+    assert!(consent.starts_with("/console/authorize?"), "{consent}");
+    let page = browser.get(&consent).await;
+    if page.status == 200 {
+        return page;
+    }
+    // Not signed in: the console's own sign-in, which comes back here.
+    assert_eq!(page.status, 303, "{}", page.body);
+    let sign_in = page.location.unwrap();
+    assert!(sign_in.starts_with("/console/sign-in?next="), "{sign_in}");
+    let page = browser.get(&sign_in).await;
+    assert_eq!(page.status, 200);
+    assert_eq!(field_of(&page.body, "next"), consent);
+    let fields = [
+        ("email", email),
+        ("password", PASSWORD),
+        ("csrf_token", &csrf_of(&page.body)),
+        ("next", &field_of(&page.body, "next")),
+    ];
+    let page = browser.post("/console/sign-in", &fields).await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    assert_eq!(page.location.as_deref(), Some(consent.as_str()));
+    let page = browser.get(&consent).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    page
+}
+
 pub fn csrf_of(html: &str) -> String {
     let marker = "name=\"csrf_token\" value=\"";
     let start = html.find(marker).expect("a form with a csrf_token") + marker.len();

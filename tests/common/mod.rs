@@ -79,6 +79,11 @@ impl TestApp {
         Self::start_inner(0, extra, true).await
     }
 
+    /// Same, with `workers` in-process generation workers on the real models.
+    pub async fn start_self_addressed_with(workers: u32, extra: &[(&str, &str)]) -> TestApp {
+        Self::start_inner(workers, extra, true).await
+    }
+
     async fn start_inner(workers: u32, extra: &[(&str, &str)], self_addressed: bool) -> TestApp {
         if std::env::var_os("VOICED_LOG").is_some() {
             voiced::telemetry::init(voiced::config::LogFormat::Text);

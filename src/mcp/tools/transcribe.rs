@@ -40,7 +40,7 @@ pub async fn transcribe(
 ) -> Result<CallToolResult, ServiceError> {
     args.only(&["audio_base64", "audio_url", "idempotency_key"])?;
     let key = idempotency_key(&args)?;
-    let audio = source(&mut args)?;
+    let audio = source(&mut args, state.allow_loopback_fetch)?;
     // Admission before work: the place is taken before the audio is decoded or fetched.
     let place = service::take_place(&state.asr)?;
     let wants_fingerprint = key.is_some();
@@ -64,7 +64,8 @@ pub async fn transcribe(
             } else {
                 Vec::new()
             };
-            (Fetch::Url(url), fingerprint, "audio_url")
+            let allow_loopback = state.allow_loopback_fetch;
+            (Fetch::Url(url, allow_loopback), fingerprint, "audio_url")
         }
     };
     let keyed = Keyed {
@@ -120,8 +121,9 @@ pub async fn transcribe(
     ))
 }
 
-/// Exactly one of `audio_base64` and `audio_url`.
-fn source(args: &mut JsonObject) -> Result<Audio, ServiceError> {
+/// Exactly one of `audio_base64` and `audio_url` (https, or `http` under the test allowance,
+/// which the fetch then holds to loopback addresses).
+fn source(args: &mut JsonObject, allow_loopback: bool) -> Result<Audio, ServiceError> {
     let base64 = args.0.remove("audio_base64").filter(|v| !v.is_null());
     let url = args.0.remove("audio_url").filter(|v| !v.is_null());
     match (base64, url) {
@@ -134,7 +136,12 @@ fn source(args: &mut JsonObject) -> Result<Audio, ServiceError> {
             let is_https = url
                 .get(..8)
                 .is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://"));
-            if !is_https {
+            // The test allowance also admits http (the fetch holds it to loopback).
+            let admitted_http = allow_loopback
+                && url
+                    .get(..7)
+                    .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
+            if !(is_https || admitted_http) {
                 return Err(ServiceError::invalid(
                     "audio_url",
                     "audio_url must be an https:// URL",
@@ -161,14 +168,17 @@ fn source(args: &mut JsonObject) -> Result<Audio, ServiceError> {
 /// idempotency key is known to need it.
 enum Fetch {
     Ready(Vec<u8>),
-    Url(String),
+    /// The URL, and whether the test allowance admits loopback.
+    Url(String, bool),
 }
 
 impl Fetch {
     async fn bytes(self) -> Result<Vec<u8>, ServiceError> {
         match self {
             Fetch::Ready(bytes) => Ok(bytes),
-            Fetch::Url(url) => fetch_audio_url(&url, MAX_AUDIO_BYTES).await,
+            Fetch::Url(url, allow_loopback) => {
+                fetch_audio_url(&url, MAX_AUDIO_BYTES, allow_loopback).await
+            }
         }
     }
 }
