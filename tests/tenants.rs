@@ -776,13 +776,14 @@ async fn a_full_recogniser_queue_refuses_before_the_upload_is_decoded() {
     app.stop().await;
 }
 
-/// About 20 s of speech from espeak-ng, base64-encoded: a few seconds of recognition.
+/// About 40 s of speech from espeak-ng, base64-encoded: several seconds of recognition, so that
+/// a loaded machine still notices B's hang-up while A holds the recogniser.
 fn long_speech_base64() -> String {
     use base64::Engine as _;
     let dir = common::TempDir::new("speech", 0o755);
     let wav = dir.path().join("long.wav");
     let text =
-        "The recogniser is busy with this long recording while another client waits. ".repeat(4);
+        "The recogniser is busy with this long recording while another client waits. ".repeat(8);
     let status = std::process::Command::new("espeak-ng")
         .args(["-w", wav.to_str().unwrap(), &text])
         .status()

@@ -173,7 +173,7 @@ impl KokoroEngine {
             let phonemes = phonemize::phonemize_many(texts, &voice)?;
             Ok(phonemes.iter().map(|p| self.vocab.tokens(p)).collect())
         };
-        split::split(text, MAX_TOKENS, &mut tokenize)
+        split::split_short_start(text, MAX_TOKENS, &mut tokenize)
     }
 
     fn style(&mut self, preset: &str) -> Result<&Style, EngineError> {
