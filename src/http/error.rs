@@ -120,7 +120,9 @@ pub(crate) fn record_for_audit(body: &str) {
             .append(true)
             .open(path)
         {
-            let _ = writeln!(file, "{body}");
+            // One write per body: `writeln!` writes the body and the newline separately, and
+            // concurrent writers (test threads, several processes) interleaved them.
+            let _ = file.write_all(format!("{body}\n").as_bytes());
         }
     }
 }
