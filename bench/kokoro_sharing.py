@@ -5,11 +5,12 @@ Runs `examples/kokoro_sharing` (release build) once per design per round, the or
 every round, and prints medians:
 - serial: 2 sessions x 1 own thread, a lone paragraph on one session (before sentence sharing);
 - pieces: the same sessions, the paragraph's sentences shared between both (worker::pieces);
-- pool:   2 sessions sharing one ONNX Runtime pool of 2 threads, the paragraph on one session.
+- pool:   2 sessions sharing one ONNX Runtime pool of 2 threads, the paragraph on one session;
+- pool-spin: the same with the pool's idle threads spinning (ONNX Runtime's default).
 For each: time to the first sentence's audio and to the last, and sentences/s with both sessions
 busy on their own sentences (throughput under load).
 
-Run: python3 bench/kokoro_sharing.py [--rounds 5] [BIN]
+Run: python3 bench/kokoro_sharing.py [--rounds 5] [--modes serial,pieces,pool,pool-spin] [BIN]
 (BIN defaults to $CARGO_TARGET_DIR/release/examples/kokoro_sharing.)
 """
 
@@ -20,19 +21,22 @@ import statistics
 import subprocess
 from pathlib import Path
 
-MODES = ["serial", "pieces", "pool"]
+MODES = ["serial", "pieces", "pool", "pool-spin"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("bin", nargs="?")
     args = parser.parse_args()
     target = Path(os.environ.get("CARGO_TARGET_DIR", "target"))
     binary = args.bin or str(target / "release/examples/kokoro_sharing")
-    runs = {mode: [] for mode in MODES}
+    modes = args.modes.split(",")
+    assert "serial" in modes, "serial is the baseline of the ratios"
+    runs = {mode: [] for mode in modes}
     for round_ in range(args.rounds):
-        order = MODES[round_ % 3:] + MODES[:round_ % 3]
+        order = modes[round_ % len(modes):] + modes[:round_ % len(modes)]
         for mode in order:
             out = subprocess.run([binary, mode], capture_output=True, text=True, check=True).stdout
             result = json.loads(out.strip().splitlines()[-1])
@@ -48,7 +52,7 @@ def main() -> None:
     print("| design | first s | last s | first/last | last / serial's last | busy sentences/s "
           "| busy / serial's busy |")
     print("|---|---|---|---|---|---|---|")
-    for mode in MODES:
+    for mode in modes:
         last_ratio = statistics.median(r["last_s"] / b for r, b in zip(runs[mode], base_last))
         busy_ratio = statistics.median(r["busy_sentences_per_s"] / b
                                        for r, b in zip(runs[mode], base_busy))

@@ -8,7 +8,9 @@
 //! - `pieces`: the same two sessions; a lone paragraph's sentences are shared between both
 //!   sessions, each taking the next one nobody has taken (what `worker::pieces` does).
 //! - `pool`: two sessions sharing one ONNX Runtime thread pool of two threads; a lone paragraph
-//!   runs on one session, whose operators use both threads.
+//!   runs on one session, whose operators use both threads. Idle pool threads sleep.
+//! - `pool-spin`: the same, with idle pool threads spinning (ONNX Runtime's default, what a
+//!   single session with two threads, such as fastkokoro's, does).
 //!
 //! Prints one JSON line: time to the first sentence's audio and to the last (lone paragraph),
 //! and sentences per second with both sessions busy on their own sentences (load).
@@ -55,8 +57,11 @@ fn main() {
         .unwrap_or_else(|| {
             PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/voiced/models")
         });
-    if mode == "pool" {
-        assert!(voiced::engines::onnx::share_one_thread_pool(2));
+    if mode == "pool" || mode == "pool-spin" {
+        assert!(voiced::engines::onnx::share_one_thread_pool(
+            2,
+            mode == "pool-spin"
+        ));
     }
     let config = KokoroConfig::from_models_dir(&dir);
     let mut engines: Vec<KokoroEngine> = (0..2)

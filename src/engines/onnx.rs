@@ -17,21 +17,24 @@ pub fn library_path(models_dir: &Path) -> std::path::PathBuf {
     models_dir.join("onnxruntime").join(ORT_LIBRARY)
 }
 
-/// Intra-op threads of a process-wide pool that every session shares, when set (before the first
-/// session) by [`share_one_thread_pool`]; unset, each session has its own threads.
-static SHARED_POOL: OnceLock<usize> = OnceLock::new();
+/// Intra-op threads of a process-wide pool that every session shares, and whether its idle
+/// threads spin, when set (before the first session) by [`share_one_thread_pool`]; unset, each
+/// session has its own threads.
+static SHARED_POOL: OnceLock<(usize, bool)> = OnceLock::new();
 
 /// Makes every ONNX Runtime session of the process share one intra-op pool of `threads` threads
 /// (ONNX Runtime's global thread pools) instead of each having its own. Must be called before
-/// the first session is created; `false` when it came too late or was already set. Measured
-/// against sessions with their own threads in `bench/kokoro_sharing.py` (docs/benchmarks.md).
-pub fn share_one_thread_pool(threads: usize) -> bool {
-    SHARED_POOL.set(threads.max(1)).is_ok()
+/// the first session is created; `false` when it came too late or was already set. `spin`: idle
+/// pool threads spin-wait for work (ONNX Runtime's default) instead of sleeping. Measured
+/// against sessions with their own threads in `bench/kokoro_sharing.py` (docs/benchmarks.md);
+/// the service does not use it (sessions with their own thread were better).
+pub fn share_one_thread_pool(threads: usize, spin: bool) -> bool {
+    SHARED_POOL.set((threads.max(1), spin)).is_ok()
 }
 
 /// Whether sessions use the shared pool (their own thread count is then ignored).
 pub fn shares_one_thread_pool() -> bool {
-    SHARED_POOL.get().is_some_and(|&threads| threads > 0)
+    SHARED_POOL.get().is_some_and(|&(threads, _)| threads > 0)
 }
 
 /// The process's ONNX Runtime environment (ort allows one per process), loading the library
@@ -59,14 +62,12 @@ pub fn environment(library: &Path) -> Result<Environment, EngineError> {
         .map_err(|e| cannot(&e))?
         .with_name("voiced");
     // Fixed now: a later call cannot change the environment built here.
-    let shared = *SHARED_POOL.get_or_init(|| 0);
+    let (shared, spin) = *SHARED_POOL.get_or_init(|| (0, false));
     if shared > 0 {
         let pool = GlobalThreadPoolOptions::default()
             .with_intra_threads(shared)
             .and_then(|pool| pool.with_inter_threads(1))
-            // Idle pool threads sleep instead of spinning: the pool is shared with sessions
-            // that run on their callers' threads too.
-            .and_then(|pool| pool.with_spin_control(false))
+            .and_then(|pool| pool.with_spin_control(spin))
             .map_err(|e| cannot(&e))?;
         builder = builder.with_global_thread_pool(pool);
     }
