@@ -33,6 +33,9 @@ fn models_dir() -> PathBuf {
 
 fn main() {
     println!("cargo:rerun-if-changed=src/models/ctranslate2.rs");
+    // `sqlx::migrate!` embeds migrations/ at compile time, and cargo does not know it reads
+    // them: without this a new migration is missing from an incremental build.
+    println!("cargo:rerun-if-changed=migrations");
     println!("cargo:rerun-if-env-changed=VOICED_CT2_LIB_DIR");
     println!("cargo:rerun-if-env-changed=VOICED_MODELS_DIR");
 

@@ -238,6 +238,90 @@ async fn changes_apply_on_the_next_request_while_the_principal_is_in_memory() {
     app.stop().await;
 }
 
+/// The fingerprint kept on each key row (migration 0009) is, after every kind of change to what
+/// it is made of, exactly what the join it replaced computes; a change to anything else leaves
+/// it alone. Keys of another account never move.
+#[tokio::test]
+async fn the_stored_key_fingerprint_follows_every_change() {
+    let app = TestApp::start().await;
+    let account = app.account(Plan::Pro).await;
+    let other = app.account(Plan::Pro).await;
+    let (key_id, _) = app.key(&account, &[Scope::VoiceRead]).await;
+    let (second_id, _) = app.key(&account, &Scope::ALL).await;
+    let (other_id, _) = app.key(&other, &Scope::ALL).await;
+    let stored = |id: String| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_as::<_, (String, String)>(
+                "SELECT k.fingerprint, row(k.id, k.account_id, k.scopes, k.ceiling_minutes, \
+                 a.plan, a.features)::text FROM api_keys k JOIN accounts a ON a.id = k.account_id \
+                 WHERE k.id = $1",
+            )
+            .bind(id)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let all_exact = || async {
+        let mut seen = Vec::new();
+        for id in [&key_id, &second_id, &other_id] {
+            let (kept, computed) = stored(id.clone()).await;
+            assert_eq!(kept, computed, "{id}");
+            seen.push(kept);
+        }
+        seen
+    };
+    let first = all_exact().await;
+    assert!(first[0].contains("pro"), "{}", first[0]);
+
+    sqlx::query("UPDATE api_keys SET scopes = '{voice:read,voice:generate}' WHERE id = $1")
+        .bind(&key_id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    voiced::store::keys::set_ceiling(&app.pool, &key_id, Some(30))
+        .await
+        .unwrap();
+    let after_key = all_exact().await;
+    assert_ne!(after_key[0], first[0]);
+    assert_eq!(after_key[1..], first[1..]);
+
+    voiced::store::accounts::set_plan(&app.pool, &account, Plan::None)
+        .await
+        .unwrap();
+    let after_plan = all_exact().await;
+    assert_ne!(after_plan[0], after_key[0]);
+    assert_ne!(after_plan[1], after_key[1]);
+    assert_eq!(after_plan[2], first[2], "another account's key moved");
+
+    voiced::store::accounts::set_features(&app.pool, &account, &[Feature::Transcription])
+        .await
+        .unwrap();
+    let after_features = all_exact().await;
+    assert_ne!(after_features[0], after_plan[0]);
+
+    // Recording a use changes nothing it is made of.
+    sqlx::query("UPDATE api_keys SET last_used_at = now() WHERE id = $1")
+        .bind(&key_id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(all_exact().await, after_features);
+
+    // A key for an account that does not exist is still refused by the foreign key.
+    let missing = sqlx::query(
+        "INSERT INTO api_keys (id, account_id, name, prefix, secret_sha256, scopes) \
+         VALUES ('key_x', 'acct_missing', 'x', 'vk_x', '\\x00', '{voice:read}')",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap_err();
+    let code = missing.as_database_error().and_then(|e| e.code());
+    assert_eq!(code.as_deref(), Some("23503"), "{missing}");
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn plan_none_is_refused_on_every_v1_route_and_recovers_with_the_plan() {
     let app = TestApp::start().await;
