@@ -778,12 +778,13 @@ async fn a_full_recogniser_queue_refuses_before_the_upload_is_decoded() {
 
 /// About 40 s of speech from espeak-ng, base64-encoded: several seconds of recognition, so that
 /// a loaded machine still notices B's hang-up while A holds the recogniser.
-fn long_speech_base64() -> String {
+/// espeak-ng speaking a sentence `repeat` times (about 5 s each), as base64 WAV.
+fn speech_base64(repeat: usize) -> String {
     use base64::Engine as _;
     let dir = common::TempDir::new("speech", 0o755);
     let wav = dir.path().join("long.wav");
-    let text =
-        "The recogniser is busy with this long recording while another client waits. ".repeat(8);
+    let text = "The recogniser is busy with this long recording while another client waits. "
+        .repeat(repeat);
     let status = std::process::Command::new("espeak-ng")
         .args(["-w", wav.to_str().unwrap(), &text])
         .status()
@@ -797,7 +798,11 @@ async fn a_client_that_hangs_up_gives_its_recogniser_place_back() {
     // One recogniser thread and one place in its queue: two places in all.
     let app = TestApp::start_with(0, &[("VOICED_ASR_QUEUE", "1")]).await;
     let (account, secret) = app.pro_user().await;
-    let body = json!({"audio": long_speech_base64()});
+    // A's recording is long (40 s) so that the recogniser is still busy with it when B hangs
+    // up; B's is short, so that B's upload and decoding (a debug build on a loaded machine) are
+    // done, and B waiting in the queue, long before A's transcription ends.
+    let body = json!({"audio": speech_base64(8)});
+    let short = json!({"audio": speech_base64(1)});
     assert_eq!(app.asr.available(), 2);
     let submitted_before = app.asr.submitted();
     // A holds the recogniser; B waits behind it, then hangs up.
@@ -809,12 +814,18 @@ async fn a_client_that_hangs_up_gives_its_recogniser_place_back() {
             .send();
         async move { json(request.await.unwrap()).await }
     });
-    poll_until(Duration::from_secs(60), "A to take its place", || {
-        let free = app.asr.available();
-        async move { (free == 1).then_some(()) }
-    })
+    // A's job handed to the recogniser before B starts: a place is taken before the upload is
+    // decoded, so B, sent as soon as A had its place, could reach the queue first.
+    poll_until(
+        Duration::from_secs(60),
+        "A's job to reach the recogniser",
+        || {
+            let (free, submitted) = (app.asr.available(), app.asr.submitted());
+            async move { (free == 1 && submitted == submitted_before + 1).then_some(()) }
+        },
+    )
     .await;
-    hang_up(&app.base, "/v1/transcriptions", &secret, &body, async {
+    hang_up(&app.base, "/v1/transcriptions", &secret, &short, async {
         poll_until(
             Duration::from_secs(60),
             "B's job to wait in the queue",
