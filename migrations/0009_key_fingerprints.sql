@@ -36,7 +36,7 @@ BEGIN
 END $$;
 
 CREATE TRIGGER account_key_fingerprints
-    AFTER UPDATE OF id, plan, features ON accounts
+    AFTER UPDATE OF plan, features ON accounts
     FOR EACH ROW
     WHEN (OLD.plan IS DISTINCT FROM NEW.plan OR OLD.features IS DISTINCT FROM NEW.features)
     EXECUTE FUNCTION account_key_fingerprints();

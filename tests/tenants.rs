@@ -816,26 +816,22 @@ async fn a_client_that_hangs_up_gives_its_recogniser_place_back() {
     });
     // A's job handed to the recogniser before B starts: a place is taken before the upload is
     // decoded, so B, sent as soon as A had its place, could reach the queue first.
-    poll_until(
-        Duration::from_secs(60),
-        "A's job to reach the recogniser",
-        || {
-            let (free, submitted) = (app.asr.available(), app.asr.submitted());
-            async move { (free == 1 && submitted == submitted_before + 1).then_some(()) }
-        },
+    // Until `free` places are left and `jobs` jobs were handed to the recogniser.
+    let asr = &app.asr;
+    let places_and_jobs = |free: usize, jobs: u64, what: &'static str| {
+        poll_until(Duration::from_secs(60), what, move || {
+            let now = (asr.available(), asr.submitted());
+            async move { (now == (free, submitted_before + jobs)).then_some(()) }
+        })
+    };
+    places_and_jobs(1, 1, "A's job to reach the recogniser").await;
+    hang_up(
+        &app.base,
+        "/v1/transcriptions",
+        &secret,
+        &short,
+        places_and_jobs(0, 2, "B's job to wait in the queue"),
     )
-    .await;
-    hang_up(&app.base, "/v1/transcriptions", &secret, &short, async {
-        poll_until(
-            Duration::from_secs(60),
-            "B's job to wait in the queue",
-            || {
-                let (free, submitted) = (app.asr.available(), app.asr.submitted());
-                async move { (free == 0 && submitted == submitted_before + 2).then_some(()) }
-            },
-        )
-        .await;
-    })
     .await;
     // At least one place: A may also have finished meanwhile on a loaded machine, giving its own
     // back (B's job is then skipped when the recogniser reaches it, checked below).

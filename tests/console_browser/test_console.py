@@ -157,6 +157,64 @@ def test_a_key_refused_for_its_ceiling_works_once_it_is_raised(page):
     wait_completed(key, body["id"])
 
 
+STREAM_PLAYER = """async ([key, text]) => {
+  const response = await fetch("/v1/audio/speech", {
+    method: "POST",
+    headers: {"authorization": `Bearer ${key}`, "content-type": "application/json"},
+    body: JSON.stringify({model: "kokoro", voice: "Narrator", input: text,
+                          response_format: "mp3"}),
+  });
+  if (response.status !== 200) return {status: response.status, body: await response.text()};
+  const source = new MediaSource();
+  const audio = new Audio();
+  audio.muted = true;
+  audio.src = URL.createObjectURL(source);
+  await new Promise((resolve) => source.addEventListener("sourceopen", resolve, {once: true}));
+  const buffer = source.addSourceBuffer("audio/mpeg");
+  const appended = () => new Promise((resolve) =>
+    buffer.addEventListener("updateend", resolve, {once: true}));
+  let streamEnded = false, playedBeforeEnd = 0, chunks = 0, bytes = 0;
+  audio.addEventListener("timeupdate", () => {
+    if (!streamEnded) playedBeforeEnd = Math.max(playedBeforeEnd, audio.currentTime);
+  });
+  const reader = response.body.getReader();
+  for (;;) {
+    const {value, done} = await reader.read();
+    if (done) break;
+    chunks += 1;
+    bytes += value.length;
+    buffer.appendBuffer(value);
+    await appended();
+    if (audio.paused && buffer.buffered.length) audio.play();
+  }
+  streamEnded = true;
+  source.endOfStream();
+  await new Promise((resolve) => audio.addEventListener("ended", resolve, {once: true}));
+  return {status: 200, chunks, bytes, playedBeforeEnd, duration: audio.duration,
+          generation: response.headers.get("x-service-generation-id")};
+}"""
+
+
+def test_an_audio_element_plays_streamed_speech_while_it_arrives(page):
+    """Issue 14: a browser's <audio> plays /v1/audio/speech while the rest is still being made.
+    The page fetches the stream and feeds it to the element through Media Source Extensions; the
+    element's clock moves before the response's last byte, and it plays to the end."""
+    key = state["key"]
+    page.goto(f"{BASE}/healthz")  # same origin as the API
+    text = ("The morning was cold and windy. We stayed inside and read the paper. "
+            "In the afternoon the sun came out. We walked to the market for bread.")
+    played = page.evaluate(STREAM_PLAYER, [key, text])
+    print("streamed into <audio>:", played)
+    assert played["status"] == 200, played
+    assert played["chunks"] > 1, played
+    # About 5 s of the 11.6 s had played when the last byte came (a whole answer sent at once
+    # leaves the clock at 0).
+    assert played["playedBeforeEnd"] > 1, played
+    assert played["duration"] > 5, played
+    status, body = api("GET", f"/v1/generations/{played['generation']}", key)
+    assert status == 200 and body["status"] == "completed", body
+
+
 def test_revoking_the_key_refuses_its_next_request(page):
     key = state["key"]
     page.goto(f"{BASE}/console/keys")
