@@ -103,16 +103,44 @@ test("an unreachable server is a connection_error after maxRetries resends", asy
 });
 
 test("timeout: an attempt that takes too long fails with code timeout, each resend keeping the key", async () => {
-  const log = [];
-  // The synchronous speech route takes far longer than 1 ms to answer.
-  const voiced = client("main", { timeout: 1, maxRetries: 1, fetch: recordingFetch(log) });
-  const err = await rejection(
-    voiced.audio.speech.create({ model: "kokoro", input: "Too slow.", voice: fixtures.voice }),
+  // A server that accepts the connection, reads the request and never answers. (Against voiced
+  // itself a 1 ms timeout raced the server: the resend, carrying the first attempt's key, could be
+  // answered 409 idempotency_key_in_use before the timer fired.)
+  const { createServer } = await import("node:net");
+  const sockets = new Set();
+  const silent = createServer((socket) => {
+    sockets.add(socket);
+    socket.on("data", () => {});
+    socket.on("close", () => sockets.delete(socket));
+  });
+  const port = await new Promise((resolve) =>
+    silent.listen(0, "127.0.0.1", () => resolve(silent.address().port)),
   );
-  assert.ok(err instanceof VoicedError);
-  assert.equal(err.code, "timeout");
-  assert.equal(log.length, 2);
-  assert.equal(log[0].headers["idempotency-key"], log[1].headers["idempotency-key"]);
+  try {
+    const log = [];
+    const voiced = new Voiced({
+      apiKey: fixtures.keys.main,
+      baseURL: `http://127.0.0.1:${port}`,
+      timeout: 200,
+      maxRetries: 1,
+      fetch: recordingFetch(log),
+    });
+    const err = await rejection(
+      voiced.audio.speech.create({ model: "kokoro", input: "Too slow.", voice: fixtures.voice }),
+    );
+    assert.ok(err instanceof VoicedError);
+    assert.equal(err.code, "timeout");
+    assert.equal(err.status, undefined);
+    assert.equal(log.length, 2);
+    assert.ok(
+      log.every((e) => e.status === undefined && e.error !== undefined),
+      "no attempt was answered",
+    );
+    assert.equal(log[0].headers["idempotency-key"], log[1].headers["idempotency-key"]);
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  }
 });
 
 test("AbortSignal: an aborted call rejects with the signal's reason and is not retried", async () => {
