@@ -776,13 +776,13 @@ async fn a_full_recogniser_queue_refuses_before_the_upload_is_decoded() {
     app.stop().await;
 }
 
-/// About 40 s of speech from espeak-ng, base64-encoded: several seconds of recognition, so that
-/// a loaded machine still notices B's hang-up while A holds the recogniser.
-/// espeak-ng speaking a sentence `repeat` times (about 5 s each), as base64 WAV.
+/// espeak-ng speaking one sentence `repeat` times (about 5 s each), as base64 WAV. The hang-up
+/// test's A sends 8 (about 40 s: several seconds of recognition, so that a loaded machine still
+/// notices B's hang-up while A holds the recogniser); B sends 1.
 fn speech_base64(repeat: usize) -> String {
     use base64::Engine as _;
     let dir = common::TempDir::new("speech", 0o755);
-    let wav = dir.path().join("long.wav");
+    let wav = dir.path().join("speech.wav");
     let text = "The recogniser is busy with this long recording while another client waits. "
         .repeat(repeat);
     let status = std::process::Command::new("espeak-ng")
