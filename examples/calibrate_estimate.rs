@@ -1,26 +1,19 @@
-//! `cargo run --example calibrate_estimate`: measures Kokoro's audio duration per character on a
-//! set of English texts and prints the least-squares line `ms = a + b·chars`, the figures behind
-//! `EngineId::estimated_audio_ms` (docs/api.md, "Reservations").
+//! `cargo run --release --example calibrate_estimate`: speaks the estimate's corpus
+//! (`tests/corpus`: plain prose and texts that speak long) with Kokoro and fits
+//! `ms − 250 × (sentences − 1) = a + b × phonemes` by least squares over the texts, the figures
+//! behind `engines::kokoro::estimate` (docs/api.md, "Admission"; docs/benchmarks.md, "Admission
+//! estimate"). Prints each text's spoken / estimated ratio with the constants in force.
+
+#[path = "../tests/corpus/mod.rs"]
+mod corpus;
 
 use std::path::PathBuf;
 
-use voiced::domain::EngineId;
+use voiced::engines::kokoro::estimate::{self, SENTENCE_PAUSE_MS};
 use voiced::engines::kokoro::{KokoroConfig, KokoroEngine};
 use voiced::engines::{Engine, SynthesisInput};
 
-const TEXTS: &[&str] = &[
-    "Hello.",
-    "Hello from voiced.",
-    "The quick brown fox jumps over the lazy dog.",
-    "Speech generation is metered in seconds of audio, per calendar month.",
-    "A paid API is shared by many accounts, and no account may hurt another one by what it sends.",
-    "The meeting starts at nine. Please bring the report, the slides, and a list of open questions for the team.",
-    "Once upon a time, in a small village by the sea, there lived an old fisherman who told stories every evening. \
-     The children gathered around him, and the sun went down slowly behind the hills.",
-    "Transcription takes a place in the recogniser's queue before the upload is decoded. When the queue is full, \
-     the answer is a clear refusal with a time to retry, so that a burst of large uploads cannot exhaust the memory \
-     of the server. Every accepted request is answered, and nothing accepted is ever lost.",
-];
+const PRESETS: [&str; 2] = ["af_heart", "bm_george"];
 
 fn main() {
     let dir = std::env::var_os("VOICED_MODELS_DIR")
@@ -30,11 +23,12 @@ fn main() {
         });
     let mut engine = KokoroEngine::load(&KokoroConfig::from_models_dir(&dir)).unwrap();
     let mut points = Vec::new();
-    for text in TEXTS {
-        for preset in ["jf_alpha", "jf_gongitsune"] {
+    for case in corpus::adversarial() {
+        for preset in PRESETS {
+            let reading = estimate::reading(&case.text, preset, "en").unwrap();
             let pcm = engine
                 .synthesize(&SynthesisInput {
-                    text,
+                    text: &case.text,
                     preset,
                     language: "en",
                     seed: 7,
@@ -44,11 +38,17 @@ fn main() {
                     instruction: None,
                 })
                 .unwrap();
-            let chars = text.chars().count() as f64;
-            let ms = pcm.duration_ms() as f64;
-            let estimate = EngineId::Kokoro.estimated_audio_ms(text);
-            println!("{preset:14} chars {chars:4} audio {ms:6} ms  estimate {estimate:6} ms");
-            points.push((chars, ms));
+            let ms = pcm.duration_ms();
+            let estimate = estimate::estimated_ms(reading);
+            println!(
+                "{:40} {preset:10} phonemes {:5} sentences {:3} spoken {ms:7} ms  estimate {estimate:7} ms  ratio {:.2}",
+                case.category,
+                reading.phonemes,
+                reading.sentences,
+                ms as f64 / estimate as f64
+            );
+            let pauses = reading.sentences.saturating_sub(1) as i64 * SENTENCE_PAUSE_MS;
+            points.push((reading.phonemes as f64, (ms - pauses) as f64));
         }
     }
     let n = points.len() as f64;
@@ -58,5 +58,11 @@ fn main() {
     let (mx, my) = (sx / n, sy / n);
     let slope = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum::<f64>()
         / points.iter().map(|(x, _)| (x - mx).powi(2)).sum::<f64>();
-    println!("fit: ms = {:.0} + {:.1} × chars", my - slope * mx, slope);
+    println!(
+        "fit: ms = {:.0} + {:.1} × phonemes (+ {SENTENCE_PAUSE_MS} per sentence pause)",
+        my - slope * mx,
+        slope
+    );
+    let worst = points.iter().map(|(x, y)| y / x).fold(0.0f64, f64::max);
+    println!("largest ms per phoneme of one text: {worst:.1}");
 }

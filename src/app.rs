@@ -168,6 +168,9 @@ pub async fn state(
         request_timeout: Duration::from_secs(config.request_timeout_secs),
         admission: AdmissionPolicy {
             max_pending_per_account: i64::from(config.max_pending_per_account),
+            max_audio_per_request_ms: i64::try_from(config.max_audio_per_request_secs)
+                .unwrap_or(i64::MAX / 1000)
+                .saturating_mul(1000),
         },
         health,
         shutdown_deadline,

@@ -62,6 +62,7 @@ struct Raw {
     log_format: String,
     oauth_registrations_per_hour: u32,
     oauth_allow_loopback_fetch: bool,
+    max_audio_per_request_secs: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +117,9 @@ pub struct Config {
     /// Test allowance of `service::fetch`: `http` and loopback addresses for the URLs clients
     /// name (OAuth client metadata documents, `transcribe`'s `audio_url`). Never in production.
     pub oauth_allow_loopback_fetch: bool,
+    /// The most audio one speech request may produce, in seconds: a text whose admission
+    /// estimate alone is longer is refused with 400 before anything is queued.
+    pub max_audio_per_request_secs: u64,
 }
 
 impl Config {
@@ -284,6 +288,7 @@ impl Config {
             "oauth_registrations_per_hour",
             raw.oauth_registrations_per_hour.into(),
         )?;
+        positive("max_audio_per_request_secs", raw.max_audio_per_request_secs)?;
         Ok(Self {
             bind,
             database_url: Some(raw.database_url).filter(|u| !u.trim().is_empty()),
@@ -317,6 +322,7 @@ impl Config {
             log_format,
             oauth_registrations_per_hour: raw.oauth_registrations_per_hour,
             oauth_allow_loopback_fetch: raw.oauth_allow_loopback_fetch,
+            max_audio_per_request_secs: raw.max_audio_per_request_secs,
         })
     }
 }

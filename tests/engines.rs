@@ -228,7 +228,8 @@ fn seed_and_temperature_decide_the_take_and_the_length_adds_up() {
         "the temperature changes the take"
     );
 
-    let cancelled = std::sync::atomic::AtomicBool::new(true);
+    let cancelled = voiced::engines::Cancel::new();
+    cancelled.cancel();
     let result = engine.synthesize(&SynthesisInput {
         cancel: Some(&cancelled),
         ..input(text, 7, None)

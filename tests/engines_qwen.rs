@@ -251,7 +251,8 @@ fn qwen_seed_decides_the_take_and_the_length_adds_up() {
         engine.synthesize(&input(text, "nobody", 7)),
         Err(EngineError::UnknownPreset(_))
     ));
-    let cancelled = std::sync::atomic::AtomicBool::new(true);
+    let cancelled = voiced::engines::Cancel::new();
+    cancelled.cancel();
     let result = engine.synthesize(&SynthesisInput {
         cancel: Some(&cancelled),
         ..input(text, "default", 7)

@@ -256,3 +256,47 @@ fn missing_runtime_or_model_is_not_installed() {
         Err(EngineError::NotInstalled(_))
     ));
 }
+
+/// A cancellation stops a piece inside its ONNX Runtime run (issue 23 item 8): one long piece
+/// (no punctuation, under the token limit) is cancelled once its run has started, and the engine
+/// answers `Cancelled` instead of the piece's audio. Without the termination the run would finish
+/// and return the audio: `render_segment` checks nothing after it.
+#[test]
+fn a_cancellation_stops_a_piece_inside_its_run() {
+    let mut engine = engine();
+    let text = "on and on the road went through the hills and over the rivers past the farms \
+                and the quiet villages where nobody had seen a stranger for years and years";
+    let cancel = voiced::engines::Cancel::new();
+    let input = SynthesisInput {
+        text,
+        preset: "jf_alpha",
+        language: "en",
+        seed: 3,
+        temperature: None,
+        cancel: Some(&cancel),
+        voice_print: None,
+        instruction: None,
+    };
+    let segments = engine.segments(&input).unwrap().unwrap();
+    assert_eq!(segments.len(), 1, "one piece");
+    let result = std::thread::scope(|scope| {
+        let rendering = scope.spawn(|| engine.render_segment(&input, &segments[0], 0));
+        while cancel.runs_in_progress() == 0 {
+            assert!(!rendering.is_finished(), "the run registers itself");
+            std::thread::yield_now();
+        }
+        cancel.cancel();
+        rendering.join().unwrap()
+    });
+    assert!(
+        matches!(result, Err(EngineError::Cancelled)),
+        "{:?}",
+        result.err()
+    );
+    assert_eq!(cancel.runs_in_progress(), 0);
+
+    // The same session renders the next piece normally, and to the same audio as a fresh one.
+    let fresh = say(&mut engine, text, "en", 3);
+    let again = say(&mut self::engine(), text, "en", 3);
+    assert_eq!(fresh.samples, again.samples);
+}

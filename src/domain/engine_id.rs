@@ -37,25 +37,6 @@ impl EngineId {
         }
     }
 
-    /// Estimated audio for `text`, in milliseconds: what admission reserves against the
-    /// allowance and the key's ceiling until the generation's measured duration replaces it.
-    /// Linear in the characters, calibrated per engine from measured generations (see
-    /// docs/api.md, "Reservations"); engines not calibrated yet use Kokoro's rate.
-    pub fn estimated_audio_ms(self, text: &str) -> i64 {
-        let chars = text.trim().chars().count() as i64;
-        let (base_ms, per_char_ms) = match self {
-            EngineId::Kokoro => KOKORO_ESTIMATE,
-            // Not measured yet (no weights on this deployment): Kokoro's speaking rate.
-            EngineId::Qwen
-            | EngineId::QwenCustomVoice
-            | EngineId::Luxtts
-            | EngineId::Chatterbox
-            | EngineId::ChatterboxTurbo
-            | EngineId::Tada => KOKORO_ESTIMATE,
-        };
-        base_ms + per_char_ms * chars
-    }
-
     /// Engines that make a voice from reference audio (their [`crate::engines::Engine`]
     /// implements `reference_rate` and `voice_print`); `qwen_custom_voice` and `kokoro` only
     /// have presets, and `tada` exists on no deployment.
@@ -71,10 +52,6 @@ impl EngineId {
         matches!(self, EngineId::Chatterbox | EngineId::ChatterboxTurbo)
     }
 }
-
-/// (fixed ms, ms per character): the least-squares fit of 16 Kokoro v1.0 generations of 6 to 304
-/// characters (`cargo run --example calibrate_estimate`: 607 + 73.8 × chars, 2026-11-23).
-const KOKORO_ESTIMATE: (i64, i64) = (600, 74);
 
 impl FromStr for EngineId {
     type Err = String;

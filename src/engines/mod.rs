@@ -2,6 +2,9 @@
 //! on one dedicated OS thread (ONNX Runtime's `Session::run` takes `&mut self`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use ort::session::RunOptions;
 
 /// One synthesis call. `seed` is already resolved (request → voice pin → random) by the caller.
 pub struct SynthesisInput<'a> {
@@ -13,9 +16,10 @@ pub struct SynthesisInput<'a> {
     pub seed: u64,
     /// Only engines that take a temperature look at it (kokoro does not).
     pub temperature: Option<f32>,
-    /// Set when the generation's caller went away: engines check it between sentences and stop
-    /// with [`EngineError::Cancelled`].
-    pub cancel: Option<&'a AtomicBool>,
+    /// Set when the generation's caller went away: engines check it between steps and stop
+    /// with [`EngineError::Cancelled`]; an ONNX Runtime run started with
+    /// [`Cancel::run_options`] is terminated inside the run.
+    pub cancel: Option<&'a Cancel>,
     /// A cloned profile's stored voice print (the bytes [`Engine::voice_print`] returned); `None`
     /// for a preset voice.
     pub voice_print: Option<&'a [u8]>,
@@ -26,7 +30,100 @@ pub struct SynthesisInput<'a> {
 
 impl SynthesisInput<'_> {
     pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_some_and(|flag| flag.load(Ordering::Relaxed))
+        self.cancel.is_some_and(Cancel::is_cancelled)
+    }
+}
+
+/// A generation's cancellation, shared by every thread that renders part of it: a flag that
+/// engines check between steps, and the ONNX Runtime runs in progress, which [`Cancel::cancel`]
+/// terminates where they are (ONNX Runtime checks between graph nodes), so that a long piece
+/// stops within a fraction of a second instead of at its end.
+#[derive(Default)]
+pub struct Cancel {
+    flag: AtomicBool,
+    runs: Mutex<Vec<Arc<RunOptions>>>,
+}
+
+impl Cancel {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the flag and terminates every run in progress under it.
+    pub fn cancel(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        for run in self
+            .runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            let _ = run.terminate();
+        }
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    /// ONNX Runtime runs in progress under this cancellation (for tests and diagnostics).
+    pub fn runs_in_progress(&self) -> usize {
+        self.runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Options for one ONNX Runtime run that [`Cancel::cancel`] terminates (at once, when it
+    /// came first); the run is forgotten when the guard drops. The options change nothing else:
+    /// the audio is the same as with a plain `run`.
+    pub fn run_options(&self) -> Result<RunGuard<'_>, EngineError> {
+        let options =
+            Arc::new(RunOptions::new().map_err(|e| EngineError::Inference(e.to_string()))?);
+        self.runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(options.clone());
+        // Registered before the flag is read: a `cancel` after this read terminates it.
+        if self.is_cancelled() {
+            let _ = options.terminate();
+        }
+        Ok(RunGuard {
+            cancel: self,
+            options,
+        })
+    }
+}
+
+impl std::fmt::Debug for Cancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cancel")
+            .field("cancelled", &self.is_cancelled())
+            .field("runs", &self.runs_in_progress())
+            .finish()
+    }
+}
+
+/// One registered run (see [`Cancel::run_options`]).
+pub struct RunGuard<'a> {
+    cancel: &'a Cancel,
+    options: Arc<RunOptions>,
+}
+
+impl std::ops::Deref for RunGuard<'_> {
+    type Target = RunOptions;
+    fn deref(&self) -> &RunOptions {
+        &self.options
+    }
+}
+
+impl Drop for RunGuard<'_> {
+    fn drop(&mut self) {
+        self.cancel
+            .runs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|run| !Arc::ptr_eq(run, &self.options));
     }
 }
 

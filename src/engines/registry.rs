@@ -129,6 +129,31 @@ impl EngineRegistry {
         }
     }
 
+    /// Estimated audio of `text` spoken by a voice of `engine` (its `language` and `preset`), in
+    /// milliseconds: what admission reserves against the allowance and the key's ceiling until
+    /// the generation's measured duration replaces it, and what bounds one request
+    /// (`max_audio_per_request_secs`). It is computed from what the engine will read, not from
+    /// the raw input: kokoro's text normalised and phonemized as for synthesis, counted in
+    /// phonemes ([`kokoro::estimate`]); the other engines' text normalised ([`normalized_chars_ms`]).
+    /// Runs espeak-ng for kokoro: call it off the async workers.
+    pub fn estimated_audio_ms(
+        &self,
+        engine: EngineId,
+        language: &str,
+        preset: &str,
+        text: &str,
+    ) -> i64 {
+        if engine == EngineId::Kokoro {
+            match kokoro::estimate::reading(text, preset, language) {
+                Ok(reading) => return kokoro::estimate::estimated_ms(reading),
+                // espeak-ng missing or failing: the generation will fail too; reserve by the
+                // characters meanwhile.
+                Err(err) => tracing::warn!(error = %err, "kokoro estimate by phonemes failed"),
+            }
+        }
+        normalized_chars_ms(language, text)
+    }
+
     /// Loads an engine instance (one per engine thread).
     pub fn load(&self, engine: EngineId) -> Result<Box<dyn Engine>, EngineError> {
         #[cfg(debug_assertions)]
@@ -189,6 +214,39 @@ impl EngineRegistry {
         }
         all
     }
+}
+
+/// Fixed milliseconds and milliseconds per character of [`normalized_chars_ms`].
+pub const CHARS_ESTIMATE: (i64, i64) = (600, 74);
+
+/// The estimate of the engines without a phoneme count (qwen, qwen_custom_voice, luxtts,
+/// chatterbox, chatterbox_turbo): 600 ms + 74 ms per character of the text as it is read, English
+/// written out by kokoro's normaliser (numbers, dates, currency, ordinals, abbreviations), so that
+/// "1984" counts as "nineteen eighty-four". The rate is Kokoro's for plain English (those engines'
+/// weights are not on the machine that calibrated it); ideographs and kana count three
+/// characters each (a syllable, about as long as three Latin letters).
+pub fn normalized_chars_ms(language: &str, text: &str) -> i64 {
+    let english = language
+        .get(..2)
+        .is_some_and(|p| p.eq_ignore_ascii_case("en"));
+    let normalized;
+    let text = if english {
+        normalized = kokoro::normalize::english(text.trim());
+        normalized.as_str()
+    } else {
+        text.trim()
+    };
+    let chars: i64 = text
+        .chars()
+        .map(|c| {
+            if matches!(c, '\u{3040}'..='\u{30FF}' | '\u{3400}'..='\u{9FFF}' | '\u{AC00}'..='\u{D7AF}') {
+                3
+            } else {
+                1
+            }
+        })
+        .sum();
+    CHARS_ESTIMATE.0 + CHARS_ESTIMATE.1 * chars
 }
 
 fn qwen_variant(engine: EngineId) -> Variant {

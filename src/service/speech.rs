@@ -24,10 +24,13 @@ use crate::engines::registry::EngineRegistry;
 use crate::store;
 use crate::store::voices::VoiceRow;
 
-/// The admission settings (`max_pending_per_account`).
+/// The admission settings (`max_pending_per_account`, `max_audio_per_request_secs`).
 #[derive(Debug, Clone, Copy)]
 pub struct AdmissionPolicy {
     pub max_pending_per_account: i64,
+    /// The most audio one request may produce: a text whose estimate alone is longer is refused
+    /// (400 `invalid_request` naming the text) before anything is queued.
+    pub max_audio_per_request_ms: i64,
 }
 
 /// Names of the request fields errors point at (they differ between the two speech dialects).
@@ -36,6 +39,9 @@ pub struct Fields {
     pub text: &'static str,
     pub voice: &'static str,
     pub temperature: &'static str,
+    /// What chose the engine: the voice (`voice`, `voice_name`), or on `/v1/audio/speech` a
+    /// `model` that names an engine.
+    pub engine: &'static str,
 }
 
 /// A validated speech request, whichever door it came through.
@@ -171,7 +177,7 @@ async fn find_voice(
 }
 
 /// Checks what depends on the voice before anything is queued: whether its engine exists on
-/// any deployment (tada does not), the temperature (request or pin)
+/// any deployment (tada does not) and is installed on this one, the temperature (request or pin)
 /// against the engine, and whether the voice's language can read the text (so that input the
 /// engine cannot speak is a 400 now, not a failed generation later).
 pub fn check_order(
@@ -180,6 +186,15 @@ pub fn check_order(
     fields: Fields,
 ) -> Result<Option<Temperature>, ServiceError> {
     refuse_unavailable(order.engine, &order.voice.name, fields.voice)?;
+    if !engines.is_installed(order.engine) {
+        return Err(ServiceError::invalid(
+            fields.engine,
+            format!(
+                "The voice {:?} uses the {} engine, which is not installed on this deployment.",
+                order.voice.name, order.engine
+            ),
+        ));
+    }
     let pinned = order
         .voice
         .pinned_temperature
@@ -243,7 +258,8 @@ pub async fn admit(
         .pinned_seed
         .and_then(|s| Seed::new(s as u64).ok());
     let seed = order.seed.or(pinned_seed).unwrap_or_else(Seed::random);
-    let estimated_ms = order.engine.estimated_audio_ms(order.text.as_str());
+    let estimated_ms = estimate(engines, &order).await?;
+    refuse_too_long(policy, estimated_ms, fields.text)?;
 
     let mut tx = pool.begin().await?;
     let month = store::usage::month_of(chrono::Utc::now());
@@ -287,6 +303,44 @@ pub async fn admit(
     metrics::counter!("voiced_generations_total", "engine" => order.engine.as_str(), "outcome" => "accepted")
         .increment(1);
     Ok(admitted)
+}
+
+/// The audio `order` is expected to make, in milliseconds: what admission reserves against the
+/// allowance and the key's ceiling until the measured duration replaces it, and what
+/// `max_audio_per_request_secs` bounds. Computed from the text the engine will read (kokoro:
+/// normalised and phonemized, see [`EngineRegistry::estimated_audio_ms`]); phonemizing runs a
+/// program, so it runs on the blocking pool, never on the async workers.
+pub async fn estimate(engines: &EngineRegistry, order: &SpeechOrder) -> Result<i64, ServiceError> {
+    let engines = engines.clone();
+    let engine = order.engine;
+    let text = order.text.as_str().to_owned();
+    let language = order.voice.language.clone();
+    let preset = order.voice.preset.clone().unwrap_or_default();
+    tokio::task::spawn_blocking(move || {
+        engines.estimated_audio_ms(engine, &language, &preset, &text)
+    })
+    .await
+    .map_err(ServiceError::internal)
+}
+
+/// Refuses a text whose estimate alone is beyond what one request may produce.
+fn refuse_too_long(
+    policy: AdmissionPolicy,
+    estimated_ms: i64,
+    field: &'static str,
+) -> Result<(), ServiceError> {
+    if estimated_ms <= policy.max_audio_per_request_ms {
+        return Ok(());
+    }
+    let minutes = |ms: i64| ms as f64 / 60_000.0;
+    Err(ServiceError::invalid(
+        field,
+        format!(
+            "This text would make about {:.1} minutes of audio (estimated from what will be spoken: numbers, dates and symbols read out); one request may make at most {:.1}. Split it into several requests.",
+            minutes(estimated_ms),
+            minutes(policy.max_audio_per_request_ms)
+        ),
+    ))
 }
 
 /// Refuses a cloned voice whose print could not be computed (it cannot speak; its generations
@@ -358,16 +412,19 @@ pub const CANCELLED_DISCONNECTED: &str = "cancelled: the client disconnected";
 pub const CANCELLED_TIME_LIMIT: &str = "cancelled: the request ran past the time limit";
 pub const CANCELLED_SHUTDOWN: &str = "cancelled: the server shut down";
 
-/// Cancels a generation whose synchronous caller is gone: it never runs, or stops at its next
-/// sentence boundary; it fails with `reason` and nothing is charged.
+/// Cancels a generation whose synchronous caller is gone: it never runs, or stops within the
+/// piece it is rendering; it fails with `reason` and nothing is charged.
 pub async fn cancel(pool: &PgPool, id: &str, reason: &str) -> Result<(), ServiceError> {
     store::queue::cancel(pool, id, reason).await?;
     tracing::info!(generation_id = %id, reason, "generation cancelled");
     Ok(())
 }
 
-/// Cancels the generation when dropped while armed: the synchronous request's future is dropped
-/// when its client disconnects, and this is how the service hears of it.
+/// A synchronous caller's hold on its generation: the one that made it cancels it when dropped
+/// while armed (the synchronous request's future is dropped when its client disconnects, and
+/// this is how the service hears of it) or when it gives up ([`CancelOnDrop::cancel_now`]). A
+/// duplicate of that request (the same `Idempotency-Key`, answered with the same generation)
+/// only watches: its hang-up, time limit or shutdown never cancels the first caller's work.
 pub struct CancelOnDrop {
     pool: PgPool,
     id: String,
@@ -375,6 +432,7 @@ pub struct CancelOnDrop {
 }
 
 impl CancelOnDrop {
+    /// The hold of the request that made the generation.
     pub fn new(pool: &PgPool, id: &str) -> Self {
         Self {
             pool: pool.clone(),
@@ -383,8 +441,25 @@ impl CancelOnDrop {
         }
     }
 
+    /// The hold of a duplicate (a replay): it never cancels.
+    pub fn watching(pool: &PgPool, id: &str) -> Self {
+        let mut hold = Self::new(pool, id);
+        hold.armed = false;
+        hold
+    }
+
     pub fn disarm(&mut self) {
         self.armed = false;
+    }
+
+    /// The caller gives up (time limit, shutdown): the generation is cancelled with `reason`
+    /// when this hold made it; a duplicate's hold only stops watching.
+    pub async fn cancel_now(&mut self, reason: &str) -> Result<(), ServiceError> {
+        let armed = std::mem::replace(&mut self.armed, false);
+        if armed {
+            cancel(&self.pool, &self.id, reason).await?;
+        }
+        Ok(())
     }
 }
 

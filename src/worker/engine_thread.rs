@@ -13,7 +13,6 @@
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +23,7 @@ use super::pieces::{self, Board, SharedJob};
 use crate::audio::{AudioFormat, StreamEncoder};
 use crate::domain::EngineId;
 use crate::engines::registry::EngineRegistry;
-use crate::engines::{Engine, EngineError, Pcm, SynthesisInput};
+use crate::engines::{Cancel, Engine, EngineError, Pcm, SynthesisInput};
 use crate::store::prints::PrintJob;
 use crate::store::queue::Job;
 
@@ -44,7 +43,7 @@ pub type ChunkSender = chunks::UnboundedSender<Bytes>;
 /// Why a job produced no audio.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RenderError {
-    /// The caller cancelled it; it stopped at a sentence boundary.
+    /// The caller cancelled it; it stopped between pieces or inside one.
     Cancelled,
     /// The engine panicked; the thread is gone and must be replaced.
     Panicked,
@@ -55,7 +54,7 @@ pub enum RenderError {
 pub(super) enum Task {
     Render {
         job: Job,
-        cancel: Arc<AtomicBool>,
+        cancel: Arc<Cancel>,
         chunks: Option<ChunkSender>,
         reply: oneshot::Sender<Result<Rendered, RenderError>>,
     },
@@ -104,12 +103,12 @@ impl EngineThread {
         Ok(())
     }
 
-    /// Hands `job` to the thread; the receiver yields its result. `cancel` is checked between
-    /// sentences.
+    /// Hands `job` to the thread; the receiver yields its result. `cancel` stops it between
+    /// pieces, and inside a piece on engines that run it as one ONNX Runtime call (kokoro).
     pub fn submit(
         &self,
         job: Job,
-        cancel: Arc<AtomicBool>,
+        cancel: Arc<Cancel>,
     ) -> oneshot::Receiver<Result<Rendered, RenderError>> {
         self.submit_streaming(job, cancel, None)
     }
@@ -119,7 +118,7 @@ impl EngineThread {
     pub fn submit_streaming(
         &self,
         job: Job,
-        cancel: Arc<AtomicBool>,
+        cancel: Arc<Cancel>,
         chunks: Option<ChunkSender>,
     ) -> oneshot::Receiver<Result<Rendered, RenderError>> {
         let (reply, receiver) = oneshot::channel();
@@ -296,7 +295,7 @@ fn engine_for<'a>(
 }
 
 /// The engine's view of a job (the same for every thread that renders part of it).
-pub(super) fn synthesis_input<'a>(job: &'a Job, cancel: &'a AtomicBool) -> SynthesisInput<'a> {
+pub(super) fn synthesis_input<'a>(job: &'a Job, cancel: &'a Cancel) -> SynthesisInput<'a> {
     SynthesisInput {
         text: &job.text,
         preset: job.preset.as_deref().unwrap_or_default(),
@@ -324,7 +323,7 @@ fn render(
     board: &Board,
     loaded: &mut HashMap<EngineId, Box<dyn Engine>>,
     job: &Job,
-    cancel: &Arc<AtomicBool>,
+    cancel: &Arc<Cancel>,
     chunks: Option<ChunkSender>,
 ) -> Result<Rendered, RenderError> {
     let failed = |e: &dyn std::fmt::Display| RenderError::Failed(e.to_string());

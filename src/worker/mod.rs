@@ -13,7 +13,6 @@ pub mod pieces;
 pub mod streams;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use sqlx::PgPool;
@@ -22,6 +21,7 @@ use tokio::sync::watch;
 use tracing::Instrument;
 
 use crate::domain::EngineId;
+use crate::engines::Cancel;
 use crate::engines::registry::EngineRegistry;
 use crate::store::blobs::{Blob, BlobStore};
 use crate::store::prints::{self, PrintJob};
@@ -39,8 +39,8 @@ pub enum Shutdown {
     Running,
     /// Finish the job in hand, claim no more.
     Drain,
-    /// The grace period is over: stop the job in hand at its next sentence boundary and hand it
-    /// back to the queue for another worker.
+    /// The grace period is over: stop the job in hand (within its piece) and hand it back to
+    /// the queue for another worker.
     Abort,
 }
 
@@ -224,7 +224,7 @@ async fn process_job(
     let id = job.id.clone();
     let engine_name = job.engine.clone();
     let started = std::time::Instant::now();
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = Arc::new(Cancel::new());
     // Chunks go out to this process's streaming requests as the engine thread encodes them.
     // Dropped without `finish` (handed back, lease lost, time limit) the stream ends broken.
     let content_type = job
@@ -250,7 +250,7 @@ async fn process_job(
                     // The grace period is over: the job goes back to the queue now, not to
                     // `failed`; the engine is told to stop, and nothing it still produces is
                     // written (the process is exiting).
-                    cancel.store(true, Ordering::Relaxed);
+                    cancel.cancel();
                     match queue::release(&deps.pool, &id, &options.name).await {
                         Ok(_) => tracing::info!("generation handed back to the queue (shutdown)"),
                         Err(err) => tracing::error!(error = %err, "handing back failed; its lease will expire"),
@@ -260,7 +260,7 @@ async fn process_job(
             }
             notification = listener.recv(), if listening => match notification {
                 Ok(n) if n.channel() == queue::CANCEL_CHANNEL && n.payload() == id => {
-                    cancel.store(true, Ordering::Relaxed);
+                    cancel.cancel();
                 }
                 Ok(_) => {}
                 Err(_) => listening = false,
@@ -268,10 +268,10 @@ async fn process_job(
             _ = renew.tick() => {
                 match queue::renew(&deps.pool, &id, &options.name, options.lease).await {
                     Ok(Lease::Held) => {}
-                    Ok(Lease::CancelRequested) => cancel.store(true, Ordering::Relaxed),
+                    Ok(Lease::CancelRequested) => cancel.cancel(),
                     Ok(Lease::Lost) => {
                         tracing::warn!("lease lost; another worker owns the generation");
-                        cancel.store(true, Ordering::Relaxed);
+                        cancel.cancel();
                         let _ = result.await;
                         return;
                     }
@@ -281,8 +281,8 @@ async fn process_job(
             () = &mut deadline => {
                 let message = format!("generation ran past the time limit of {} s", options.timeout.as_secs());
                 finish_failed(deps, options, &id, &engine_name, &message).await;
-                // Stop at the next sentence boundary, and wait for the engine before the next job.
-                cancel.store(true, Ordering::Relaxed);
+                // Stop the engine (inside its piece), and wait for it before the next job.
+                cancel.cancel();
                 if result.await.is_err() {
                     replace_engine(engine);
                 }

@@ -11,14 +11,14 @@
 //! help. The audio does not depend on who rendered what: a segment's audio is a function of
 //! (text, voice, seed, index) (see `Engine::render_segment`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::ThreadId;
 use std::time::Duration;
 
 use super::engine_thread::{RenderError, Task, engine_error, synthesis_input};
-use crate::engines::{Engine, Pcm, Segment};
+use crate::engines::{Cancel, Engine, Pcm, Segment};
 use crate::store::queue::Job;
 
 /// The segments of the generations running in this process that idle engine threads may render.
@@ -35,7 +35,7 @@ pub struct Board {
 pub(super) struct SharedJob {
     pub job: Job,
     pub segments: Vec<Segment>,
-    pub cancel: Arc<AtomicBool>,
+    pub cancel: Arc<Cancel>,
     owner: ThreadId,
     state: Mutex<Progress>,
     ready: Condvar,
@@ -82,7 +82,7 @@ impl Board {
     pub(super) fn take(&self, me: ThreadId) -> Option<(Arc<SharedJob>, usize)> {
         let open = lock(&self.open);
         for job in open.iter() {
-            if job.owner == me || job.cancel.load(Ordering::Relaxed) {
+            if job.owner == me || job.cancel.is_cancelled() {
                 continue;
             }
             if let Some(index) = job.take() {
@@ -140,7 +140,7 @@ pub(super) fn render(
     engine: &mut dyn Engine,
     job: &Job,
     segments: Vec<Segment>,
-    cancel: &Arc<AtomicBool>,
+    cancel: &Arc<Cancel>,
     emit: &mut dyn FnMut(Pcm, bool) -> Result<(), RenderError>,
 ) -> Result<(), RenderError> {
     let input = synthesis_input(job, cancel);

@@ -5,6 +5,7 @@
 //! the request's seed (one stream per piece) → pieces joined with short pauses. Pieces are the
 //! engine's [`Segment`]s: the worker may render them on several sessions at once.
 
+pub mod estimate;
 mod noise;
 pub mod normalize;
 pub(crate) mod phonemize;
@@ -226,7 +227,7 @@ impl Engine for KokoroEngine {
         let segments = self.segments_of(input)?;
         let mut samples = Vec::new();
         for (i, segment) in segments.iter().enumerate() {
-            // A cancelled generation stops at the sentence boundary; its audio is never stored.
+            // A cancelled generation stops here or inside the piece; its audio is never stored.
             if input.is_cancelled() {
                 return Err(EngineError::Cancelled);
             }
@@ -258,7 +259,9 @@ impl Engine for KokoroEngine {
         // of (text, voice, seed) whichever session renders which piece.
         let source = SourceNoise::draw(&mut noise::piece_rng(input.seed, index));
         let row = self.style(input.preset)?.row(segment.tokens.len()).to_vec();
-        let audio = self.session.infer(&segment.tokens, &row, &source)?;
+        let audio = self
+            .session
+            .infer_until(&segment.tokens, &row, &source, input.cancel)?;
         let pause = (segment.pause_secs * SAMPLE_RATE as f32) as usize;
         let mut samples = Vec::with_capacity(audio.len() + pause);
         samples.extend(audio.iter().map(|s| s.clamp(-1.0, 1.0)));

@@ -7,7 +7,7 @@ use ort::session::builder::GraphOptimizationLevel;
 use ort::value::Tensor;
 
 use super::noise::{BANK_FRAMES, HARMONICS, SourceNoise};
-use crate::engines::EngineError;
+use crate::engines::{Cancel, EngineError};
 
 pub struct KokoroSession {
     session: Session,
@@ -61,6 +61,27 @@ impl KokoroSession {
         style: &[f32],
         source: &SourceNoise,
     ) -> Result<Vec<f32>, EngineError> {
+        self.infer_until(tokens, style, source, None)
+    }
+
+    /// [`KokoroSession::infer`], stopped inside the run when `cancel` is cancelled
+    /// ([`EngineError::Cancelled`]): a piece of 500 tokens takes seconds, the run stops between
+    /// two graph nodes.
+    pub fn infer_until(
+        &mut self,
+        tokens: &[i64],
+        style: &[f32],
+        source: &SourceNoise,
+        cancel: Option<&Cancel>,
+    ) -> Result<Vec<f32>, EngineError> {
+        let run = match cancel {
+            Some(cancel) => Some(cancel.run_options()?),
+            None => None,
+        };
+        let cancelled = |e: ort::Error| match cancel {
+            Some(cancel) if cancel.is_cancelled() => EngineError::Cancelled,
+            _ => inference(e),
+        };
         let mut padded = Vec::with_capacity(tokens.len() + 2);
         padded.push(0);
         padded.extend_from_slice(tokens);
@@ -68,20 +89,31 @@ impl KokoroSession {
         let tokens = Tensor::from_array(([1, padded.len()], padded)).map_err(inference)?;
         let style = Tensor::from_array(([1, style.len()], style.to_vec())).map_err(inference)?;
         let speed = Tensor::from_array(([1], vec![1.0f32])).map_err(inference)?;
-        let outputs = if self.seeded {
-            let noise = Tensor::from_array(([1, BANK_FRAMES, HARMONICS], source.noise.clone()))
-                .map_err(inference)?;
-            let phase =
-                Tensor::from_array(([1, 1, HARMONICS], source.phase.clone())).map_err(inference)?;
-            self.session.run(ort::inputs! {
-                "tokens" => tokens, "style" => style, "speed" => speed,
-                "sine_noise" => noise, "sine_phase" => phase,
-            })
-        } else {
-            self.session
-                .run(ort::inputs! { "tokens" => tokens, "style" => style, "speed" => speed })
+        let outputs = match (self.seeded, run.as_deref()) {
+            (true, run) => {
+                let noise = Tensor::from_array(([1, BANK_FRAMES, HARMONICS], source.noise.clone()))
+                    .map_err(inference)?;
+                let phase = Tensor::from_array(([1, 1, HARMONICS], source.phase.clone()))
+                    .map_err(inference)?;
+                let inputs = ort::inputs! {
+                    "tokens" => tokens, "style" => style, "speed" => speed,
+                    "sine_noise" => noise, "sine_phase" => phase,
+                };
+                match run {
+                    Some(run) => self.session.run_with_options(inputs, run),
+                    None => self.session.run(inputs),
+                }
+            }
+            (false, run) => {
+                let inputs =
+                    ort::inputs! { "tokens" => tokens, "style" => style, "speed" => speed };
+                match run {
+                    Some(run) => self.session.run_with_options(inputs, run),
+                    None => self.session.run(inputs),
+                }
+            }
         }
-        .map_err(inference)?;
+        .map_err(cancelled)?;
         let (_, audio) = outputs["audio"]
             .try_extract_tensor::<f32>()
             .map_err(inference)?;

@@ -238,7 +238,7 @@ const ABBREVIATIONS: &[&str] = &[
 
 /// Sentences: after . ! ? … (followed by closing quotes, then whitespace or the end), after
 /// 。！？ and at line breaks. "Dr. Smith", "3.5" and initials do not end sentences.
-fn sentences(text: &str) -> Vec<&str> {
+pub(crate) fn sentences(text: &str) -> Vec<&str> {
     cut(text, |before, c, after| match c {
         '。' | '！' | '？' | '\n' => Some(0),
         '.' | '!' | '?' | '…' => {

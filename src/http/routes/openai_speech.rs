@@ -35,6 +35,7 @@ const FIELDS_OF_OPENAI: Fields = Fields {
     text: "input",
     voice: "voice",
     temperature: "temperature",
+    engine: "voice",
 };
 
 const FIELDS: [&str; 9] = [
@@ -97,6 +98,7 @@ enum VoiceRef {
 }
 
 /// The engine a `model` value selects, if it names one.
+#[derive(Clone, Copy)]
 enum ModelChoice {
     Engine(EngineId),
     VoiceDefault,
@@ -278,13 +280,14 @@ pub async fn create_openai_speech(
                 ));
             }
         };
-        service::refuse_unavailable(engine, &voice.name, FIELDS_OF_OPENAI.voice)?;
-        if !state.engines.is_installed(engine) {
-            return Err(ApiError::invalid(
-                "model",
-                format!("The {engine} engine is not installed on this deployment."),
-            ));
-        }
+        // An engine that is not installed is refused by admission, naming what chose it.
+        let fields = match choice {
+            ModelChoice::Engine(_) => Fields {
+                engine: "model",
+                ..FIELDS_OF_OPENAI
+            },
+            ModelChoice::VoiceDefault => FIELDS_OF_OPENAI,
+        };
         let order = SpeechOrder {
             text,
             voice,
@@ -305,7 +308,7 @@ pub async fn create_openai_speech(
             state.admission,
             &principal,
             order,
-            FIELDS_OF_OPENAI,
+            fields,
             claim
                 .as_ref()
                 .map(|c| (c, &render as Render<Admitted>)),
@@ -328,7 +331,12 @@ async fn deliver(
     model: &str,
     replayed: bool,
 ) -> Result<Response, ApiError> {
-    let mut cancel_on_drop = CancelOnDrop::new(&state.pool, id);
+    // A replay is a duplicate of the request that made the generation: it only watches.
+    let mut cancel_on_drop = if replayed {
+        CancelOnDrop::watching(&state.pool, id)
+    } else {
+        CancelOnDrop::new(&state.pool, id)
+    };
     let mut stream = state.streams.subscribe(id);
     let mut stops = Stops::new(state);
     // Whether a worker of this process may still publish the audio.
@@ -346,7 +354,6 @@ async fn deliver(
                         first: Some(first),
                         cancel_on_drop,
                         stops,
-                        pool: state.pool.clone(),
                         id: id.to_owned(),
                         done: false,
                     };
@@ -364,8 +371,7 @@ async fn deliver(
             stop = stops.next() => break stop,
         }
     };
-    cancel_on_drop.disarm();
-    service::cancel(&state.pool, id, reason).await?;
+    cancel_on_drop.cancel_now(reason).await?;
     Err(ApiError::new(
         ErrorCode::ServiceUnavailable,
         format!("The generation {id} {detail}"),
@@ -429,7 +435,6 @@ struct Tail {
     /// is dropped) cancels it.
     cancel_on_drop: CancelOnDrop,
     stops: Stops,
-    pool: sqlx::PgPool,
     id: String,
     done: bool,
 }
@@ -460,8 +465,7 @@ impl Tail {
             },
             stop = self.stops.next() => stop,
         };
-        self.cancel_on_drop.disarm();
-        if let Err(err) = service::cancel(&self.pool, &self.id, reason).await {
+        if let Err(err) = self.cancel_on_drop.cancel_now(reason).await {
             tracing::warn!(generation_id = %self.id, error = %err.detail, "could not cancel");
         }
         self.done = true;

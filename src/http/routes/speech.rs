@@ -185,4 +185,5 @@ const FIELDS_OF_SPEECH: Fields = Fields {
     text: "text",
     voice: "voice_name",
     temperature: "temperature",
+    engine: "voice_name",
 };

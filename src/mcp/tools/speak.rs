@@ -53,6 +53,7 @@ const FIELDS_OF_SPEAK: Fields = Fields {
     text: "text",
     voice: "voice",
     temperature: "temperature",
+    engine: "voice",
 };
 
 /// How often a waiting `speak` reports progress, when asked to.
