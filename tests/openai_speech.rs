@@ -70,8 +70,13 @@ async fn every_unsupported_or_bad_parameter_is_refused_by_name() {
         (with(json!({ "foo": 1 })), "foo"),
         (with(json!({ "seed": -1 })), "seed"),
         (with(json!({ "temperature": 0.7 })), "temperature"),
+        // The voice chose the engine (tts-1 names none), so the refusal names the voice.
         (
             with(json!({ "voice": "Qwen voice", "model": "tts-1" })),
+            "voice",
+        ),
+        (
+            with(json!({ "voice": "Qwen voice", "model": "qwen" })),
             "model",
         ),
     ];

@@ -592,44 +592,40 @@ async fn allowance_and_key_ceiling_with_in_flight_overshoot() {
     app.stop().await;
 }
 
+/// A voice whose engine is not installed here is refused before anything is queued (it used to
+/// be accepted and fail later; every door now refuses it the same way, tests/speech_admission.rs).
 #[tokio::test]
-async fn a_generation_on_an_engine_not_installed_fails_and_costs_nothing() {
-    let app = TestApp::start_with_workers(1).await;
+async fn a_generation_on_an_engine_not_installed_is_refused_and_costs_nothing() {
+    let app = TestApp::start().await;
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Qwen voice", EngineId::Qwen, "default")
         .await;
-    let (status, accepted) = speak(
+    let (status, problem) = speak(
         &app,
         &secret,
         json!({ "text": "hi", "voice_name": "Qwen voice" }),
     )
     .await;
-    assert_eq!(status, 202, "{accepted}");
-    let generation = finished(&app, &secret, accepted["id"].as_str().unwrap()).await;
-    assert_eq!(generation["status"], "failed");
-    assert_eq!(generation["has_audio"], false);
-    assert!(generation.get("audio_url").is_none());
+    assert_eq!(status, 400, "{problem}");
+    assert_problem(&problem, 400, "invalid_request", "/v1/speech");
+    assert_eq!(problem["param"], "voice_name");
     assert!(
-        generation["error"]
+        problem["detail"]
             .as_str()
             .unwrap()
             .contains("not installed"),
-        "{generation}"
+        "{problem}"
     );
+    let generations: i64 = sqlx::query_scalar("SELECT count(*) FROM generations")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(generations, 0);
     let charged: i64 = sqlx::query_scalar("SELECT count(*) FROM usage_ledger")
         .fetch_one(&app.pool)
         .await
         .unwrap();
     assert_eq!(charged, 0);
-    let (_, voices) = json(
-        app.get("/v1/voices")
-            .bearer_auth(&secret)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(voices["data"][0]["generation_count"], 0);
     app.stop().await;
 }
 
