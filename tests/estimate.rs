@@ -8,6 +8,7 @@
 mod corpus;
 
 use std::path::PathBuf;
+use std::time::Instant;
 
 use voiced::domain::EngineId;
 use voiced::engines::kokoro::{KokoroConfig, KokoroEngine};
@@ -38,7 +39,10 @@ fn the_estimate_bounds_what_kokoro_speaks_on_adversarial_texts() {
     let mut over = Vec::new();
     let mut ratios = Vec::new();
     for case in corpus::adversarial() {
+        let started = Instant::now();
         let estimate = registry.estimated_audio_ms(EngineId::Kokoro, "en", "af_heart", &case.text);
+        let estimating = started.elapsed();
+        let started = Instant::now();
         let pcm = engine
             .synthesize(&SynthesisInput {
                 text: &case.text,
@@ -51,16 +55,18 @@ fn the_estimate_bounds_what_kokoro_speaks_on_adversarial_texts() {
                 instruction: None,
             })
             .unwrap();
+        let synthesis = started.elapsed();
         let spoken = pcm.duration_ms();
         let chars = case.text.trim().chars().count() as i64;
         let by_chars = CHARS_ESTIMATE.0 + CHARS_ESTIMATE.1 * chars;
         let ratio = spoken as f64 / estimate as f64;
         println!(
-            "| {} | {chars} | {:.1} | {:.1} | {:.1} | {ratio:.2} |",
+            "| {} | {chars} | {:.1} | {:.1} | {:.1} | {ratio:.2} | {:.3} |",
             case.category,
             by_chars as f64 / 1000.0,
             estimate as f64 / 1000.0,
             spoken as f64 / 1000.0,
+            estimating.as_secs_f64() / synthesis.as_secs_f64(),
         );
         ratios.push(ratio);
         if ratio > BOUND {

@@ -182,7 +182,9 @@ fn refuse_unsupported(body: &JsonObject) -> Result<(), ApiError> {
 /// A failure after the first byte closes the connection before the end of the chunked body (an
 /// incomplete transfer); the generation is then `failed` and not charged. A client that
 /// disconnects, or a request that runs past the server's time limit, cancels the generation: it
-/// never runs, or stops at its next sentence boundary, and is not charged.
+/// never runs, or stops inside the piece it is rendering, and is not charged. A duplicate of the
+/// request (the same `Idempotency-Key` while the first runs) answers with the same audio and never
+/// cancels it.
 #[utoipa::path(post, path = "/v1/audio/speech", tag = "speech",
     security(("api_key" = []), ("bearer" = [])),
     params(("Idempotency-Key" = Option<String>, Header, max_length = 255,
