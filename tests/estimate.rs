@@ -33,9 +33,9 @@ fn the_estimate_bounds_what_kokoro_speaks_on_adversarial_texts() {
     let mut engine =
         KokoroEngine::load(&KokoroConfig::from_models_dir(&dir)).expect("run the fetch first");
     println!(
-        "| text | characters | by characters (s) | estimate (s) | spoken (s) | spoken / estimate |"
+        "| text | characters | by characters (s) | estimate (s) | spoken (s) | spoken / estimate | estimating / synthesis time |"
     );
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     let mut over = Vec::new();
     let mut ratios = Vec::new();
     for case in corpus::adversarial() {

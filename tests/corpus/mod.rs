@@ -47,6 +47,14 @@ pub fn adversarial() -> Vec<Case> {
     let months = ["January", "March", "July", "October", "December"];
     vec![
         Case {
+            category: "one word",
+            text: "Hi.".to_owned(),
+        },
+        Case {
+            category: "one short sentence",
+            text: "Hello there, how are you today?".to_owned(),
+        },
+        Case {
             category: "plain prose",
             text: "The meeting starts early in the morning. Please bring the report, the slides, \
                    and a list of open questions for the team. Once upon a time, in a small \

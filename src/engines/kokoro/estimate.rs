@@ -19,10 +19,15 @@ pub struct Reading {
     pub sentences: usize,
 }
 
-/// Fixed milliseconds of every generation (the voice's lead-in and tail).
-pub const BASE_MS: i64 = 300;
-/// Milliseconds per phoneme symbol (see `cargo run --example calibrate_estimate`).
-pub const PER_PHONEME_MS: i64 = 75;
+/// Fixed milliseconds of every generation: the voice's lead-in and tail ("Hi." speaks 1.3 s for
+/// its 4 phonemes).
+pub const BASE_MS: i64 = 1000;
+/// Milliseconds per phoneme symbol. `cargo run --example calibrate_estimate` (2026-11-25, 28
+/// generations of 14 texts of 17–72 s by af_heart and bm_george) fitted 2477 + 54.3 per phoneme,
+/// the slowest text speaking 70 ms per phoneme (plain prose, pauses excluded); with 65 and the
+/// base above every text of the corpus speaks 0.75–1.01× its estimate (`tests/estimate.rs`;
+/// docs/benchmarks.md), texts of numbers at the low end.
+pub const PER_PHONEME_MS: i64 = 65;
 /// The silence after each sentence but the last (`split::Boundary::Sentence`), in milliseconds.
 pub const SENTENCE_PAUSE_MS: i64 = 250;
 
