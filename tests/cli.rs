@@ -45,6 +45,18 @@ async fn admin_commands_print_json_and_store_only_a_hash() {
     ));
     let account_id = account["id"].as_str().unwrap();
     assert!(account_id.starts_with("acct_"), "{account}");
+    // The console's email rule: what sign-up refuses, the CLI refuses too, and creates nothing.
+    for bad in ["ada@localhost", "a da@example.com", "@example.com"] {
+        let refused = voiced(&url, &["admin", "account", "create", "--email", bad]);
+        assert!(!refused.status.success(), "{bad}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains("--email"), "{bad}: {stderr}");
+    }
+    let accounts: i64 = sqlx::query_scalar("SELECT count(*) FROM accounts")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(accounts, 1);
 
     let key = json_of(&voiced(
         &url,

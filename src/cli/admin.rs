@@ -326,9 +326,10 @@ async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> a
             plan,
             password_stdin,
         }) => {
-            let email = email.trim();
-            anyhow::ensure!(email.contains('@'), "--email must be an email address");
-            let id = create_account(pool, email, plan, password_stdin).await?;
+            // The console's rule, so the CLI never makes an account the console would refuse.
+            let email = crate::service::accounts::valid_email(&email)
+                .map_err(|e| anyhow::anyhow!("--email: {}", e.detail))?;
+            let id = create_account(pool, &email, plan, password_stdin).await?;
             emit(
                 as_json,
                 json!({ "id": id }),
