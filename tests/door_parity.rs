@@ -96,8 +96,13 @@ async fn every_door_refuses_the_same_input_with_the_same_code() {
             let refusal = send(&app, door, &case.credential, &case.input).await;
             if (refusal.status, refusal.code.as_str()) != (case.status, case.code) {
                 failures.push(format!(
-                    "{} through {door:?}: expected {} {}, got {refusal:?}",
-                    case.name, case.status, case.code
+                    "{} through {door:?}: expected {} {}, got {} {} (HTTP {})",
+                    case.name,
+                    case.status,
+                    case.code,
+                    refusal.status,
+                    refusal.code,
+                    refusal.http_status
                 ));
             }
         }
