@@ -1,7 +1,11 @@
 //! What a JSON-RPC message asks for, read from its first bytes: the top-level `method` and, for
-//! `tools/call`, the `name` in `params`. The official MCP SDKs write `method` and `params.name`
-//! before `params.arguments`, so a few hundred bytes tell which tool a message calls, however
-//! large its arguments; the gate reads no further before it has admitted the call.
+//! `tools/call`, the `name` in `params`. The Python and TypeScript SDKs write `method` and
+//! `params.name` before `params.arguments`, so a few hundred bytes tell which tool a message
+//! calls, however large its arguments. The Rust SDK (rmcp) writes the members of `params` in
+//! alphabetical order, `arguments` before `name`: a call whose arguments hold an `audio_base64`
+//! string before its name is seen is presumed to be `transcribe` (the one tool with such an
+//! argument), and the gate confirms it from the whole message once it has admitted it as one
+//! (with its place taken). The gate reads no further before it has admitted the call.
 //!
 //! This is a byte scanner, not a parser: it decodes only object keys and the two strings it
 //! looks for (escapes included, at most [`MAX_DECODED`] bytes each) and steps over every other
@@ -19,12 +23,16 @@ pub struct Head {
     pub method: Option<String>,
     /// `params.name`, when it is a string.
     pub name: Option<String>,
+    /// A `tools/call` whose `params.arguments` came before its name and hold an `audio_base64`
+    /// string: presumed to be `transcribe`.
+    pub audio_first: bool,
 }
 
 impl Head {
-    /// The tool a `tools/call` message calls.
+    /// The tool a `tools/call` message calls (or is presumed to call).
     pub fn tool(&self) -> Option<&str> {
         match self.method.as_deref() {
+            Some("tools/call") if self.name.is_none() && self.audio_first => Some("transcribe"),
             Some("tools/call") => self.name.as_deref(),
             _ => None,
         }
@@ -32,7 +40,7 @@ impl Head {
 
     fn decided(&self) -> bool {
         match self.method.as_deref() {
-            Some("tools/call") => self.name.is_some(),
+            Some("tools/call") => self.name.is_some() || self.audio_first,
             Some(_) => true,
             None => false,
         }
@@ -113,9 +121,34 @@ impl Cursor<'_> {
             let key = self.key()?;
             match key.as_deref() {
                 Some("name") if self.peek()? == b'"' => head.name = self.string(true)?,
+                Some("arguments")
+                    if self.peek()? == b'{' && head.method.as_deref() == Some("tools/call") =>
+                {
+                    self.arguments(head)?;
+                }
                 _ => self.skip_value()?,
             }
             if head.decided() || !self.more_members()? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// `params.arguments` met before the tool's name: an `audio_base64` string member marks a
+    /// presumed `transcribe` (decided there); otherwise the object is stepped over.
+    fn arguments(&mut self, head: &mut Head) -> Result<(), Stop> {
+        self.expect(b'{')?;
+        if self.next_is(b'}')? {
+            return Ok(());
+        }
+        loop {
+            let key = self.key()?;
+            if key.as_deref() == Some("audio_base64") && self.peek()? == b'"' {
+                head.audio_first = true;
+                return Ok(());
+            }
+            self.skip_value()?;
+            if !self.more_members()? {
                 return Ok(());
             }
         }
@@ -298,6 +331,7 @@ mod tests {
         Scan::Done(Head {
             method: method.map(str::to_owned),
             name: name.map(str::to_owned),
+            audio_first: false,
         })
     }
 
@@ -331,11 +365,35 @@ mod tests {
         // Arguments before the name: read past them (the prefix must hold them).
         let late = br#"{"method":"tools/call","params":{"arguments":{"x":"#;
         assert_eq!(scan(late), Scan::NeedMore);
+        let small =
+            br#"{"method":"tools/call","params":{"arguments":{"x":[1],"y":{}},"name":"speak"}}"#;
+        assert_eq!(scan(small), done(Some("tools/call"), Some("speak")));
         // The object ends without a name: decided, no tool.
         let nameless = br#"{"method":"tools/call","params":{}}"#;
         assert_eq!(scan(nameless), done(Some("tools/call"), None));
         assert_eq!(scan(br#"{"id":1}"#), done(None, None));
         assert_eq!(scan(br#"{"method":5,"id":1}"#), done(None, None));
+    }
+
+    #[test]
+    fn audio_before_the_name_is_presumed_to_be_transcribe() {
+        // rmcp's order: id, jsonrpc, method, then params' members alphabetically.
+        let rmcp = br#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"arguments":{"audio_base64":"UklGR"#;
+        let Scan::Done(head) = scan(rmcp) else {
+            panic!("decided")
+        };
+        assert!(head.audio_first && head.name.is_none());
+        assert_eq!(head.tool(), Some("transcribe"));
+        // Not when audio_base64 is no string, nor outside tools/call.
+        let odd = br#"{"method":"tools/call","params":{"arguments":{"audio_base64":[1"#;
+        assert_eq!(scan(odd), Scan::NeedMore);
+        let other = br#"{"method":"x","params":{"arguments":{"audio_base64":"AAAA"#;
+        assert_eq!(scan(other), done(Some("x"), None));
+        let Scan::Done(head) = scan(br#"{"params":{"arguments":{"audio_base64":"A"}},"id":1}"#)
+        else {
+            panic!("decided")
+        };
+        assert_eq!(head.tool(), None);
     }
 
     #[test]
