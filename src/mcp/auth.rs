@@ -86,10 +86,11 @@ pub async fn gate(State(state): State<AppState>, request: Request, next: Next) -
     };
     tracing::Span::current().record("account_id", principal.account_id.as_str());
     // Every tool and method needs a plan, as every `/v1` route does: refused before any read.
+    let (mut parts, body) = request.into_parts();
     if !principal.plan.allows_api() {
+        discard(&state, body);
         return ApiError::pro_plan_required().into_response();
     }
-    let (mut parts, body) = request.into_parts();
     let (head, body) = if parts.method == Method::POST {
         match read_head(body).await {
             Ok(read) => read,
@@ -173,6 +174,7 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
         SMALL_BODY_LIMIT
     };
     if declared_length(&parts.headers).is_some_and(|length| length > limit) {
+        discard(&state, body);
         return too_large(transcribe).into_response();
     }
     let body = if transcribe {
@@ -182,15 +184,11 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
         let place = match transcription::take_place(&state.asr, &principal) {
             Ok(place) => place,
             Err(err) => {
-                crate::http::routes::transcriptions::discard(
-                    body,
-                    super::BODY_LIMIT,
-                    state.request_timeout,
-                );
+                discard(&state, body);
                 return err.into_response();
             }
         };
-        let bytes = match read_limited(body, limit, transcribe).await {
+        let bytes = match read_within(&state, body, limit, transcribe).await {
             Ok(bytes) => bytes,
             Err(err) => return err.into_response(),
         };
@@ -202,7 +200,7 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
             .insert(ReservedPlace(Arc::new(Mutex::new(Some(place)))));
         bytes
     } else {
-        let bytes = match read_limited(body, limit, transcribe).await {
+        let bytes = match read_within(&state, body, limit, transcribe).await {
             Ok(bytes) => bytes,
             Err(err) => return err.into_response(),
         };
@@ -242,15 +240,33 @@ fn too_large(transcribe: bool) -> ApiError {
     ApiError::new(ErrorCode::PayloadTooLarge, detail)
 }
 
-/// The body, at most `limit` bytes: reading stops at the limit (413).
-async fn read_limited(body: Body, limit: usize, transcribe: bool) -> Result<Bytes, ApiError> {
-    axum::body::to_bytes(body, limit).await.map_err(|err| {
-        if err.into_inner().is::<http_body_util::LengthLimitError>() {
-            too_large(transcribe)
-        } else {
-            json::unreadable()
+/// The body, at most `limit` bytes. Beyond the limit: 413, what was read is dropped, and the
+/// rest is discarded behind the answer ([`discard`]).
+async fn read_within(
+    state: &AppState,
+    body: Body,
+    limit: usize,
+    transcribe: bool,
+) -> Result<Bytes, ApiError> {
+    let mut stream = body.into_data_stream();
+    let mut read = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|_| json::unreadable())?;
+        if read.len() + chunk.len() > limit {
+            drop(read);
+            discard(state, Body::from_stream(stream));
+            return Err(too_large(transcribe));
         }
-    })
+        read.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(read))
+}
+
+/// A refused body is not read: it is thrown away behind the answer, at most
+/// [`super::BODY_LIMIT`] bytes of it and within the request time limit, nothing kept (a client
+/// still sending would otherwise see its connection reset instead of the answer).
+fn discard(state: &AppState, body: Body) {
+    crate::http::routes::transcriptions::discard(body, super::BODY_LIMIT, state.request_timeout);
 }
 
 /// A `tools/call` of `transcribe` whose arguments' values are read as raw text (borrowed, no
