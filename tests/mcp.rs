@@ -884,6 +884,37 @@ async fn admission_comes_before_the_message_is_read() {
         .await
         .unwrap();
     mcp_problem(response, 413, "payload_too_large").await;
+    // In rmcp's order (arguments before name) an audio_base64 string makes the call a presumed
+    // transcribe, admitted as one and then read whole: 413 unless it is a transcribe whose bulk
+    // is its audio.
+    for (name, arguments) in [
+        (
+            "transcribe",
+            format!(
+                r#"{{"audio_base64":"AAAA","junk":[{}]}}"#,
+                array_of(2 * 1024 * 1024)
+            ),
+        ),
+        (
+            "list_voices",
+            format!(r#"{{"audio_base64":"{}"}}"#, "A".repeat(2 * 1024 * 1024)),
+        ),
+    ] {
+        let alphabetical = format!(
+            r#"{{"id":8,"jsonrpc":"2.0","method":"tools/call","params":{{"arguments":{arguments},"name":"{name}"}}}}"#
+        );
+        let response = app
+            .post("/mcp")
+            .bearer_auth(&writer)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(alphabetical)
+            .send()
+            .await
+            .unwrap();
+        assert!(header(&response, "ratelimit").starts_with("\"writes\""));
+        mcp_problem(response, 413, "payload_too_large").await;
+    }
     // A message whose tool is named twice is refused (by the gate, or by rmcp, which does not
     // parse duplicate members): its first bytes chose the rate-limit class and the scope.
     let twice = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"list_voices"},"params":{"name":"speak","arguments":{"text":"Hi.","voice":"x"}}}"#;

@@ -188,7 +188,7 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
                 return err.into_response();
             }
         };
-        let bytes = match read_within(&state, body, limit, transcribe).await {
+        let bytes = match read_within(&state, &parts.headers, body, limit, transcribe).await {
             Ok(bytes) => bytes,
             Err(err) => return err.into_response(),
         };
@@ -200,18 +200,20 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
             .insert(ReservedPlace(Arc::new(Mutex::new(Some(place)))));
         bytes
     } else {
-        let bytes = match read_within(&state, body, limit, transcribe).await {
+        let bytes = match read_within(&state, &parts.headers, body, limit, transcribe).await {
             Ok(bytes) => bytes,
             Err(err) => return err.into_response(),
         };
-        // The whole message, parsed for its method and tool (borrowed: no tree), must say what
-        // its first bytes said: the rate-limit class and scope were chosen by them.
+        // The whole message, parsed for its method and tool (borrowed: no tree), must call the
+        // tool its first bytes named: the rate-limit class and the scope were chosen by them.
+        // (rmcp answers a tool it does not know.)
         if let Some(tool) = called_tool(&bytes).await
+            && tools::requirement(&tool).is_some()
             && head.tool() != Some(tool.as_str())
         {
             return ApiError::new(
                 ErrorCode::InvalidRequest,
-                "The message names its method or tool more than once.",
+                "The message does not name its method and tool once, before its arguments.",
             )
             .into_response();
         }
@@ -244,12 +246,14 @@ fn too_large(transcribe: bool) -> ApiError {
 /// rest is discarded behind the answer ([`discard`]).
 async fn read_within(
     state: &AppState,
+    headers: &HeaderMap,
     body: Body,
     limit: usize,
     transcribe: bool,
 ) -> Result<Bytes, ApiError> {
+    let expected = declared_length(headers).unwrap_or(0).min(limit);
     let mut stream = body.into_data_stream();
-    let mut read = Vec::new();
+    let mut read = Vec::with_capacity(expected);
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|_| json::unreadable())?;
         if read.len() + chunk.len() > limit {
