@@ -126,12 +126,13 @@ pub fn asr(config: &Config) -> anyhow::Result<AsrService> {
         threads: 1,
         compute_type: ComputeType::Int8,
     };
-    AsrService::start(
+    let asr = AsrService::start(
         whisper,
         config.asr_threads as usize,
         config.asr_queue as usize,
     )
-    .context("starting recogniser threads")
+    .context("starting recogniser threads")?;
+    Ok(asr.with_max_per_account(config.max_transcriptions_per_account as usize))
 }
 
 /// Builds the application state from configuration and an open pool.

@@ -62,6 +62,7 @@ struct Raw {
     log_format: String,
     oauth_registrations_per_hour: u32,
     oauth_allow_loopback_fetch: bool,
+    max_transcriptions_per_account: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +117,9 @@ pub struct Config {
     /// Test allowance of `service::fetch`: `http` and loopback addresses for the URLs clients
     /// name (OAuth client metadata documents, `transcribe`'s `audio_url`). Never in production.
     pub oauth_allow_loopback_fetch: bool,
+    /// Transcriptions one account may have in flight in one process (REST and `/mcp` alike);
+    /// the next is refused with 429 `rate_limit_exceeded` before its upload is read.
+    pub max_transcriptions_per_account: u32,
 }
 
 impl Config {
@@ -284,6 +288,10 @@ impl Config {
             "oauth_registrations_per_hour",
             raw.oauth_registrations_per_hour.into(),
         )?;
+        positive(
+            "max_transcriptions_per_account",
+            raw.max_transcriptions_per_account.into(),
+        )?;
         Ok(Self {
             bind,
             database_url: Some(raw.database_url).filter(|u| !u.trim().is_empty()),
@@ -317,6 +325,7 @@ impl Config {
             log_format,
             oauth_registrations_per_hour: raw.oauth_registrations_per_hour,
             oauth_allow_loopback_fetch: raw.oauth_allow_loopback_fetch,
+            max_transcriptions_per_account: raw.max_transcriptions_per_account,
         })
     }
 }
@@ -442,5 +451,11 @@ mod tests {
         let err =
             Config::from_sources(&env(&[("VOICED_MAX_PENDING_PER_ACCOUNT", "0")])).unwrap_err();
         assert!(err.to_string().contains("max_pending_per_account"), "{err}");
+        let err = Config::from_sources(&env(&[("VOICED_MAX_TRANSCRIPTIONS_PER_ACCOUNT", "0")]))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("max_transcriptions_per_account"),
+            "{err}"
+        );
     }
 }
