@@ -62,6 +62,16 @@ struct Raw {
     log_format: String,
     oauth_registrations_per_hour: u32,
     oauth_allow_loopback_fetch: bool,
+    // Anonymous doors and client addresses (issue 23 items 4 and 5).
+    trusted_proxies: String,
+    signup_per_address_per_hour: u32,
+    signup_per_hour: u32,
+    password_hashes_in_flight: u32,
+    password_hash_queue: u32,
+    oauth_registrations_per_address_per_day: u32,
+    oauth_registrations_per_day: u32,
+    oauth_metadata_fetches_in_flight: u32,
+    oauth_metadata_fetches_per_address_per_hour: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +126,20 @@ pub struct Config {
     /// Test allowance of `service::fetch`: `http` and loopback addresses for the URLs clients
     /// name (OAuth client metadata documents, `transcribe`'s `audio_url`). Never in production.
     pub oauth_allow_loopback_fetch: bool,
+    /// Proxies whose `X-Forwarded-For` / `Forwarded` is believed (`http::client_addr`).
+    pub trusted_proxies: crate::http::client_addr::TrustedProxies,
+    /// Console sign-ups per client address per hour, and from everyone per hour.
+    pub signup_per_address_per_hour: u32,
+    pub signup_per_hour: u32,
+    /// Argon2 hashes and verifications running at once, and how many may wait for one.
+    pub password_hashes_in_flight: u32,
+    pub password_hash_queue: u32,
+    /// Dynamic client registrations per client address per day, and from everyone per day.
+    pub oauth_registrations_per_address_per_day: u32,
+    pub oauth_registrations_per_day: u32,
+    /// Client metadata document fetches running at once, and per client address per hour.
+    pub oauth_metadata_fetches_in_flight: u32,
+    pub oauth_metadata_fetches_per_address_per_hour: u32,
 }
 
 impl Config {
@@ -284,6 +308,34 @@ impl Config {
             "oauth_registrations_per_hour",
             raw.oauth_registrations_per_hour.into(),
         )?;
+        let trusted_proxies = crate::http::client_addr::TrustedProxies::parse(&raw.trusted_proxies)
+            .map_err(|e| ConfigError::invalid("trusted_proxies", e))?;
+        for (setting, value) in [
+            (
+                "signup_per_address_per_hour",
+                raw.signup_per_address_per_hour,
+            ),
+            ("signup_per_hour", raw.signup_per_hour),
+            ("password_hashes_in_flight", raw.password_hashes_in_flight),
+            (
+                "oauth_registrations_per_address_per_day",
+                raw.oauth_registrations_per_address_per_day,
+            ),
+            (
+                "oauth_registrations_per_day",
+                raw.oauth_registrations_per_day,
+            ),
+            (
+                "oauth_metadata_fetches_in_flight",
+                raw.oauth_metadata_fetches_in_flight,
+            ),
+            (
+                "oauth_metadata_fetches_per_address_per_hour",
+                raw.oauth_metadata_fetches_per_address_per_hour,
+            ),
+        ] {
+            positive(setting, value.into())?;
+        }
         Ok(Self {
             bind,
             database_url: Some(raw.database_url).filter(|u| !u.trim().is_empty()),
@@ -317,6 +369,16 @@ impl Config {
             log_format,
             oauth_registrations_per_hour: raw.oauth_registrations_per_hour,
             oauth_allow_loopback_fetch: raw.oauth_allow_loopback_fetch,
+            trusted_proxies,
+            signup_per_address_per_hour: raw.signup_per_address_per_hour,
+            signup_per_hour: raw.signup_per_hour,
+            password_hashes_in_flight: raw.password_hashes_in_flight,
+            password_hash_queue: raw.password_hash_queue,
+            oauth_registrations_per_address_per_day: raw.oauth_registrations_per_address_per_day,
+            oauth_registrations_per_day: raw.oauth_registrations_per_day,
+            oauth_metadata_fetches_in_flight: raw.oauth_metadata_fetches_in_flight,
+            oauth_metadata_fetches_per_address_per_hour: raw
+                .oauth_metadata_fetches_per_address_per_hour,
         })
     }
 }

@@ -65,14 +65,19 @@ async fn sign_up_makes_a_key_that_works_until_revoked() {
             ],
         )
         .await;
+    // POST/Redirect/GET: the form answers 303; the keys page it leads to shows the secret once.
+    assert_eq!(page.status, 303, "{}", page.body);
+    assert_eq!(page.location.as_deref(), Some("/console/keys"));
+    let page = browser.get("/console/keys").await;
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(page.body.contains("shown only this once"));
     assert_eq!(page.cache_control.as_deref(), Some("no-store"));
     let secret = secret_of(&page.body);
     assert_eq!(secret.len(), 46, "{secret}");
-    // The list shows the prefix, never the secret, once the page is left.
+    // The list shows the prefix, never the secret, once the page is left (a reload too).
     let list = browser.get("/console/keys").await;
     assert!(!list.body.contains(&secret));
+    assert!(!list.body.contains("shown only this once"));
     assert!(list.body.contains(&secret[..12]));
     assert!(list.body.contains("1 min"));
 
@@ -316,7 +321,10 @@ async fn password_change_sign_out_and_closed_sign_up() {
             ],
         )
         .await;
-    assert_eq!(page.status, 200);
+    // POST/Redirect/GET: the change answers 303 to the account page, which says it happened.
+    assert_eq!(page.status, 303, "{}", page.body);
+    assert_eq!(page.location.as_deref(), Some("/console/account?changed=1"));
+    let page = browser.get("/console/account?changed=1").await;
     assert!(page.body.contains("Password changed"));
 
     let page = browser
@@ -578,7 +586,8 @@ async fn voices_history_and_usage_follow_real_generations() {
             &[("scope_read", "on"), ("scope_generate", "on")],
         )
         .await;
-    let secret = secret_of(&page.body);
+    assert_eq!(page.status, 303);
+    let secret = secret_of(&browser.get("/console/keys").await.body);
     let (status, body) = json(
         app.post("/v1/speech")
             .header("x-api-key", &secret)
@@ -630,14 +639,23 @@ async fn the_session_cookie_is_secure_behind_https() {
     )
     .await;
     let mut browser = Browser::new(&app);
+    // The sign-in page's anonymous CSRF cookie, then the session cookie of the account.
     let page = browser.get("/console/sign-in").await;
-    let cookie = page
+    let csrf = page
+        .set_cookie
+        .first()
+        .expect("the anonymous CSRF cookie")
+        .to_lowercase();
+    let page = browser.sign_up("hal@example.com").await;
+    let session = page
         .set_cookie
         .first()
         .expect("a session cookie")
         .to_lowercase();
-    assert!(cookie.contains("; secure"), "{cookie}");
-    assert!(cookie.contains("httponly"), "{cookie}");
+    for cookie in [csrf, session] {
+        assert!(cookie.contains("; secure"), "{cookie}");
+        assert!(cookie.contains("httponly"), "{cookie}");
+    }
     // The problem `type` and `settings_url` follow the public base URL.
     let (_, body) = json(app.get("/v1/voices").send().await.unwrap()).await;
     assert_eq!(
