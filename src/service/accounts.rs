@@ -286,6 +286,36 @@ mod tests {
         assert!(!verify_blocking("anything", "not a phc string"));
     }
 
+    #[tokio::test]
+    async fn the_gate_runs_its_turns_queues_its_queue_and_refuses_the_rest() {
+        let gate = std::sync::Arc::new(PasswordGate::new(1, 1));
+        let (release, hold) = std::sync::mpsc::channel::<()>();
+        let hold = std::sync::Arc::new(std::sync::Mutex::new(hold));
+        // One running (blocked until released), one waiting for the turn.
+        let mut admitted = Vec::new();
+        for _ in 0..2 {
+            let (gate, hold) = (gate.clone(), hold.clone());
+            admitted.push(tokio::spawn(async move {
+                gate.run(move || hold.lock().unwrap().recv().is_ok()).await
+            }));
+        }
+        while gate.admitted.load(Ordering::Acquire) < 2 {
+            tokio::task::yield_now().await;
+        }
+        // The third is refused at once: 503 with Retry-After, nothing run.
+        let refused = gate.run(|| true).await.unwrap_err();
+        assert_eq!(refused.code, super::super::ErrorCode::ServiceUnavailable);
+        assert_eq!(refused.retry_after_secs, Some(BUSY_RETRY_SECS));
+        release.send(()).unwrap();
+        release.send(()).unwrap();
+        for task in admitted {
+            assert!(task.await.unwrap().unwrap());
+        }
+        // Turns are given back: the gate admits again.
+        assert_eq!(gate.admitted.load(Ordering::Acquire), 0);
+        assert!(gate.run(|| true).await.unwrap());
+    }
+
     #[test]
     fn emails_and_passwords_are_checked() {
         assert_eq!(valid_email(" ada@example.com ").unwrap(), "ada@example.com");

@@ -16,6 +16,8 @@ pub struct Browser {
     /// The `Cookie` header it sends (`name=value; …`), once the server set a cookie.
     pub cookie: Option<String>,
     jar: Vec<(String, String)>,
+    /// Sent as `X-Forwarded-For` on every request (a client behind a proxy).
+    pub forwarded_for: Option<String>,
 }
 
 pub struct Page {
@@ -39,12 +41,17 @@ impl Browser {
             base: app.base.clone(),
             cookie: None,
             jar: Vec::new(),
+            forwarded_for: None,
         }
     }
 
     pub async fn send(&mut self, request: reqwest::RequestBuilder) -> Page {
         let request = match &self.cookie {
             Some(cookie) => request.header(COOKIE, cookie),
+            None => request,
+        };
+        let request = match &self.forwarded_for {
+            Some(client) => request.header("x-forwarded-for", client),
             None => request,
         };
         let response = request.send().await.unwrap();
