@@ -203,15 +203,8 @@ impl ClientDirectory {
                 _ => {}
             }
         }
-        // A fetch: counted against the address, and only so many at once (neither outcome is
-        // cached: it says nothing about the document).
-        if let Err(wait) = self.fetches_per_address.check(&address_key(from)).await {
-            return Err(format!(
-                "Too many new client metadata documents were requested from this address; retry \
-                 in {} seconds.",
-                retry_after_secs(wait)
-            ));
-        }
+        // A fetch: only so many at once, and counted against the address (neither refusal is
+        // cached: it says nothing about the document; a refusal for being busy costs nothing).
         let Ok(_turn) = self.fetches.clone().try_acquire_owned() else {
             metrics::counter!("voiced_oauth_metadata_fetch_refusals_total").increment(1);
             return Err(
@@ -220,6 +213,13 @@ impl ClientDirectory {
                     .into(),
             );
         };
+        if let Err(wait) = self.fetches_per_address.check(&address_key(from)).await {
+            return Err(format!(
+                "Too many new client metadata documents were requested from this address; retry \
+                 in {} seconds.",
+                retry_after_secs(wait)
+            ));
+        }
         let (outcome, ttl) = match self.fetch_document(client_id).await {
             Ok((client, ttl)) => (Ok(client), ttl),
             Err(reason) => (
