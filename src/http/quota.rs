@@ -2,8 +2,9 @@
 //! (`governor`), or in Redis when `redis_url` is set ([`SharedGcra`], the same script as the
 //! API's limits; while Redis does not answer each process counts alone). The limiters of the
 //! anonymous doors (console sign-in and sign-up, OAuth registration and metadata fetches) are
-//! made of these, keyed on the client address of [`super::client_addr`]. Redis keys carry a
-//! SHA-256 of the key (an email, an address), never the key itself.
+//! made of these, keyed on the client address of [`super::client_addr`]. Redis keys are
+//! `voiced:<policy without dashes>:<SHA-256 of the key>` (`voiced:signin:…`): never the key
+//! itself (an email, an address).
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ type Keyed = RateLimiter<
 /// `quota` requests per `window` per key; a full quota may be spent at once (burst).
 pub struct NamedQuota {
     policy: &'static str,
+    redis_prefix: String,
     quota: u32,
     window: Duration,
     local: Keyed,
@@ -42,6 +44,7 @@ impl NamedQuota {
             .allow_burst(NonZeroU32::new(quota).expect("positive"));
         Self {
             policy,
+            redis_prefix: format!("voiced:{}", policy.replace('-', "")),
             quota,
             window,
             local: RateLimiter::dashmap_with_clock(governor_quota, clock),
@@ -72,11 +75,7 @@ impl NamedQuota {
     /// until one comes back.
     pub async fn check(&self, key: &str) -> Result<(), Duration> {
         if let Some(shared) = &self.shared {
-            let hashed = format!(
-                "voiced:{}:{:x}",
-                self.policy,
-                Sha256::digest(key.as_bytes())
-            );
+            let hashed = format!("{}:{:x}", self.redis_prefix, Sha256::digest(key.as_bytes()));
             match shared
                 .decide(self.policy, hashed, self.quota, self.window)
                 .await
