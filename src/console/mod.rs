@@ -32,7 +32,6 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::domain::Plan;
 use crate::http::AppState;
-pub use crate::http::client_addr::ClientAddr;
 use crate::store::sessions::PgSessionStore;
 use limiter::{SignInLimiter, SignUpLimiter};
 

@@ -496,7 +496,7 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        // The socket peer, from which `client_addr::resolve` works out the client address.
+        // The client address, for handlers that key on it (the console's sign-in limiter).
         let app = tower::Layer::layer(
             &axum::Extension(axum::extract::ConnectInfo(peer)),
             app.clone(),
