@@ -439,6 +439,31 @@ mod tests {
     }
 
     #[test]
+    fn anonymous_door_settings_are_checked() {
+        let config = Config::from_sources(&[]).unwrap();
+        assert!(config.trusted_proxies.is_empty());
+        assert_eq!(config.signup_per_address_per_hour, 10);
+        assert_eq!(config.password_hashes_in_flight, 2);
+        let config = Config::from_sources(&env(&[(
+            "VOICED_TRUSTED_PROXIES",
+            "172.28.0.10/32, 10.0.0.0/8",
+        )]))
+        .unwrap();
+        assert!(config.trusted_proxies.contains("10.9.9.9".parse().unwrap()));
+        let err = Config::from_sources(&env(&[("VOICED_TRUSTED_PROXIES", "nginx")])).unwrap_err();
+        assert!(err.to_string().contains("trusted_proxies"), "{err}");
+        for setting in [
+            "VOICED_SIGNUP_PER_HOUR",
+            "VOICED_PASSWORD_HASHES_IN_FLIGHT",
+            "VOICED_OAUTH_METADATA_FETCHES_IN_FLIGHT",
+        ] {
+            let err = Config::from_sources(&env(&[(setting, "0")])).unwrap_err();
+            let name = setting.trim_start_matches("VOICED_").to_lowercase();
+            assert!(err.to_string().contains(&name), "{err}");
+        }
+    }
+
+    #[test]
     fn links_follow_the_public_base_url_unless_set() {
         let config = Config::from_sources(&env(&[
             ("VOICED_PUBLIC_BASE_URL", "https://voice.example.com/"),
