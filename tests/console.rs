@@ -910,3 +910,48 @@ async fn clients_behind_a_trusted_proxy_have_their_own_sign_in_limits() {
     assert_eq!(page.status, 429, "{}", page.body);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_request_log_names_the_forwarded_client_of_a_trusted_proxy() {
+    let app = TestApp::start().await;
+    let dir = common::TempDir::new("client-log", 0o755);
+    let no_models = common::TempDir::new("no-models", 0o755);
+    let log = dir.path().join("serve.log");
+    let server = common::child::ChildServer::start_logging(
+        &app.db.url(),
+        &[
+            ("VOICED_TRUSTED_PROXIES", "127.0.0.1/32"),
+            ("VOICED_LOG", "info,tower_http=debug"),
+            ("VOICED_LOG_FORMAT", "json"),
+            ("VOICED_MODELS_DIR", no_models.path().to_str().unwrap()),
+        ],
+        Some(&log),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let sent = client
+        .get(format!("{}/console/sign-in", server.base))
+        .header("x-forwarded-for", "198.51.100.77, 203.0.113.77")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 200);
+    let line = common::poll_until(
+        std::time::Duration::from_secs(20),
+        "the request's log line",
+        || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            async move {
+                text.lines()
+                    .find(|l| l.contains("/console/sign-in") && l.contains("\"client\""))
+                    .map(str::to_owned)
+            }
+        },
+    )
+    .await;
+    // The right-most hop the trusted proxy added, not the one the client wrote.
+    assert!(line.contains("\"client\":\"203.0.113.77\""), "{line}");
+    assert!(!line.contains("198.51.100.77"), "{line}");
+    drop(server);
+    app.stop().await;
+}
