@@ -9,8 +9,11 @@
   before the kill), and metrics listeners are never published.
 - nginx's upstream points at the serve processes' port, and the image's default bind matches
   its EXPOSE.
+- nginx sends X-Forwarded-For, and serve trusts nginx's fixed address (VOICED_TRUSTED_PROXIES)
+  and nothing wider than it: otherwise every client is one client to the limiters.
 """
 
+import ipaddress
 import re
 import sys
 import tomllib
@@ -104,6 +107,27 @@ check(upstream is not None, "compose: nginx has no upstream")
 if upstream:
     check(upstream.group(1) in services, f"nginx upstream {upstream.group(1)} is not a service")
     check(int(upstream.group(2)) == serve_port, "nginx upstream port is not the serve port")
+
+# Client addresses behind nginx.
+check("X-Forwarded-For $$proxy_add_x_forwarded_for" in nginx, "compose: nginx does not send X-Forwarded-For")
+lb = next((s for s in services.values() if str(s.get("image", "")).startswith("nginx")), {})
+lb_address = ((lb.get("networks") or {}).get("default") or {}).get("ipv4_address")
+check(lb_address is not None, "compose: nginx has no fixed address to trust")
+for name, service in voiced.items():
+    command = service.get("command") or ["serve"]
+    if command[0] != "serve":
+        continue
+    trusted = str((service.get("environment") or {}).get("VOICED_TRUSTED_PROXIES", ""))
+    try:
+        nets = [ipaddress.ip_network(t.strip()) for t in re.split(r"[,\s]+", trusted) if t.strip()]
+    except ValueError as err:
+        errors.append(f"compose {name}: VOICED_TRUSTED_PROXIES: {err}")
+        nets = []
+    check(bool(nets), f"compose {name}: no VOICED_TRUSTED_PROXIES for nginx")
+    if lb_address and nets:
+        address = ipaddress.ip_address(lb_address)
+        check(any(address in n for n in nets), f"compose {name}: nginx {lb_address} is not trusted")
+        check(all(n.num_addresses == 1 for n in nets), f"compose {name}: trusts more than nginx")
 
 if errors:
     print("\n".join(f"check-deploy: {e}" for e in errors), file=sys.stderr)

@@ -149,6 +149,25 @@ pub async fn state(
         .context("listening for generation completions")?;
     // Sign-in attempts count where the API's limits do (Redis when `redis_url` is set).
     let sign_in_limiter = SignInLimiter::default().with_redis(limits.redis());
+    let sign_up_limiter = crate::console::limiter::SignUpLimiter::new(
+        config.signup_per_address_per_hour,
+        config.signup_per_hour,
+        crate::http::rate_limit::LimiterClock::Real(std::time::Instant::now()),
+    )
+    .with_redis(limits.redis());
+    let clients = crate::service::oauth::clients::ClientDirectory::new(
+        config.oauth_allow_loopback_fetch,
+        crate::service::oauth::clients::ClientLimits {
+            registrations_per_hour: config.oauth_registrations_per_hour,
+            registrations_per_address_per_day: config.oauth_registrations_per_address_per_day,
+            registrations_per_day: config.oauth_registrations_per_day,
+            fetches_in_flight: config.oauth_metadata_fetches_in_flight,
+            fetches_per_address_per_hour: config.oauth_metadata_fetches_per_address_per_hour,
+        },
+    )
+    .with_redis(limits.redis());
+    let csrf_key = signer.derive_key("console anonymous csrf");
+    let flash_key = signer.derive_key("console key flash");
     let reads = Arc::new(ReadPool::new(pool.clone()));
     Ok(AppState {
         asr: asr(config)?,
@@ -178,15 +197,22 @@ pub async fn state(
             billing_contact: config.billing_contact.clone(),
             secure_cookies: config.public_base_url.starts_with("https://"),
             sign_in_limiter,
+            sign_up_limiter,
+            passwords: crate::service::accounts::PasswordGate::new(
+                config.password_hashes_in_flight,
+                config.password_hash_queue,
+            ),
+            csrf_key,
+            flash_key,
         }),
         allow_loopback_fetch: config.oauth_allow_loopback_fetch,
         oauth: Arc::new(crate::service::oauth::OAuthSettings::new(
             &config.public_base_url,
-            config.oauth_allow_loopback_fetch,
-            config.oauth_registrations_per_hour,
+            clients,
         )),
         principals: Arc::default(),
         reads,
+        trusted_proxies: Arc::new(config.trusted_proxies.clone()),
     })
 }
 
@@ -355,6 +381,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             tick.tick().await;
             limits.shrink();
             console.sign_in_limiter.shrink();
+            console.sign_up_limiter.shrink();
             oauth.clients.shrink();
             if let Err(err) = store::oauth::purge_expired(&purge_pool).await {
                 tracing::warn!(error = %err, "deleting expired OAuth codes and tokens failed");

@@ -63,6 +63,16 @@ struct Raw {
     oauth_registrations_per_hour: u32,
     oauth_allow_loopback_fetch: bool,
     max_transcriptions_per_account: u32,
+    // Anonymous doors and client addresses (issue 23 items 4 and 5).
+    trusted_proxies: String,
+    signup_per_address_per_hour: u32,
+    signup_per_hour: u32,
+    password_hashes_in_flight: u32,
+    password_hash_queue: u32,
+    oauth_registrations_per_address_per_day: u32,
+    oauth_registrations_per_day: u32,
+    oauth_metadata_fetches_in_flight: u32,
+    oauth_metadata_fetches_per_address_per_hour: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +130,20 @@ pub struct Config {
     /// Transcriptions one account may have in flight in one process (REST and `/mcp` alike);
     /// the next is refused with 429 `rate_limit_exceeded` before its upload is read.
     pub max_transcriptions_per_account: u32,
+    /// Proxies whose `X-Forwarded-For` / `Forwarded` is believed (`http::client_addr`).
+    pub trusted_proxies: crate::http::client_addr::TrustedProxies,
+    /// Console sign-ups per client address per hour, and from everyone per hour.
+    pub signup_per_address_per_hour: u32,
+    pub signup_per_hour: u32,
+    /// Argon2 hashes and verifications running at once, and how many may wait for one.
+    pub password_hashes_in_flight: u32,
+    pub password_hash_queue: u32,
+    /// Dynamic client registrations per client address per day, and from everyone per day.
+    pub oauth_registrations_per_address_per_day: u32,
+    pub oauth_registrations_per_day: u32,
+    /// Client metadata document fetches running at once, and per client address per hour.
+    pub oauth_metadata_fetches_in_flight: u32,
+    pub oauth_metadata_fetches_per_address_per_hour: u32,
 }
 
 impl Config {
@@ -292,6 +316,34 @@ impl Config {
             "max_transcriptions_per_account",
             raw.max_transcriptions_per_account.into(),
         )?;
+        let trusted_proxies = crate::http::client_addr::TrustedProxies::parse(&raw.trusted_proxies)
+            .map_err(|e| ConfigError::invalid("trusted_proxies", e))?;
+        for (setting, value) in [
+            (
+                "signup_per_address_per_hour",
+                raw.signup_per_address_per_hour,
+            ),
+            ("signup_per_hour", raw.signup_per_hour),
+            ("password_hashes_in_flight", raw.password_hashes_in_flight),
+            (
+                "oauth_registrations_per_address_per_day",
+                raw.oauth_registrations_per_address_per_day,
+            ),
+            (
+                "oauth_registrations_per_day",
+                raw.oauth_registrations_per_day,
+            ),
+            (
+                "oauth_metadata_fetches_in_flight",
+                raw.oauth_metadata_fetches_in_flight,
+            ),
+            (
+                "oauth_metadata_fetches_per_address_per_hour",
+                raw.oauth_metadata_fetches_per_address_per_hour,
+            ),
+        ] {
+            positive(setting, value.into())?;
+        }
         Ok(Self {
             bind,
             database_url: Some(raw.database_url).filter(|u| !u.trim().is_empty()),
@@ -326,6 +378,16 @@ impl Config {
             oauth_registrations_per_hour: raw.oauth_registrations_per_hour,
             oauth_allow_loopback_fetch: raw.oauth_allow_loopback_fetch,
             max_transcriptions_per_account: raw.max_transcriptions_per_account,
+            trusted_proxies,
+            signup_per_address_per_hour: raw.signup_per_address_per_hour,
+            signup_per_hour: raw.signup_per_hour,
+            password_hashes_in_flight: raw.password_hashes_in_flight,
+            password_hash_queue: raw.password_hash_queue,
+            oauth_registrations_per_address_per_day: raw.oauth_registrations_per_address_per_day,
+            oauth_registrations_per_day: raw.oauth_registrations_per_day,
+            oauth_metadata_fetches_in_flight: raw.oauth_metadata_fetches_in_flight,
+            oauth_metadata_fetches_per_address_per_hour: raw
+                .oauth_metadata_fetches_per_address_per_hour,
         })
     }
 }
@@ -383,6 +445,31 @@ mod tests {
         assert_eq!(config.console_url, "http://127.0.0.1:8080/console/keys");
         assert!(config.signup);
         assert_eq!(config.signup_plan, Plan::None);
+    }
+
+    #[test]
+    fn anonymous_door_settings_are_checked() {
+        let config = Config::from_sources(&[]).unwrap();
+        assert!(config.trusted_proxies.is_empty());
+        assert_eq!(config.signup_per_address_per_hour, 10);
+        assert_eq!(config.password_hashes_in_flight, 2);
+        let config = Config::from_sources(&env(&[(
+            "VOICED_TRUSTED_PROXIES",
+            "172.28.0.10/32, 10.0.0.0/8",
+        )]))
+        .unwrap();
+        assert!(config.trusted_proxies.contains("10.9.9.9".parse().unwrap()));
+        let err = Config::from_sources(&env(&[("VOICED_TRUSTED_PROXIES", "nginx")])).unwrap_err();
+        assert!(err.to_string().contains("trusted_proxies"), "{err}");
+        for setting in [
+            "VOICED_SIGNUP_PER_HOUR",
+            "VOICED_PASSWORD_HASHES_IN_FLIGHT",
+            "VOICED_OAUTH_METADATA_FETCHES_IN_FLIGHT",
+        ] {
+            let err = Config::from_sources(&env(&[(setting, "0")])).unwrap_err();
+            let name = setting.trim_start_matches("VOICED_").to_lowercase();
+            assert!(err.to_string().contains(&name), "{err}");
+        }
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! The HTTP layer: state, routes, the middleware stack, OpenAPI, and `serve`.
 
 pub mod auth;
+pub mod client_addr;
 pub mod error;
 pub mod idempotency;
 pub mod json;
 pub mod models;
 pub mod principal_check;
+pub mod quota;
 pub mod rate_limit;
 pub mod routes;
 
@@ -86,6 +88,8 @@ pub struct AppState {
     pub principals: Arc<crate::service::principal_cache::PrincipalCache>,
     /// Connections of the authenticated reads (one exchange per read).
     pub reads: Arc<crate::store::read_pool::ReadPool>,
+    /// Whose forwarding headers give the client address (`trusted_proxies`).
+    pub trusted_proxies: Arc<client_addr::TrustedProxies>,
 }
 
 impl AppState {
@@ -349,6 +353,10 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+                .layer(from_fn_with_state(
+                    state.trusted_proxies.clone(),
+                    client_addr::resolve,
+                ))
                 .layer(axum::middleware::from_fn(record_request))
                 .layer(TraceLayer::new_for_http().make_span_with(make_span))
                 .layer(from_fn_with_state(
@@ -404,7 +412,8 @@ async fn record_request(
 }
 
 /// Spans are named by route template, never the raw path (ids would explode cardinality).
-/// Headers are not recorded: they carry credentials.
+/// Headers are not recorded: they carry credentials. `client` is the client address
+/// (`client_addr`: the forwarded one behind a trusted proxy).
 fn make_span(request: &Request) -> tracing::Span {
     let route = request
         .extensions()
@@ -415,11 +424,17 @@ fn make_span(request: &Request) -> tracing::Span {
         .get(REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
+    let client = request
+        .extensions()
+        .get::<client_addr::ClientAddr>()
+        .and_then(|c| c.0)
+        .map(tracing::field::display);
     tracing::info_span!(
         "request",
         method = %request.method(),
         route,
         request_id,
+        client,
         account_id = tracing::field::Empty,
     )
 }
