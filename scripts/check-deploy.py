@@ -167,7 +167,8 @@ for kind, sources in (("ConfigMap", config_maps), ("Secret", secrets_k8s)):
             check_setting(f"kubernetes {kind} {name}", key, str(value))
 for name, data in secrets_k8s.items():
     secret = data.get("VOICED_SIGNING_SECRET")
-    check(secret is None or len(secret) < 32, f"kubernetes Secret {name}: a real signing secret?")
+    real = secret is not None and len(secret) >= 32
+    check(not real, f"kubernetes Secret {name}: VOICED_SIGNING_SECRET is usable; commit a placeholder")
 
 
 def prestop_seconds(container: dict) -> float:
@@ -223,7 +224,7 @@ for name, workload in workloads.items():
             grace = float(env.get("VOICED_SHUTDOWN_GRACE_SECS", defaults["shutdown_grace_secs"]))
             stop = float(pod.get("terminationGracePeriodSeconds", 30))
             needed = grace + prestop_seconds(container)
-            check(stop > needed, f"{where}: termination grace {stop} s not above preStop + grace")
+            check(stop > needed, f"{where}: terminationGracePeriodSeconds {stop:g} <= {needed:g} (preStop + grace)")
         if role == "serve":
             bind = port_of(env.get("VOICED_BIND", image_env["VOICED_BIND"]))
             check(env.get("VOICED_WORKERS") == "0", f"{where}: serve runs in-process workers")
