@@ -177,6 +177,7 @@ pub async fn state(
             billing_contact: config.billing_contact.clone(),
             secure_cookies: config.public_base_url.starts_with("https://"),
             sign_in_limiter,
+            max_cloned_voices: config.max_cloned_voices_per_account,
         }),
         allow_loopback_fetch: config.oauth_allow_loopback_fetch,
         oauth: Arc::new(crate::service::oauth::OAuthSettings::new(
@@ -186,6 +187,9 @@ pub async fn state(
         )),
         principals: Arc::default(),
         reads,
+        downloads: Arc::new(crate::http::routes::audio::DownloadSlots::new(
+            config.downloads_per_link as usize,
+        )),
     })
 }
 
@@ -220,8 +224,14 @@ pub fn blob_store(config: &Config, pool: &PgPool) -> anyhow::Result<Arc<dyn Blob
         Some(url) => Some(S3BlobStore::from_url(url).context("setting blob_store")?),
         None => None,
     };
+    // Downloads and synchronous answers read audio through a small pool of their own
+    // (`download_connections`, opened lazily), never taking the main pool's connections.
+    let reads = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(config.download_connections)
+        .acquire_timeout(pool.options().get_acquire_timeout())
+        .connect_lazy_with((*pool.connect_options()).clone());
     Ok(Arc::new(RoutedBlobStore::new(
-        PgBlobStore::new(pool.clone()),
+        PgBlobStore::new(pool.clone()).with_read_pool(reads),
         s3,
     )))
 }

@@ -42,6 +42,8 @@ pub struct ConsoleSettings {
     /// Mark the session cookie `Secure` (the public base URL is https).
     pub secure_cookies: bool,
     pub sign_in_limiter: SignInLimiter,
+    /// Cloned voices one account may have (`max_cloned_voices_per_account`).
+    pub max_cloned_voices: u32,
 }
 
 /// Name of the session cookie.

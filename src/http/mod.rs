@@ -1,6 +1,7 @@
 //! The HTTP layer: state, routes, the middleware stack, OpenAPI, and `serve`.
 
 pub mod auth;
+pub mod connection;
 pub mod error;
 pub mod idempotency;
 pub mod json;
@@ -86,6 +87,8 @@ pub struct AppState {
     pub principals: Arc<crate::service::principal_cache::PrincipalCache>,
     /// Connections of the authenticated reads (one exchange per read).
     pub reads: Arc<crate::store::read_pool::ReadPool>,
+    /// Downloads in flight per audio link (`downloads_per_link`).
+    pub downloads: Arc<routes::audio::DownloadSlots>,
 }
 
 impl AppState {
@@ -432,6 +435,12 @@ pub struct ServeOptions {
     pub header_read_timeout: Duration,
     /// After `shutdown`, in-flight requests get this long to finish; then connections are cut.
     pub grace: Duration,
+    /// A request's whole body must arrive within this time of its head (408 and the connection
+    /// closed otherwise; see [`connection`]).
+    pub body_read_timeout: Duration,
+    /// Connections served at once; the next is accepted only when one closes (meanwhile it
+    /// waits in the kernel's listen backlog).
+    pub max_connections: usize,
 }
 
 impl ServeOptions {
@@ -439,6 +448,8 @@ impl ServeOptions {
         Self {
             header_read_timeout: Duration::from_secs(config.header_read_timeout_secs),
             grace: Duration::from_secs(config.shutdown_grace_secs),
+            body_read_timeout: Duration::from_secs(config.body_read_timeout_secs),
+            max_connections: config.max_connections as usize,
         }
     }
 }
@@ -467,8 +478,14 @@ pub async fn serve(
         .header_read_timeout(options.header_read_timeout)
         .max_buf_size(MAX_HEAD_BYTES);
     let graceful = GracefulShutdown::new();
+    let connections = Arc::new(tokio::sync::Semaphore::new(options.max_connections));
     tokio::pin!(shutdown);
     loop {
+        // At the cap, accept nothing until a connection closes: new ones wait in the backlog.
+        let permit = tokio::select! {
+            permit = connections.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+            () = &mut shutdown => break,
+        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -486,6 +503,10 @@ pub async fn serve(
             &axum::Extension(axum::extract::ConnectInfo(peer)),
             app.clone(),
         );
+        let body_read_timeout = options.body_read_timeout;
+        let app = tower::ServiceExt::map_request(app, move |request| {
+            connection::bound_body::<hyper::body::Incoming>(request, body_read_timeout)
+        });
         let service = TowerToHyperService::new(app);
         let connection = builder
             .serve_connection_with_upgrades(TokioIo::new(stream), service)
@@ -493,6 +514,7 @@ pub async fn serve(
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             let _ = connection.await;
+            drop(permit);
         });
     }
     drop(listener);

@@ -216,3 +216,31 @@ pub async fn insert_cloned(
     .await?;
     Ok(())
 }
+
+/// What decides whether an account may clone another voice.
+pub struct CloningStanding {
+    pub plan: String,
+    pub features: Vec<String>,
+    /// Cloned voice profiles the account has.
+    pub cloned: i64,
+}
+
+/// The account's [`CloningStanding`] (`None`: no such account). The account row is locked
+/// (`FOR NO KEY UPDATE`, which does not block the account's generations) until the caller's
+/// transaction ends, so two clones of one account count each other.
+pub async fn cloning_standing(
+    db: impl sqlx::PgExecutor<'_>,
+    account_id: &str,
+) -> sqlx::Result<Option<CloningStanding>> {
+    sqlx::query_as!(
+        CloningStanding,
+        r#"SELECT a.plan, a.features,
+                  (SELECT count(*) FROM voice_profiles v
+                   WHERE v.account_id = a.id AND v.voice_type = 'cloned') AS "cloned!"
+           FROM accounts a WHERE a.id = $1
+           FOR NO KEY UPDATE"#,
+        account_id
+    )
+    .fetch_optional(db)
+    .await
+}
