@@ -227,20 +227,31 @@ pub struct CloningStanding {
 
 /// The account's [`CloningStanding`] (`None`: no such account). The account row is locked
 /// (`FOR NO KEY UPDATE`, which does not block the account's generations) until the caller's
-/// transaction ends, so two clones of one account count each other.
+/// transaction ends, and the count is read after the lock is held (its own statement, so a
+/// fresh snapshot): two clones of one account count each other.
 pub async fn cloning_standing(
-    db: impl sqlx::PgExecutor<'_>,
+    db: &mut sqlx::PgConnection,
     account_id: &str,
 ) -> sqlx::Result<Option<CloningStanding>> {
-    sqlx::query_as!(
-        CloningStanding,
-        r#"SELECT a.plan, a.features,
-                  (SELECT count(*) FROM voice_profiles v
-                   WHERE v.account_id = a.id AND v.voice_type = 'cloned') AS "cloned!"
-           FROM accounts a WHERE a.id = $1
-           FOR NO KEY UPDATE"#,
+    let Some(account) = sqlx::query!(
+        "SELECT plan, features FROM accounts WHERE id = $1 FOR NO KEY UPDATE",
         account_id
     )
-    .fetch_optional(db)
-    .await
+    .fetch_optional(&mut *db)
+    .await?
+    else {
+        return Ok(None);
+    };
+    let cloned = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "cloned!" FROM voice_profiles
+           WHERE account_id = $1 AND voice_type = 'cloned'"#,
+        account_id
+    )
+    .fetch_one(&mut *db)
+    .await?;
+    Ok(Some(CloningStanding {
+        plan: account.plan,
+        features: account.features,
+        cloned,
+    }))
 }
