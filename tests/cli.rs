@@ -446,7 +446,7 @@ async fn admin_lists_and_shows_accounts_and_keys_by_id_or_email() {
     assert_eq!(shown["plan"], "pro");
     assert_eq!(
         shown["features"],
-        serde_json::json!(["speech", "transcription"])
+        serde_json::json!(["speech", "transcription", "cloning"])
     );
     assert_eq!(shown["usage"]["audio_ms"], 90000);
     assert_eq!(shown["usage"]["allowance_ms"], 120 * 60 * 1000);
