@@ -347,3 +347,38 @@ async fn connections_beyond_the_cap_wait_until_one_closes() {
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     app.stop().await;
 }
+
+/// With the cap, a connection that never sends a byte would hold its place for ever: it is
+/// closed after `header_read_timeout_secs`, as an idle keep-alive connection is.
+#[tokio::test]
+async fn silent_and_idle_connections_give_their_place_back() {
+    let app = TestApp::start_with(
+        0,
+        &[
+            ("VOICED_HEADER_READ_TIMEOUT_SECS", "1"),
+            ("VOICED_MAX_CONNECTIONS", "1"),
+        ],
+    )
+    .await;
+    let address = app.base.trim_start_matches("http://").to_owned();
+    let mut rest = Vec::new();
+    let mut silent = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let read = tokio::time::timeout(Duration::from_secs(60), silent.read_to_end(&mut rest)).await;
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "the silent connection is closed: {read:?}"
+    );
+    let mut idle = tokio::net::TcpStream::connect(&address).await.unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    assert!(read_response(&mut idle).await.starts_with("HTTP/1.1 200"));
+    let read = tokio::time::timeout(Duration::from_secs(60), idle.read_to_end(&mut rest)).await;
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "the idle connection is closed: {read:?}"
+    );
+    // The place is free again (the cap is 1): the next connection is served.
+    assert_eq!(app.get("/healthz").send().await.unwrap().status(), 200);
+    app.stop().await;
+}

@@ -439,7 +439,8 @@ pub struct ServeOptions {
     /// closed otherwise; see [`connection`]).
     pub body_read_timeout: Duration,
     /// Connections served at once; the next is accepted only when one closes (meanwhile it
-    /// waits in the kernel's listen backlog).
+    /// waits in the kernel's listen backlog). A connection that sends nothing within
+    /// `header_read_timeout` is closed, so that silent connections cannot hold the places.
     pub max_connections: usize,
 }
 
@@ -508,12 +509,21 @@ pub async fn serve(
             connection::bound_body::<hyper::body::Incoming>(request, body_read_timeout)
         });
         let service = TowerToHyperService::new(app);
-        let connection = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), service)
-            .into_owned();
-        let connection = graceful.watch(connection);
+        let (builder, watcher) = (builder.clone(), graceful.watcher());
+        let first_byte_timeout = options.header_read_timeout;
         tokio::spawn(async move {
-            let _ = connection.await;
+            // A connection holds its place from accept: one that sends nothing gets the head's
+            // time limit to start (hyper's header timer starts with the first byte), so silent
+            // connections cannot keep the places for ever.
+            let mut first = [0u8; 1];
+            match tokio::time::timeout(first_byte_timeout, stream.peek(&mut first)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                _ => return,
+            }
+            let connection = builder
+                .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                .into_owned();
+            let _ = watcher.watch(connection).await;
             drop(permit);
         });
     }
