@@ -204,6 +204,7 @@ pub async fn state(
             ),
             csrf_key,
             flash_key,
+            max_cloned_voices: config.max_cloned_voices_per_account,
         }),
         allow_loopback_fetch: config.oauth_allow_loopback_fetch,
         oauth: Arc::new(crate::service::oauth::OAuthSettings::new(
@@ -213,6 +214,9 @@ pub async fn state(
         principals: Arc::default(),
         reads,
         trusted_proxies: Arc::new(config.trusted_proxies.clone()),
+        downloads: Arc::new(crate::http::routes::audio::DownloadSlots::new(
+            config.downloads_per_link as usize,
+        )),
     })
 }
 
@@ -247,8 +251,14 @@ pub fn blob_store(config: &Config, pool: &PgPool) -> anyhow::Result<Arc<dyn Blob
         Some(url) => Some(S3BlobStore::from_url(url).context("setting blob_store")?),
         None => None,
     };
+    // Downloads and synchronous answers read audio through a small pool of their own
+    // (`download_connections`, opened lazily), never taking the main pool's connections.
+    let reads = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(config.download_connections)
+        .acquire_timeout(pool.options().get_acquire_timeout())
+        .connect_lazy_with((*pool.connect_options()).clone());
     Ok(Arc::new(RoutedBlobStore::new(
-        PgBlobStore::new(pool.clone()),
+        PgBlobStore::new(pool.clone()).with_read_pool(reads),
         s3,
     )))
 }

@@ -73,6 +73,12 @@ struct Raw {
     oauth_registrations_per_day: u32,
     oauth_metadata_fetches_in_flight: u32,
     oauth_metadata_fetches_per_address_per_hour: u32,
+    // Fair and bounded voice work, and bounded connections (issue 23).
+    max_cloned_voices_per_account: u32,
+    body_read_timeout_secs: u64,
+    max_connections: u32,
+    download_connections: u32,
+    downloads_per_link: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +150,16 @@ pub struct Config {
     /// Client metadata document fetches running at once, and per client address per hour.
     pub oauth_metadata_fetches_in_flight: u32,
     pub oauth_metadata_fetches_per_address_per_hour: u32,
+    /// Cloned voices one account may have (each costs a voice-print job).
+    pub max_cloned_voices_per_account: u32,
+    /// A request's whole body must arrive within this many seconds of its head (408 otherwise).
+    pub body_read_timeout_secs: u64,
+    /// Connections served at once; more wait in the listen backlog.
+    pub max_connections: u32,
+    /// Size of the connection pool that serves audio downloads from PostgreSQL.
+    pub download_connections: u32,
+    /// Downloads of one generation's audio in flight at once; more get 429.
+    pub downloads_per_link: u32,
 }
 
 impl Config {
@@ -344,6 +360,14 @@ impl Config {
         ] {
             positive(setting, value.into())?;
         }
+        positive(
+            "max_cloned_voices_per_account",
+            raw.max_cloned_voices_per_account.into(),
+        )?;
+        positive("body_read_timeout_secs", raw.body_read_timeout_secs)?;
+        positive("max_connections", raw.max_connections.into())?;
+        positive("download_connections", raw.download_connections.into())?;
+        positive("downloads_per_link", raw.downloads_per_link.into())?;
         Ok(Self {
             bind,
             database_url: Some(raw.database_url).filter(|u| !u.trim().is_empty()),
@@ -388,6 +412,11 @@ impl Config {
             oauth_metadata_fetches_in_flight: raw.oauth_metadata_fetches_in_flight,
             oauth_metadata_fetches_per_address_per_hour: raw
                 .oauth_metadata_fetches_per_address_per_hour,
+            max_cloned_voices_per_account: raw.max_cloned_voices_per_account,
+            body_read_timeout_secs: raw.body_read_timeout_secs,
+            max_connections: raw.max_connections,
+            download_connections: raw.download_connections,
+            downloads_per_link: raw.downloads_per_link,
         })
     }
 }
@@ -544,5 +573,23 @@ mod tests {
             err.to_string().contains("max_transcriptions_per_account"),
             "{err}"
         );
+        for setting in [
+            "VOICED_MAX_CLONED_VOICES_PER_ACCOUNT",
+            "VOICED_BODY_READ_TIMEOUT_SECS",
+            "VOICED_MAX_CONNECTIONS",
+            "VOICED_DOWNLOAD_CONNECTIONS",
+            "VOICED_DOWNLOADS_PER_LINK",
+        ] {
+            let err = Config::from_sources(&env(&[(setting, "0")])).unwrap_err();
+            let name = setting
+                .strip_prefix("VOICED_")
+                .unwrap()
+                .to_ascii_lowercase();
+            assert!(err.to_string().contains(&name), "{err}");
+        }
+        let config = Config::from_sources(&[]).unwrap();
+        assert_eq!(config.max_cloned_voices_per_account, 20);
+        assert_eq!(config.body_read_timeout_secs, 120);
+        assert_eq!(config.max_connections, 4096);
     }
 }

@@ -50,6 +50,8 @@ pub struct ConsoleSettings {
     pub csrf_key: [u8; 32],
     /// Sealing key of the one-time flash of a new key's secret (derived from the signing secret).
     pub flash_key: [u8; 32],
+    /// Cloned voices one account may have (`max_cloned_voices_per_account`).
+    pub max_cloned_voices: u32,
 }
 
 /// Name of the session cookie.
