@@ -267,8 +267,14 @@ for name, workload in workloads.items():
             serve_pods.append((workload["spec"]["template"]["metadata"]["labels"], bind))
         if role == "worker":
             check("VOICED_BIND" not in env and "http" not in ports, f"{where}: a worker does not listen")
-            for probe in ("livenessProbe", "readinessProbe"):
-                check(probe in container, f"{where}: no {probe}")
+            metrics = port_of(env.get("VOICED_METRICS_BIND", ":0"))
+            probes = {"livenessProbe": "/healthz", "startupProbe": "/healthz", "readinessProbe": "/readyz"}
+            for probe, path in probes.items():
+                if probe == "startupProbe" and probe not in container:
+                    continue
+                found = http_probe(container, probe)
+                right = found is not None and found[0] == path and found[1] in {"metrics", metrics}
+                check(right, f"{where}: {probe} is not GET {path} on the metrics port")
 check({"serve", "worker", "migrate"} <= set(roles.values()), f"kubernetes: workloads {roles}")
 
 

@@ -286,8 +286,15 @@ pub fn worker_deps(
 /// within the grace period, or are handed back to the queue.
 pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
     let database = Database::open(&config, 2 * count + 2).await?;
+    let health: Arc<WorkerHealth> = Arc::default();
     if let Some(addr) = config.metrics_bind {
-        crate::telemetry::metrics_listener::spawn(addr, database.pool.clone(), None).await?;
+        crate::telemetry::metrics_listener::spawn(
+            addr,
+            database.pool.clone(),
+            None,
+            health.clone(),
+        )
+        .await?;
     }
     let (stop, shutdown) = tokio::sync::watch::channel(Shutdown::Running);
     let workers = spawn_workers(
@@ -296,7 +303,7 @@ pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
             &config,
             &database.pool,
             blob_store(&config, &database.pool)?,
-            Arc::default(),
+            health,
             Streams::default(),
         ),
         count,
@@ -356,6 +363,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             addr,
             database.pool.clone(),
             Some(state.asr.clone()),
+            state.health.clone(),
         )
         .await?;
     }
