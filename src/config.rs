@@ -62,6 +62,23 @@ struct Raw {
     log_format: String,
     oauth_registrations_per_hour: u32,
     oauth_allow_loopback_fetch: bool,
+    max_transcriptions_per_account: u32,
+    // Anonymous doors and client addresses (issue 23 items 4 and 5).
+    trusted_proxies: String,
+    signup_per_address_per_hour: u32,
+    signup_per_hour: u32,
+    password_hashes_in_flight: u32,
+    password_hash_queue: u32,
+    oauth_registrations_per_address_per_day: u32,
+    oauth_registrations_per_day: u32,
+    oauth_metadata_fetches_in_flight: u32,
+    oauth_metadata_fetches_per_address_per_hour: u32,
+    // Fair and bounded voice work, and bounded connections (issue 23).
+    max_cloned_voices_per_account: u32,
+    body_read_timeout_secs: u64,
+    max_connections: u32,
+    download_connections: u32,
+    downloads_per_link: u32,
     max_audio_per_request_secs: u64,
 }
 
@@ -117,6 +134,33 @@ pub struct Config {
     /// Test allowance of `service::fetch`: `http` and loopback addresses for the URLs clients
     /// name (OAuth client metadata documents, `transcribe`'s `audio_url`). Never in production.
     pub oauth_allow_loopback_fetch: bool,
+    /// Transcriptions one account may have in flight in one process (REST and `/mcp` alike);
+    /// the next is refused with 429 `rate_limit_exceeded` before its upload is read.
+    pub max_transcriptions_per_account: u32,
+    /// Proxies whose `X-Forwarded-For` / `Forwarded` is believed (`http::client_addr`).
+    pub trusted_proxies: crate::http::client_addr::TrustedProxies,
+    /// Console sign-ups per client address per hour, and from everyone per hour.
+    pub signup_per_address_per_hour: u32,
+    pub signup_per_hour: u32,
+    /// Argon2 hashes and verifications running at once, and how many may wait for one.
+    pub password_hashes_in_flight: u32,
+    pub password_hash_queue: u32,
+    /// Dynamic client registrations per client address per day, and from everyone per day.
+    pub oauth_registrations_per_address_per_day: u32,
+    pub oauth_registrations_per_day: u32,
+    /// Client metadata document fetches running at once, and per client address per hour.
+    pub oauth_metadata_fetches_in_flight: u32,
+    pub oauth_metadata_fetches_per_address_per_hour: u32,
+    /// Cloned voices one account may have (each costs a voice-print job).
+    pub max_cloned_voices_per_account: u32,
+    /// A request's whole body must arrive within this many seconds of its head (408 otherwise).
+    pub body_read_timeout_secs: u64,
+    /// Connections served at once; more wait in the listen backlog.
+    pub max_connections: u32,
+    /// Size of the connection pool that serves audio downloads from PostgreSQL.
+    pub download_connections: u32,
+    /// Downloads of one generation's audio in flight at once; more get 429.
+    pub downloads_per_link: u32,
     /// The most audio one speech request may produce, in seconds: a text whose admission
     /// estimate alone is longer is refused with 400 before anything is queued.
     pub max_audio_per_request_secs: u64,
@@ -288,6 +332,46 @@ impl Config {
             "oauth_registrations_per_hour",
             raw.oauth_registrations_per_hour.into(),
         )?;
+        positive(
+            "max_transcriptions_per_account",
+            raw.max_transcriptions_per_account.into(),
+        )?;
+        let trusted_proxies = crate::http::client_addr::TrustedProxies::parse(&raw.trusted_proxies)
+            .map_err(|e| ConfigError::invalid("trusted_proxies", e))?;
+        for (setting, value) in [
+            (
+                "signup_per_address_per_hour",
+                raw.signup_per_address_per_hour,
+            ),
+            ("signup_per_hour", raw.signup_per_hour),
+            ("password_hashes_in_flight", raw.password_hashes_in_flight),
+            (
+                "oauth_registrations_per_address_per_day",
+                raw.oauth_registrations_per_address_per_day,
+            ),
+            (
+                "oauth_registrations_per_day",
+                raw.oauth_registrations_per_day,
+            ),
+            (
+                "oauth_metadata_fetches_in_flight",
+                raw.oauth_metadata_fetches_in_flight,
+            ),
+            (
+                "oauth_metadata_fetches_per_address_per_hour",
+                raw.oauth_metadata_fetches_per_address_per_hour,
+            ),
+        ] {
+            positive(setting, value.into())?;
+        }
+        positive(
+            "max_cloned_voices_per_account",
+            raw.max_cloned_voices_per_account.into(),
+        )?;
+        positive("body_read_timeout_secs", raw.body_read_timeout_secs)?;
+        positive("max_connections", raw.max_connections.into())?;
+        positive("download_connections", raw.download_connections.into())?;
+        positive("downloads_per_link", raw.downloads_per_link.into())?;
         positive("max_audio_per_request_secs", raw.max_audio_per_request_secs)?;
         Ok(Self {
             bind,
@@ -322,6 +406,22 @@ impl Config {
             log_format,
             oauth_registrations_per_hour: raw.oauth_registrations_per_hour,
             oauth_allow_loopback_fetch: raw.oauth_allow_loopback_fetch,
+            max_transcriptions_per_account: raw.max_transcriptions_per_account,
+            trusted_proxies,
+            signup_per_address_per_hour: raw.signup_per_address_per_hour,
+            signup_per_hour: raw.signup_per_hour,
+            password_hashes_in_flight: raw.password_hashes_in_flight,
+            password_hash_queue: raw.password_hash_queue,
+            oauth_registrations_per_address_per_day: raw.oauth_registrations_per_address_per_day,
+            oauth_registrations_per_day: raw.oauth_registrations_per_day,
+            oauth_metadata_fetches_in_flight: raw.oauth_metadata_fetches_in_flight,
+            oauth_metadata_fetches_per_address_per_hour: raw
+                .oauth_metadata_fetches_per_address_per_hour,
+            max_cloned_voices_per_account: raw.max_cloned_voices_per_account,
+            body_read_timeout_secs: raw.body_read_timeout_secs,
+            max_connections: raw.max_connections,
+            download_connections: raw.download_connections,
+            downloads_per_link: raw.downloads_per_link,
             max_audio_per_request_secs: raw.max_audio_per_request_secs,
         })
     }
@@ -380,6 +480,31 @@ mod tests {
         assert_eq!(config.console_url, "http://127.0.0.1:8080/console/keys");
         assert!(config.signup);
         assert_eq!(config.signup_plan, Plan::None);
+    }
+
+    #[test]
+    fn anonymous_door_settings_are_checked() {
+        let config = Config::from_sources(&[]).unwrap();
+        assert!(config.trusted_proxies.is_empty());
+        assert_eq!(config.signup_per_address_per_hour, 10);
+        assert_eq!(config.password_hashes_in_flight, 2);
+        let config = Config::from_sources(&env(&[(
+            "VOICED_TRUSTED_PROXIES",
+            "172.28.0.10/32, 10.0.0.0/8",
+        )]))
+        .unwrap();
+        assert!(config.trusted_proxies.contains("10.9.9.9".parse().unwrap()));
+        let err = Config::from_sources(&env(&[("VOICED_TRUSTED_PROXIES", "nginx")])).unwrap_err();
+        assert!(err.to_string().contains("trusted_proxies"), "{err}");
+        for setting in [
+            "VOICED_SIGNUP_PER_HOUR",
+            "VOICED_PASSWORD_HASHES_IN_FLIGHT",
+            "VOICED_OAUTH_METADATA_FETCHES_IN_FLIGHT",
+        ] {
+            let err = Config::from_sources(&env(&[(setting, "0")])).unwrap_err();
+            let name = setting.trim_start_matches("VOICED_").to_lowercase();
+            assert!(err.to_string().contains(&name), "{err}");
+        }
     }
 
     #[test]
@@ -448,5 +573,29 @@ mod tests {
         let err =
             Config::from_sources(&env(&[("VOICED_MAX_PENDING_PER_ACCOUNT", "0")])).unwrap_err();
         assert!(err.to_string().contains("max_pending_per_account"), "{err}");
+        let err = Config::from_sources(&env(&[("VOICED_MAX_TRANSCRIPTIONS_PER_ACCOUNT", "0")]))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("max_transcriptions_per_account"),
+            "{err}"
+        );
+        for setting in [
+            "VOICED_MAX_CLONED_VOICES_PER_ACCOUNT",
+            "VOICED_BODY_READ_TIMEOUT_SECS",
+            "VOICED_MAX_CONNECTIONS",
+            "VOICED_DOWNLOAD_CONNECTIONS",
+            "VOICED_DOWNLOADS_PER_LINK",
+        ] {
+            let err = Config::from_sources(&env(&[(setting, "0")])).unwrap_err();
+            let name = setting
+                .strip_prefix("VOICED_")
+                .unwrap()
+                .to_ascii_lowercase();
+            assert!(err.to_string().contains(&name), "{err}");
+        }
+        let config = Config::from_sources(&[]).unwrap();
+        assert_eq!(config.max_cloned_voices_per_account, 20);
+        assert_eq!(config.body_read_timeout_secs, 120);
+        assert_eq!(config.max_connections, 4096);
     }
 }

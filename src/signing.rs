@@ -35,6 +35,16 @@ impl AudioSigner {
         }
     }
 
+    /// A 256-bit key for `purpose`, derived from the signing secret (HMAC-SHA256 of the purpose
+    /// under the secret): one secret to configure and share between processes, and no key used
+    /// for two purposes (the console's CSRF tokens and its one-time key flash use these).
+    pub fn derive_key(&self, purpose: &str) -> [u8; 32] {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key");
+        mac.update(b"voiced derived key\n");
+        mac.update(purpose.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
+
     fn mac(&self, generation_id: &str, expires: i64) -> Hmac<Sha256> {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key");
         mac.update(generation_id.as_bytes());

@@ -29,17 +29,20 @@ pub fn init_with_default(format: LogFormat, default_filter: &str) {
 /// the public one. Names and labels are listed in docs/deployment.md ("Metrics").
 pub mod metrics_listener {
     use std::net::SocketAddr;
-    use std::sync::OnceLock;
+    use std::sync::{Arc, OnceLock};
 
     use anyhow::Context;
+    use axum::Json;
     use axum::Router;
     use axum::extract::State;
-    use axum::http::header;
+    use axum::http::{StatusCode, header};
     use axum::routing::get;
     use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+    use serde_json::{Value, json};
     use sqlx::PgPool;
 
     use crate::worker::asr::AsrService;
+    use crate::worker::health::WorkerHealth;
 
     /// Seconds buckets of the latency and real-time-factor histograms.
     const LATENCY_BUCKETS: &[f64] = &[
@@ -69,19 +72,24 @@ pub mod metrics_listener {
         Ok(HANDLE.get_or_init(|| handle).clone())
     }
 
-    /// What the scrape reads live (gauges set at scrape time).
+    /// What the scrape reads live (gauges set at scrape time), and what the probes report.
     #[derive(Clone)]
     struct Sources {
         handle: PrometheusHandle,
         pool: PgPool,
         asr: Option<AsrService>,
+        health: Arc<WorkerHealth>,
     }
 
-    /// Binds `addr` and serves `GET /metrics` until the process ends.
+    /// Binds `addr` and serves `GET /metrics`, `GET /healthz` and `GET /readyz` until the
+    /// process ends. The probes are what an orchestrator asks of a `voiced worker`, which has no
+    /// public listener: `/readyz` is 503 while the database does not answer or one of the
+    /// process's workers cannot start its engine (the same rule as the public `/readyz`).
     pub async fn spawn(
         addr: SocketAddr,
         pool: PgPool,
         asr: Option<AsrService>,
+        health: Arc<WorkerHealth>,
     ) -> anyhow::Result<()> {
         let handle = recorder()?;
         let listener = tokio::net::TcpListener::bind(addr)
@@ -90,13 +98,46 @@ pub mod metrics_listener {
         tracing::info!(address = %listener.local_addr()?, "metrics listening");
         let app = Router::new()
             .route("/metrics", get(scrape))
-            .with_state(Sources { handle, pool, asr });
+            .route("/healthz", get(healthz))
+            .route("/readyz", get(readyz))
+            .with_state(Sources {
+                handle,
+                pool,
+                asr,
+                health,
+            });
         tokio::spawn(async move {
             if let Err(err) = axum::serve(listener, app).await {
                 tracing::error!(error = %err, "metrics listener stopped");
             }
         });
         Ok(())
+    }
+
+    async fn healthz() -> Json<Value> {
+        Json(json!({"status": "ok"}))
+    }
+
+    async fn readyz(State(sources): State<Sources>) -> (StatusCode, Json<Value>) {
+        if let Some(problem) = sources.health.problem() {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Json(json!({"status": "not ready", "detail": problem})),
+            );
+        }
+        match sqlx::query_scalar!("SELECT 1 AS one")
+            .fetch_one(&sources.pool)
+            .await
+        {
+            Ok(_) => (StatusCode::OK, Json(json!({"status": "ready"}))),
+            Err(err) => {
+                tracing::warn!(error = %err, "readiness check failed");
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    Json(json!({"status": "not ready", "detail": "the database does not answer"})),
+                )
+            }
+        }
     }
 
     async fn scrape(State(sources): State<Sources>) -> impl axum::response::IntoResponse {

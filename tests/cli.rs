@@ -45,6 +45,18 @@ async fn admin_commands_print_json_and_store_only_a_hash() {
     ));
     let account_id = account["id"].as_str().unwrap();
     assert!(account_id.starts_with("acct_"), "{account}");
+    // The console's email rule: what sign-up refuses, the CLI refuses too, and creates nothing.
+    for bad in ["ada@localhost", "a da@example.com", "@example.com"] {
+        let refused = voiced(&url, &["admin", "account", "create", "--email", bad]);
+        assert!(!refused.status.success(), "{bad}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains("--email"), "{bad}: {stderr}");
+    }
+    let accounts: i64 = sqlx::query_scalar("SELECT count(*) FROM accounts")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(accounts, 1);
 
     let key = json_of(&voiced(
         &url,
@@ -446,7 +458,7 @@ async fn admin_lists_and_shows_accounts_and_keys_by_id_or_email() {
     assert_eq!(shown["plan"], "pro");
     assert_eq!(
         shown["features"],
-        serde_json::json!(["speech", "transcription"])
+        serde_json::json!(["speech", "transcription", "cloning"])
     );
     assert_eq!(shown["usage"]["audio_ms"], 90000);
     assert_eq!(shown["usage"]["allowance_ms"], 120 * 60 * 1000);
@@ -673,4 +685,77 @@ fn models_fetch_prints_a_line_per_step_when_piped() {
         "{stdout}"
     );
     assert!(dir.path().join("whisper-tiny.en/model.bin").is_file());
+}
+
+/// `voiced admin voice clone` checks the account's plan, its `cloning` feature and
+/// `max_cloned_voices_per_account` before it reads an engine (issue 23 item 6); nothing is
+/// stored when it refuses.
+#[tokio::test]
+async fn admin_clone_needs_a_plan_with_cloning_and_room_under_the_cap() {
+    let app = TestApp::start().await;
+    let url = app.db.url();
+    let work = common::TempDir::new("clone-refusals", 0o755);
+    let clip = work.path().join("clip.wav");
+    std::fs::write(&clip, b"not audio").unwrap();
+    let clip = clip.to_str().unwrap().to_owned();
+    let clone = |account: &str, cap: &str| {
+        Command::new(env!("CARGO_BIN_EXE_voiced"))
+            .args([
+                "admin",
+                "voice",
+                "clone",
+                "--account",
+                account,
+                "--name",
+                "Ada",
+                "--engine",
+                "chatterbox",
+                "--audio",
+                &clip,
+            ])
+            .env("VOICED_DATABASE_URL", &url)
+            .env("VOICED_LOG", "error")
+            .env("VOICED_MAX_CLONED_VOICES_PER_ACCOUNT", cap)
+            .output()
+            .expect("voiced runs")
+    };
+    let refused = |output: Output, message: &str| {
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(message), "{stderr}");
+    };
+    let free = app.account(voiced::domain::Plan::None).await;
+    refused(clone(&free, "20"), "paid plan");
+    let (pro, _) = app.pro_user().await;
+    voiced::store::accounts::set_features(&app.pool, &pro, &[voiced::domain::Feature::Speech])
+        .await
+        .unwrap();
+    refused(clone(&pro, "20"), "does not include cloning");
+    voiced::store::accounts::set_features(&app.pool, &pro, &voiced::domain::Feature::ALL)
+        .await
+        .unwrap();
+    voiced::service::cloning::store(
+        &app.pool,
+        &pro,
+        1,
+        &voiced::service::cloning::CheckedClone {
+            name: "Grace".into(),
+            description: String::new(),
+            language: "en".into(),
+            engine: voiced::domain::EngineId::Chatterbox,
+            transcript: None,
+            duration_ms: 6000,
+        },
+        b"clip",
+        None,
+    )
+    .await
+    .unwrap();
+    refused(clone(&pro, "1"), "the most this deployment allows (1)");
+    let voices: i64 = sqlx::query_scalar("SELECT count(*) FROM voice_profiles")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(voices, 1, "only the clone stored directly");
+    app.stop().await;
 }

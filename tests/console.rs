@@ -65,14 +65,19 @@ async fn sign_up_makes_a_key_that_works_until_revoked() {
             ],
         )
         .await;
+    // POST/Redirect/GET: the form answers 303; the keys page it leads to shows the secret once.
+    assert_eq!(page.status, 303, "{}", page.body);
+    assert_eq!(page.location.as_deref(), Some("/console/keys"));
+    let page = browser.get("/console/keys").await;
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(page.body.contains("shown only this once"));
     assert_eq!(page.cache_control.as_deref(), Some("no-store"));
     let secret = secret_of(&page.body);
     assert_eq!(secret.len(), 46, "{secret}");
-    // The list shows the prefix, never the secret, once the page is left.
+    // The list shows the prefix, never the secret, once the page is left (a reload too).
     let list = browser.get("/console/keys").await;
     assert!(!list.body.contains(&secret));
+    assert!(!list.body.contains("shown only this once"));
     assert!(list.body.contains(&secret[..12]));
     assert!(list.body.contains("1 min"));
 
@@ -316,7 +321,10 @@ async fn password_change_sign_out_and_closed_sign_up() {
             ],
         )
         .await;
-    assert_eq!(page.status, 200);
+    // POST/Redirect/GET: the change answers 303 to the account page, which says it happened.
+    assert_eq!(page.status, 303, "{}", page.body);
+    assert_eq!(page.location.as_deref(), Some("/console/account?changed=1"));
+    let page = browser.get("/console/account?changed=1").await;
     assert!(page.body.contains("Password changed"));
 
     let page = browser
@@ -578,7 +586,8 @@ async fn voices_history_and_usage_follow_real_generations() {
             &[("scope_read", "on"), ("scope_generate", "on")],
         )
         .await;
-    let secret = secret_of(&page.body);
+    assert_eq!(page.status, 303);
+    let secret = secret_of(&browser.get("/console/keys").await.body);
     let (status, body) = json(
         app.post("/v1/speech")
             .header("x-api-key", &secret)
@@ -630,19 +639,319 @@ async fn the_session_cookie_is_secure_behind_https() {
     )
     .await;
     let mut browser = Browser::new(&app);
+    // The sign-in page's anonymous CSRF cookie, then the session cookie of the account.
     let page = browser.get("/console/sign-in").await;
-    let cookie = page
+    let csrf = page
+        .set_cookie
+        .first()
+        .expect("the anonymous CSRF cookie")
+        .to_lowercase();
+    let page = browser.sign_up("hal@example.com").await;
+    let session = page
         .set_cookie
         .first()
         .expect("a session cookie")
         .to_lowercase();
-    assert!(cookie.contains("; secure"), "{cookie}");
-    assert!(cookie.contains("httponly"), "{cookie}");
+    for cookie in [csrf, session] {
+        assert!(cookie.contains("; secure"), "{cookie}");
+        assert!(cookie.contains("httponly"), "{cookie}");
+    }
     // The problem `type` and `settings_url` follow the public base URL.
     let (_, body) = json(app.get("/v1/voices").send().await.unwrap()).await;
     assert_eq!(
         body["type"],
         "https://voice.example.com/errors/invalid_api_key"
     );
+    app.stop().await;
+}
+
+async fn count(app: &TestApp, sql: &str) -> i64 {
+    sqlx::query_scalar(sql).fetch_one(&app.pool).await.unwrap()
+}
+
+/// A browser whose requests come through a proxy for `client` (X-Forwarded-For).
+fn behind_proxy(app: &TestApp, client: &str) -> Browser {
+    let mut browser = Browser::new(app);
+    browser.forwarded_for = Some(client.to_owned());
+    browser
+}
+
+#[tokio::test]
+async fn anonymous_page_views_store_nothing() {
+    let app = TestApp::start().await;
+    let mut browser = Browser::new(&app);
+    for path in ["/console/sign-in", "/console/sign-up", "/console/sign-in"] {
+        let page = browser.get(path).await;
+        assert_eq!(page.status, 200);
+        // Only the anonymous CSRF cookie, set once.
+        assert!(
+            page.set_cookie
+                .iter()
+                .all(|c| c.starts_with("voiced_csrf=")),
+            "{:?}",
+            page.set_cookie
+        );
+    }
+    assert!(browser.cookie_value("voiced_csrf").is_some());
+    assert!(browser.cookie_value("voiced_session").is_none());
+    // Strangers without a cookie: still nothing stored.
+    for _ in 0..5 {
+        assert_eq!(Browser::new(&app).get("/console/sign-in").await.status, 200);
+    }
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM console_sessions").await,
+        0
+    );
+    // A failed sign-in stores nothing either; the form works again with the same cookie.
+    assert_eq!(
+        browser.sign_in("nobody@example.com", PASSWORD).await.status,
+        401
+    );
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM console_sessions").await,
+        0
+    );
+    // The anonymous token is refused without its cookie, and with another browser's cookie.
+    let token = csrf_of(&browser.get("/console/sign-in").await.body);
+    let mut other = Browser::new(&app);
+    other.get("/console/sign-in").await;
+    for mut client in [Browser::new(&app), other] {
+        let page = client
+            .post(
+                "/console/sign-up",
+                &[
+                    ("email", "mallory@example.com"),
+                    ("password", PASSWORD),
+                    ("csrf_token", &token),
+                ],
+            )
+            .await;
+        assert_eq!(page.status, 403, "{}", page.body);
+    }
+    // The session row is made by the first sign-up that succeeds.
+    assert_eq!(browser.sign_up("ivy@example.com").await.status, 303);
+    assert!(browser.cookie_value("voiced_session").is_some());
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM console_sessions").await,
+        1
+    );
+    assert_eq!(browser.get("/console/keys").await.status, 200);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn sign_ups_are_limited_per_address_and_in_all() {
+    let app = TestApp::start_with(
+        0,
+        &[
+            ("VOICED_SIGNUP_PER_ADDRESS_PER_HOUR", "2"),
+            ("VOICED_SIGNUP_PER_HOUR", "3"),
+            ("VOICED_TRUSTED_PROXIES", "127.0.0.1/32"),
+        ],
+    )
+    .await;
+    let accounts = "SELECT count(*) FROM accounts";
+    // A form with a typo is answered without counting.
+    let mut first = behind_proxy(&app, "203.0.113.1");
+    let page = first
+        .submit(
+            "/console/sign-up",
+            "/console/sign-up",
+            &[("email", "not an email"), ("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(page.status, 400);
+    for n in 0..2 {
+        let page = behind_proxy(&app, "203.0.113.1")
+            .sign_up(&format!("a{n}@example.com"))
+            .await;
+        assert_eq!(page.status, 303, "{}", page.body);
+    }
+    // The address has spent its two: 429, Retry-After, and no account.
+    let page = behind_proxy(&app, "203.0.113.1")
+        .sign_up("a2@example.com")
+        .await;
+    assert_eq!(page.status, 429, "{}", page.body);
+    assert!(page.content_type.starts_with("text/html"));
+    assert!(page.body.contains("Too many sign-ups"), "{}", page.body);
+    let retry: u64 = page.retry_after.expect("Retry-After").parse().unwrap();
+    assert!((1..=3600).contains(&retry), "{retry}");
+    assert_eq!(count(&app, accounts).await, 2);
+    assert!(
+        voiced::store::accounts::find_id(&app.pool, "a2@example.com")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // Another address makes the third of the hour; the fourth is refused whoever asks.
+    assert_eq!(
+        behind_proxy(&app, "203.0.113.2")
+            .sign_up("b0@example.com")
+            .await
+            .status,
+        303
+    );
+    let page = behind_proxy(&app, "203.0.113.3")
+        .sign_up("c0@example.com")
+        .await;
+    assert_eq!(page.status, 429, "{}", page.body);
+    assert!(page.retry_after.is_some());
+    assert_eq!(count(&app, accounts).await, 3);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_password_change_ends_the_other_sessions_and_a_reload_repeats_nothing() {
+    let app = TestApp::start().await;
+    let mut laptop = Browser::new(&app);
+    assert_eq!(laptop.sign_up("jo@example.com").await.status, 303);
+    let mut phone = Browser::new(&app);
+    assert_eq!(phone.sign_in("jo@example.com", PASSWORD).await.status, 303);
+    let mut stranger = Browser::new(&app);
+    assert_eq!(stranger.sign_up("kim@example.com").await.status, 303);
+    assert_eq!(phone.get("/console/keys").await.status, 200);
+
+    let page = laptop
+        .submit(
+            "/console/account",
+            "/console/account/password",
+            &[
+                ("current_password", PASSWORD),
+                ("new_password", "a brand new passphrase"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    // The phone is signed out; the laptop that changed it, and other accounts, are not.
+    let page = phone.get("/console/keys").await;
+    assert_eq!(page.status, 303);
+    assert_eq!(page.location.as_deref(), Some("/console/sign-in"));
+    assert_eq!(laptop.get("/console/keys").await.status, 200);
+    assert_eq!(stranger.get("/console/keys").await.status, 200);
+
+    // The key form: 303, the secret once, and a reload of the page makes no second key. The
+    // session record holds the secret sealed, never in clear, until the page shows it.
+    let account = account_of(&app, "jo@example.com").await;
+    let page = laptop
+        .submit("/console/keys", "/console/keys", &[("scope_read", "on")])
+        .await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    let stored: Vec<String> = sqlx::query_scalar(
+        "SELECT data::text FROM console_sessions WHERE data->>'account_id' = $1",
+    )
+    .bind(&account)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert!(stored.iter().any(|d| d.contains("new_key")), "{stored:?}");
+    assert!(stored.iter().all(|d| !d.contains("vk_")), "{stored:?}");
+    let shown = laptop.get("/console/keys").await;
+    let secret = secret_of(&shown.body);
+    let stored: Vec<String> = sqlx::query_scalar(
+        "SELECT data::text FROM console_sessions WHERE data->>'account_id' = $1",
+    )
+    .bind(&account)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert!(stored.iter().all(|d| !d.contains("new_key")), "{stored:?}");
+    for _ in 0..2 {
+        let reload = laptop.get("/console/keys").await;
+        assert_eq!(reload.status, 200);
+        assert!(!reload.body.contains(&secret));
+    }
+    let month = voiced::store::usage::month_of(chrono::Utc::now());
+    let keys = voiced::store::keys::list(&app.pool, &account, month)
+        .await
+        .unwrap();
+    assert_eq!(keys.len(), 1);
+    assert!(secret.starts_with(&keys[0].prefix));
+    app.stop().await;
+}
+
+/// Ten wrong passwords from `client` (each for another email), then one more: its status.
+async fn eleven_sign_ins(app: &TestApp, client: &str, tag: &str) -> u16 {
+    let mut browser = behind_proxy(app, client);
+    for n in 0..10 {
+        let page = browser
+            .sign_in(&format!("{tag}{n}@example.com"), "guess guess guess")
+            .await;
+        assert_eq!(page.status, 401, "attempt {n}: {}", page.body);
+    }
+    browser
+        .sign_in(&format!("{tag}x@example.com"), "guess guess guess")
+        .await
+        .status
+        .as_u16()
+}
+
+#[tokio::test]
+async fn clients_behind_a_trusted_proxy_have_their_own_sign_in_limits() {
+    // The test client is the proxy (127.0.0.1): two clients behind it count apart.
+    let app = TestApp::start_with(0, &[("VOICED_TRUSTED_PROXIES", "127.0.0.1/32")]).await;
+    assert_eq!(eleven_sign_ins(&app, "203.0.113.10", "a").await, 429);
+    let mut other = behind_proxy(&app, "198.51.100.20, 127.0.0.1");
+    assert_eq!(
+        other
+            .sign_in("someone@example.com", "guess guess guess")
+            .await
+            .status,
+        401
+    );
+    app.stop().await;
+
+    // Not trusted: the header is ignored, and every client is the peer.
+    let app = TestApp::start().await;
+    assert_eq!(eleven_sign_ins(&app, "203.0.113.10", "a").await, 429);
+    let mut forged = behind_proxy(&app, "198.51.100.20");
+    let page = forged
+        .sign_in("someone@example.com", "guess guess guess")
+        .await;
+    assert_eq!(page.status, 429, "{}", page.body);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_request_log_names_the_forwarded_client_of_a_trusted_proxy() {
+    let app = TestApp::start().await;
+    let dir = common::TempDir::new("client-log", 0o755);
+    let no_models = common::TempDir::new("no-models", 0o755);
+    let log = dir.path().join("serve.log");
+    let server = common::child::ChildServer::start_logging(
+        &app.db.url(),
+        &[
+            ("VOICED_TRUSTED_PROXIES", "127.0.0.1/32"),
+            ("VOICED_LOG", "info,tower_http=debug"),
+            ("VOICED_LOG_FORMAT", "json"),
+            ("VOICED_MODELS_DIR", no_models.path().to_str().unwrap()),
+        ],
+        Some(&log),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let sent = client
+        .get(format!("{}/console/sign-in", server.base))
+        .header("x-forwarded-for", "198.51.100.77, 203.0.113.77")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sent.status(), 200);
+    let line = common::poll_until(
+        std::time::Duration::from_secs(20),
+        "the request's log line",
+        || {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            async move {
+                text.lines()
+                    .find(|l| l.contains("/console/sign-in") && l.contains("\"client\""))
+                    .map(str::to_owned)
+            }
+        },
+    )
+    .await;
+    // The right-most hop the trusted proxy added, not the one the client wrote.
+    assert!(line.contains("\"client\":\"203.0.113.77\""), "{line}");
+    assert!(!line.contains("198.51.100.77"), "{line}");
+    drop(server);
     app.stop().await;
 }

@@ -1078,10 +1078,11 @@ async fn console_clones_through_a_worker(app: &TestApp) {
         transcript: None,
         duration_ms: 6000,
     };
-    let broken = voiced::service::cloning::store(&app.pool, &account, &checked, b"not audio", None)
-        .await
-        .unwrap()
-        .id;
+    let broken =
+        voiced::service::cloning::store(&app.pool, &account, 20, &checked, b"not audio", None)
+            .await
+            .unwrap()
+            .id;
     let error = common::poll_until(Duration::from_secs(60), "the print to fail", || async {
         print_row(app, &broken).await.1
     })

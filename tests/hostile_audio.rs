@@ -3,6 +3,11 @@
 //! noise and a clip one second over the limit. Each gets its documented 4xx, the server's peak
 //! memory stays within 100 MiB of what it was before the corpus, and it transcribes normally
 //! afterwards. Every file is generated here (ffmpeg, or bytes written by hand).
+//!
+//! And hostile load on every door that takes large bodies (issue 23): 20 concurrent 32 MiB
+//! `/mcp` messages from an account without a plan beside 20 concurrent 25 MiB transcriptions
+//! from a paid one, then 20 concurrent 32 MiB non-`transcribe` `/mcp` messages from the paid
+//! one: the server's peak memory stays below its idle memory + 1 GiB.
 
 mod asr;
 mod common;
@@ -80,13 +85,22 @@ impl Server {
 
     /// Peak resident memory of the server process so far (`VmHWM`), in KiB.
     fn peak_rss_kib(&self) -> u64 {
+        self.status_kib("VmHWM")
+    }
+
+    /// Resident memory of the server process now (`VmRSS`), in KiB.
+    fn rss_kib(&self) -> u64 {
+        self.status_kib("VmRSS")
+    }
+
+    fn status_kib(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .expect("the server's /proc status");
         status
             .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmHWM")
+            .expect(field)
     }
 
     fn assert_alive(&mut self) {
@@ -461,6 +475,230 @@ async fn hostile_audio_is_refused_cheaply_and_the_server_carries_on() {
         "peak RSS grew by {} KiB during the corpus",
         after - before
     );
+    drop(server);
+    pool.close().await;
+    db.cleanup().await;
+}
+
+/// An account with `plan` and a key with `scopes`; returns the key's secret.
+async fn account_with_key(pool: &sqlx::PgPool, plan: Plan, scopes: &[Scope]) -> String {
+    let account = new_id("acct");
+    store::accounts::insert(pool, &account, &format!("{account}@example.com"), plan)
+        .await
+        .unwrap();
+    let secret = ApiKeySecret::generate();
+    let scopes: Vec<String> = scopes.iter().map(|s| s.as_str().to_owned()).collect();
+    store::keys::insert(
+        pool,
+        store::keys::NewKey {
+            id: &new_id("key"),
+            account_id: &account,
+            name: "hostile",
+            prefix: &secret.prefix(),
+            hash: &secret.hash(),
+            scopes: &scopes,
+            ceiling_minutes: None,
+        },
+    )
+    .await
+    .unwrap();
+    secret.expose().to_owned()
+}
+
+/// POSTs `body` to `path` with `secret`; the status and problem `code` of the answer ("ok" for
+/// a success, "reset" when the server closed the connection before the answer could be read).
+async fn post_large(
+    client: reqwest::Client,
+    url: String,
+    secret: String,
+    body: bytes::Bytes,
+) -> (u16, String) {
+    let sent = client
+        .post(url)
+        .bearer_auth(secret)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(body)
+        .send()
+        .await;
+    let Ok(response) = sent else {
+        return (0, "reset".into());
+    };
+    let status = response.status().as_u16();
+    let answer: Value = response.json().await.unwrap_or(Value::Null);
+    let code = if let Some(code) = answer["code"].as_str() {
+        code.to_owned()
+    } else if answer["result"]["isError"] == true {
+        // A tool error: its text is the problem document.
+        let text = answer["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("{}");
+        let error: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        format!("tool:{}", error["code"].as_str().unwrap_or("?"))
+    } else {
+        "ok".into()
+    };
+    (status, code)
+}
+
+/// A `tools/call` of `tool` with a JSON array of about `bytes` bytes in its arguments, `name`
+/// before `arguments` as the SDKs write it.
+fn junk_call(tool: &str, bytes: usize) -> bytes::Bytes {
+    let mut junk = "1,".repeat(bytes / 2);
+    junk.pop();
+    format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{tool}","arguments":{{"junk":[{junk}]}}}}}}"#
+    )
+    .into()
+}
+
+/// Tallies (status, code) answers, sorted, for messages and assertions.
+fn tally(answers: &[(u16, String)]) -> Vec<((u16, String), usize)> {
+    let mut counts = std::collections::BTreeMap::new();
+    for answer in answers {
+        *counts.entry(answer.clone()).or_insert(0) += 1;
+    }
+    counts.into_iter().collect()
+}
+
+#[tokio::test]
+async fn hostile_load_on_every_door_stays_within_a_gibibyte() {
+    const MIB: usize = 1024 * 1024;
+    let (pool, db) = common::db::fresh_database().await;
+    let free = account_with_key(&pool, Plan::None, &[Scope::VoiceRead]).await;
+    let paid = account_with_key(&pool, Plan::Pro, &Scope::ALL).await;
+    let dir = asr::scratch_dir();
+    let data_dir = dir.join("hostile-load-serve");
+    let speech = std::fs::read(asr::espeak_wav(
+        "en-us",
+        "The quick brown fox jumps over the lazy dog",
+    ))
+    .unwrap();
+    let mut server = Server::start(&db.url(), &data_dir).await;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(600))
+        .build()
+        .unwrap();
+    let (status, warm) = transcribe(&client, &server, &paid, &speech).await;
+    assert_eq!(status, 200, "{warm}");
+    let idle = server.rss_kib();
+
+    // 20 × 32 MiB /mcp messages (a list_voices with a 32 MiB array: 10 GB of trees before)
+    // from the account without a plan, beside 20 × 25 MiB of audio (noise: undecodable) from the
+    // paid one, half through /v1/transcriptions and half through the agent's transcribe.
+    let free_call = junk_call("list_voices", 32 * MIB);
+    let noise_b64 = STANDARD.encode(noise(25 * MIB, 23));
+    let rest_upload = bytes::Bytes::from(format!(r#"{{"audio":"{noise_b64}"}}"#));
+    let mcp_upload = bytes::Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"transcribe","arguments":{{"audio_base64":"{noise_b64}"}}}}}}"#
+    ));
+    drop(noise_b64);
+    let mut free_calls = Vec::new();
+    let mut uploads = Vec::new();
+    for i in 0..20 {
+        free_calls.push(tokio::spawn(post_large(
+            client.clone(),
+            format!("{}/mcp", server.base),
+            free.clone(),
+            free_call.clone(),
+        )));
+        let (path, body) = if i % 2 == 0 {
+            ("/v1/transcriptions", rest_upload.clone())
+        } else {
+            ("/mcp", mcp_upload.clone())
+        };
+        uploads.push(tokio::spawn(post_large(
+            client.clone(),
+            format!("{}{path}", server.base),
+            paid.clone(),
+            body,
+        )));
+    }
+    let mut free_answers = Vec::new();
+    for call in free_calls {
+        free_answers.push(call.await.unwrap());
+    }
+    let mut upload_answers = Vec::new();
+    for call in uploads {
+        upload_answers.push(call.await.unwrap());
+    }
+    server.assert_alive();
+    let after_burst = server.peak_rss_kib();
+    eprintln!("free account, 20 × 32 MiB /mcp: {:?}", tally(&free_answers));
+    eprintln!(
+        "paid account, 20 × 25 MiB of audio: {:?}",
+        tally(&upload_answers)
+    );
+    // Without a plan: refused before anything was read.
+    assert!(
+        free_answers
+            .iter()
+            .all(|(status, code)| (*status, code.as_str()) == (403, "pro_plan_required")),
+        "{free_answers:?}"
+    );
+    // The paid account: admitted to its cap and decoded (refused as undecodable), the rest
+    // refused before they were read (its cap, or a full recogniser).
+    for (status, code) in &upload_answers {
+        assert!(
+            matches!(
+                (*status, code.as_str()),
+                (400, "invalid_request")
+                    | (200, "tool:invalid_request")
+                    | (429, "rate_limit_exceeded")
+                    | (503, "service_unavailable")
+            ),
+            "{upload_answers:?}"
+        );
+    }
+    assert!(
+        upload_answers
+            .iter()
+            .any(|(_, code)| code.ends_with("invalid_request")),
+        "some uploads were admitted and decoded: {upload_answers:?}"
+    );
+
+    // The paid account's 20 × 32 MiB non-transcribe messages: 413 after at most 1 MiB each.
+    let paid_call = junk_call("list_voices", 32 * MIB);
+    let mut paid_calls = Vec::new();
+    for _ in 0..20 {
+        paid_calls.push(tokio::spawn(post_large(
+            client.clone(),
+            format!("{}/mcp", server.base),
+            paid.clone(),
+            paid_call.clone(),
+        )));
+    }
+    let mut paid_answers = Vec::new();
+    for call in paid_calls {
+        paid_answers.push(call.await.unwrap());
+    }
+    server.assert_alive();
+    eprintln!("paid account, 20 × 32 MiB /mcp: {:?}", tally(&paid_answers));
+    assert!(
+        paid_answers
+            .iter()
+            .all(|(status, code)| (*status, code.as_str()) == (413, "payload_too_large")),
+        "{paid_answers:?}"
+    );
+    let peak = server.peak_rss_kib();
+    eprintln!(
+        "voiced serve: idle RSS {:.0} MiB; peak (VmHWM) {:.0} MiB after the mixed burst, {:.0} MiB \
+         after the paid /mcp burst; growth {:+.0} MiB (limit 1024)",
+        idle as f64 / 1024.0,
+        after_burst as f64 / 1024.0,
+        peak as f64 / 1024.0,
+        (peak as f64 - idle as f64) / 1024.0
+    );
+    assert!(
+        peak.saturating_sub(idle) < 1024 * 1024,
+        "peak RSS {peak} KiB is more than 1 GiB above idle ({idle} KiB)"
+    );
+
+    // And it still transcribes.
+    let (status, again) = transcribe(&client, &server, &paid, &speech).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["text"], warm["text"]);
     drop(server);
     pool.close().await;
     db.cleanup().await;

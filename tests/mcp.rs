@@ -10,7 +10,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use common::browser::{Browser, PASSWORD, consent_page, csrf_of, field_of};
-use common::{TestApp, json};
+use common::{TestApp, assert_problem, json};
 use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ProtocolVersion, Tool};
 use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService};
@@ -663,14 +663,26 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
     other.cancel().await.unwrap();
     client.cancel().await.unwrap();
 
-    // No plan: every tool answers pro_plan_required with the billing page.
+    // No plan: every message is refused as on /v1, 403 pro_plan_required with the billing
+    // page, before it is read (admission_comes_before_the_message_is_read); the SDK's client
+    // cannot even connect.
     let unpaid = app.account(Plan::None).await;
     let (_, unpaid_key) = app.key(&unpaid, &Scope::ALL).await;
-    let client = legacy_client(&app, &unpaid_key).await;
-    let error = tool_error(&call(&client, "list_voices", json!({})).await);
-    assert_eq!(error["code"], "pro_plan_required");
-    assert_eq!(error["settings_url"], format!("{PUBLIC}/console/billing"));
-    client.cancel().await.unwrap();
+    let response = rpc(
+        &app,
+        &[("authorization", &format!("Bearer {unpaid_key}"))],
+        tools_call("list_voices", json!({})),
+    )
+    .await;
+    assert_eq!(response.status(), 403);
+    let (_, problem) = json(response).await;
+    assert_eq!(problem["code"], "pro_plan_required");
+    assert_eq!(problem["settings_url"], format!("{PUBLIC}/console/billing"));
+    assert!(
+        connect(&app, &unpaid_key, ClientLifecycleMode::Initialize)
+            .await
+            .is_err()
+    );
 
     // DNS rebinding: a foreign Host or Origin is refused; the public origin is accepted.
     let auth = format!("Bearer {secret}");
@@ -724,6 +736,312 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
         .await
         .unwrap();
     assert_eq!(response.status(), 405);
+    app.stop().await;
+}
+
+/// POSTs to `/mcp` a body of `first`, then nothing more until the answer has come (then the
+/// body ends): a server that read the message before answering would wait for ever, and the
+/// client's time limit would fail the test.
+async fn answered_unread(app: &TestApp, secret: &str, first: Vec<u8>) -> reqwest::Response {
+    use futures_util::StreamExt as _;
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let head = futures_util::stream::once(async move { Ok::<_, std::io::Error>(first) });
+    let rest = futures_util::stream::once(async move {
+        let _ = released.await;
+        Ok(Vec::new())
+    });
+    let response = app
+        .post("/mcp")
+        .bearer_auth(secret)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(reqwest::Body::wrap_stream(head.chain(rest)))
+        .send()
+        .await
+        .expect("an answer before the body ended");
+    drop(release);
+    response
+}
+
+/// A problem document answered by HTTP at `/mcp`, with its content type.
+async fn mcp_problem(response: reqwest::Response, status: u16, code: &str) -> Value {
+    assert_eq!(response.status(), status);
+    assert_eq!(
+        header(&response, "content-type"),
+        "application/problem+json"
+    );
+    let (_, problem) = json(response).await;
+    assert_problem(&problem, status, code, "/mcp");
+    problem
+}
+
+/// A `tools/call` message as the SDKs write it: `method`, then `params` with `name` before
+/// `arguments` (the JSON text of an object).
+fn call_text(id: u32, tool: &str, arguments: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}}}"#
+    )
+}
+
+/// `n` bytes of JSON array elements (`1,1,…,1`): what made trees of gigabytes before.
+fn array_of(n: usize) -> String {
+    let mut junk = "1,".repeat(n / 2);
+    junk.pop();
+    junk
+}
+
+#[tokio::test]
+async fn admission_comes_before_the_message_is_read() {
+    let app = TestApp::start().await;
+
+    // No plan, a read-only key: 403 pro_plan_required as /v1 renders it, before any of a
+    // message (here one that never ends) is read.
+    let unpaid = app.account(Plan::None).await;
+    let (_, unpaid_key) = app.key(&unpaid, &[Scope::VoiceRead]).await;
+    let first = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_voices","arguments":{"junk":[1"#;
+    let problem = mcp_problem(
+        answered_unread(&app, &unpaid_key, first.to_vec()).await,
+        403,
+        "pro_plan_required",
+    )
+    .await;
+    assert_eq!(problem["settings_url"], format!("{PUBLIC}/console/billing"));
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let response = rpc(
+        &app,
+        &[("authorization", &format!("Bearer {unpaid_key}"))],
+        list,
+    )
+    .await;
+    mcp_problem(response, 403, "pro_plan_required").await;
+
+    // A paid reader: any message but transcribe is at most 1 MiB. 2 MiB of list_voices is 413
+    // (counted as a read first: the rate limit came before the body).
+    let account = app.account(Plan::Pro).await;
+    let (_, reader) = app.key(&account, &[Scope::VoiceRead]).await;
+    let junk = format!(r#"{{"junk":[{}]}}"#, array_of(2 * 1024 * 1024));
+    let big = call_text(2, "list_voices", &junk);
+    let response = app
+        .post("/mcp")
+        .bearer_auth(&reader)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(big.clone())
+        .send()
+        .await
+        .unwrap();
+    assert!(header(&response, "ratelimit").starts_with("\"read-burst\""));
+    mcp_problem(response, 413, "payload_too_large").await;
+    // Without a declared length (chunked), reading stops at the limit: the rest is never
+    // waited for.
+    let problem = mcp_problem(
+        answered_unread(&app, &reader, big.as_bytes()[..1536 * 1024].to_vec()).await,
+        413,
+        "payload_too_large",
+    )
+    .await;
+    assert!(
+        problem["detail"].as_str().unwrap().contains("1 MiB"),
+        "{problem}"
+    );
+    // A transcribe call may be larger, but only by its audio_base64 string.
+    let padded = call_text(
+        3,
+        "transcribe",
+        &format!(
+            r#"{{"audio_base64":"AAAA","junk":[{}]}}"#,
+            array_of(2 * 1024 * 1024)
+        ),
+    );
+    let response = app
+        .post("/mcp")
+        .bearer_auth(&reader)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(padded)
+        .send()
+        .await
+        .unwrap();
+    // (The read-only key is refused its scope first, before the body.)
+    mcp_problem(response, 403, "insufficient_scope").await;
+    let (_, writer) = app.key(&account, &Scope::ALL).await;
+    let padded = call_text(
+        3,
+        "transcribe",
+        &format!(
+            r#"{{"audio_base64":"AAAA","junk":[{}]}}"#,
+            array_of(2 * 1024 * 1024)
+        ),
+    );
+    let response = app
+        .post("/mcp")
+        .bearer_auth(&writer)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(padded)
+        .send()
+        .await
+        .unwrap();
+    mcp_problem(response, 413, "payload_too_large").await;
+    // In rmcp's order (arguments before name) an audio_base64 string makes the call a presumed
+    // transcribe, admitted as one and then read whole: 413 unless it is a transcribe whose bulk
+    // is its audio.
+    for (name, arguments) in [
+        (
+            "transcribe",
+            format!(
+                r#"{{"audio_base64":"AAAA","junk":[{}]}}"#,
+                array_of(2 * 1024 * 1024)
+            ),
+        ),
+        (
+            "list_voices",
+            format!(r#"{{"audio_base64":"{}"}}"#, "A".repeat(2 * 1024 * 1024)),
+        ),
+    ] {
+        let alphabetical = format!(
+            r#"{{"id":8,"jsonrpc":"2.0","method":"tools/call","params":{{"arguments":{arguments},"name":"{name}"}}}}"#
+        );
+        let response = app
+            .post("/mcp")
+            .bearer_auth(&writer)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(alphabetical)
+            .send()
+            .await
+            .unwrap();
+        assert!(header(&response, "ratelimit").starts_with("\"writes\""));
+        mcp_problem(response, 413, "payload_too_large").await;
+    }
+    // A message whose tool is named twice is refused (by the gate, or by rmcp, which does not
+    // parse duplicate members): its first bytes chose the rate-limit class and the scope.
+    let twice = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"list_voices"},"params":{"name":"speak","arguments":{"text":"Hi.","voice":"x"}}}"#;
+    let response = app
+        .post("/mcp")
+        .bearer_auth(&reader)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(twice)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_client_error(), "{response:?}");
+    assert_eq!(generations(&app).await, 0);
+
+    // A transcribe call when every recogniser place is taken: 503 with Retry-After, answered
+    // before the audio is read (the upload is drained afterwards, never buffered).
+    let mut places = Vec::new();
+    while let Some(place) = app.asr.try_admit() {
+        places.push(place);
+    }
+    let first = br#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"transcribe","arguments":{"audio_base64":"AAAA"#;
+    let response = answered_unread(&app, &writer, first.to_vec()).await;
+    assert!(!header(&response, "retry-after").is_empty());
+    mcp_problem(response, 503, "service_unavailable").await;
+    drop(places);
+    // With a place free the same call reaches the tool (this audio is not a clip).
+    let client = modern_client(&app, &writer).await;
+    let error = tool_error(&call(&client, "transcribe", json!({"audio_base64": "AAAA"})).await);
+    assert_eq!(error["param"], "audio_base64", "{error}");
+    client.cancel().await.unwrap();
+    app.stop().await;
+}
+
+/// Accepts connections and answers none until `release` is sent (then closes them all); each
+/// connection is announced on the channel. The URL of a clip that never comes.
+async fn silent_server() -> (
+    String,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/slow.wav", listener.local_addr().unwrap());
+    let (accepted, connections) = tokio::sync::mpsc::unbounded_channel();
+    let (release, mut released) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        loop {
+            tokio::select! {
+                Ok((socket, _)) = listener.accept() => {
+                    held.push(socket);
+                    let _ = accepted.send(());
+                }
+                _ = &mut released => break,
+            }
+        }
+    });
+    (url, connections, release)
+}
+
+#[tokio::test]
+async fn transcriptions_in_flight_are_capped_per_account_on_both_doors() {
+    // The default cap: two transcriptions in flight per account.
+    let app = TestApp::start_with(0, &[("VOICED_OAUTH_ALLOW_LOOPBACK_FETCH", "true")]).await;
+    assert_eq!(app.config.max_transcriptions_per_account, 2);
+    let (_, secret) = app.pro_user().await;
+    let (_, other) = app.pro_user().await;
+
+    // Two agent transcriptions of an audio_url that never answers hold the account's places.
+    let (url, mut connections, release) = silent_server().await;
+    let mut slow = Vec::new();
+    for _ in 0..2 {
+        let request = app
+            .post("/mcp")
+            .bearer_auth(&secret)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&tools_call("transcribe", json!({"audio_url": url})));
+        slow.push(tokio::spawn(async move {
+            json(request.send().await.unwrap()).await
+        }));
+    }
+    for _ in 0..2 {
+        connections.recv().await.expect("the fetch connects");
+    }
+
+    // The third, through either door: 429 with Retry-After, before its upload is read.
+    let response = app
+        .post("/v1/transcriptions")
+        .bearer_auth(&secret)
+        .json(&json!({"audio": "AAAA"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    assert!(!header(&response, "retry-after").is_empty());
+    let (_, problem) = json(response).await;
+    assert_problem(&problem, 429, "rate_limit_exceeded", "/v1/transcriptions");
+    let first = br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"transcribe","arguments":{"audio_base64":"AAAA"#;
+    let response = answered_unread(&app, &secret, first.to_vec()).await;
+    assert!(!header(&response, "retry-after").is_empty());
+    mcp_problem(response, 429, "rate_limit_exceeded").await;
+    // Another account is not held back (its audio is not a clip: refused by name, not 429).
+    let response = app
+        .post("/v1/transcriptions")
+        .bearer_auth(&other)
+        .json(&json!({"audio": "AAAA"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+
+    // The URL fails; both calls end as tool errors and give their places back.
+    release.send(()).unwrap();
+    for call in slow {
+        let (status, body) = call.await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["result"]["isError"], true, "{body}");
+    }
+    let response = app
+        .post("/v1/transcriptions")
+        .bearer_auth(&secret)
+        .json(&json!({"audio": "AAAA"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
     app.stop().await;
 }
 

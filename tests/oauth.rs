@@ -527,7 +527,9 @@ async fn authorization_requests_are_checked_before_anything_is_shown() {
         }
     }
 
-    // Everything else goes back to the client, with state and iss.
+    // Everything else goes back to the client, with state and iss, once the client has proven
+    // its redirect URI by redeeming a code issued to it; until then the user gets the error
+    // page (anyone can register a client naming any redirect URI: no open redirector).
     let cases: [(&str, Vec<Param>); 6] = [
         ("invalid_request", vec![("code_challenge_method", None)]),
         (
@@ -545,7 +547,7 @@ async fn authorization_requests_are_checked_before_anything_is_shown() {
             vec![("resource", Some("https://elsewhere.example/v1"))],
         ),
     ];
-    for (error, changes) in cases {
+    let case_path = |changes: &[Param]| {
         let mut params: Vec<Param> = vec![
             ("response_type", Some("code")),
             ("client_id", Some(&client_id)),
@@ -554,11 +556,29 @@ async fn authorization_requests_are_checked_before_anything_is_shown() {
             ("code_challenge_method", Some("S256")),
             ("state", Some("st")),
         ];
-        for &(name, value) in &changes {
+        for &(name, value) in changes {
             params.retain(|(n, _)| *n != name);
             params.push((name, value));
         }
-        let response = get(authorize_path(&params)).await;
+        authorize_path(&params)
+    };
+    for (error, changes) in &cases {
+        for path in [
+            case_path(changes),
+            case_path(changes).replace("/oauth/authorize", "/console/authorize"),
+        ] {
+            let response = get(path.clone()).await;
+            assert_eq!(response.status(), 400, "{path}");
+            assert!(response.headers().get(LOCATION).is_none(), "{path}");
+            let page = response.text().await.unwrap();
+            assert!(page.contains(error), "{path}: {page}");
+        }
+    }
+    let (_, email) = user(&app, Plan::Pro).await;
+    let mut browser = Browser::new(&app);
+    authorize(&app, &mut browser, &client_id, &email, None, None).await;
+    for (error, changes) in cases {
+        let response = get(case_path(&changes)).await;
         assert_eq!(response.status(), 302, "{changes:?}");
         let location = response.headers()[LOCATION].to_str().unwrap();
         assert!(location.starts_with(CALLBACK), "{location}");
@@ -1184,5 +1204,150 @@ async fn tenants_are_isolated_and_the_console_lists_and_revokes_applications() {
             .status(),
         200
     );
+    app.stop().await;
+}
+
+/// `POST /oauth/register` from `client` (behind the trusted proxy): the status.
+async fn register_from(app: &TestApp, client: &str) -> reqwest::Response {
+    app.post("/oauth/register")
+        .header("x-forwarded-for", client)
+        .json(&json!({"client_name": "Capped", "redirect_uris": [CALLBACK]}))
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn registrations_are_capped_per_address_and_per_day_in_all() {
+    let app = TestApp::start_self_addressed(&[
+        ("VOICED_TRUSTED_PROXIES", "127.0.0.1/32"),
+        ("VOICED_OAUTH_REGISTRATIONS_PER_ADDRESS_PER_DAY", "2"),
+        ("VOICED_OAUTH_REGISTRATIONS_PER_DAY", "3"),
+    ])
+    .await;
+    let clients = "SELECT count(*) FROM oauth_clients";
+    for _ in 0..2 {
+        assert_eq!(register_from(&app, "203.0.113.1").await.status(), 201);
+    }
+    // The address's day is spent (its hourly quota of 20 is not).
+    let response = register_from(&app, "203.0.113.1").await;
+    assert_eq!(response.status(), 429);
+    let retry: u64 = response.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(retry > 3600, "a day's quota refills by the day: {retry}");
+    assert_eq!(json(response).await.1["error"], "rate_limit_exceeded");
+    // A second address makes the third of the day; after that nobody registers.
+    assert_eq!(register_from(&app, "203.0.113.2").await.status(), 201);
+    let response = register_from(&app, "203.0.113.3").await;
+    assert_eq!(response.status(), 429);
+    assert!(response.headers().get("retry-after").is_some());
+    let n: i64 = sqlx::query_scalar(clients)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 3);
+    app.stop().await;
+}
+
+/// A metadata document server that takes each request and answers only when released: it
+/// reports each arrival on the returned channel.
+async fn serve_slow_document() -> (
+    String,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+    std::sync::Arc<tokio::sync::Notify>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/client.json", listener.local_addr().unwrap());
+    let (arrived, arrivals) = tokio::sync::mpsc::unbounded_channel();
+    let release = std::sync::Arc::new(tokio::sync::Notify::new());
+    let (document, gate) = (
+        json!({"client_id": url, "client_name": "Slow", "redirect_uris": [CALLBACK]}),
+        release.clone(),
+    );
+    let app = axum::Router::new().route(
+        "/client.json",
+        axum::routing::get(move || {
+            let (document, gate, arrived) = (document.clone(), gate.clone(), arrived.clone());
+            async move {
+                let _ = arrived.send(());
+                gate.notified().await;
+                axum::Json(document)
+            }
+        }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, arrivals, release)
+}
+
+#[tokio::test]
+async fn metadata_document_fetches_are_bounded_at_once_and_per_address() {
+    let app = TestApp::start_self_addressed(&[
+        ("VOICED_OAUTH_ALLOW_LOOPBACK_FETCH", "true"),
+        ("VOICED_TRUSTED_PROXIES", "127.0.0.1/32"),
+        ("VOICED_OAUTH_METADATA_FETCHES_IN_FLIGHT", "1"),
+        ("VOICED_OAUTH_METADATA_FETCHES_PER_ADDRESS_PER_HOUR", "2"),
+    ])
+    .await;
+    let pkce = Pkce::new();
+    let path = |client_id: &str| {
+        Request {
+            client_id,
+            redirect_uri: CALLBACK,
+            pkce: &pkce,
+            scope: None,
+            resource: None,
+            state: "s",
+        }
+        .path()
+    };
+    let http = http();
+    let get = |path: String, client: &'static str| {
+        let request = http
+            .get(format!("{}{path}", app.base))
+            .header("x-forwarded-for", client);
+        async move { request.send().await.unwrap() }
+    };
+
+    // One fetch in flight (its server holds the answer): a second new document is refused at
+    // once with the error page; the first completes when its server answers.
+    let (slow, mut arrivals, release) = serve_slow_document().await;
+    let first = tokio::spawn(get(path(&slow), "203.0.113.1"));
+    arrivals
+        .recv()
+        .await
+        .expect("the fetch reached the document's server");
+    let other = serve_document(
+        |url| json!({"client_id": url, "client_name": "Other", "redirect_uris": [CALLBACK]}),
+    )
+    .await;
+    let response = get(path(&other), "203.0.113.2").await;
+    assert_eq!(response.status(), 400);
+    assert!(response.headers().get(LOCATION).is_none());
+    let page = response.text().await.unwrap();
+    assert!(
+        page.contains("too many client metadata documents"),
+        "{page}"
+    );
+    release.notify_one();
+    assert_eq!(first.await.unwrap().status(), 303);
+    // The refusal was not cached: the same document is fetched now.
+    assert_eq!(get(path(&other), "203.0.113.2").await.status(), 303);
+
+    // Per address: 203.0.113.1 has one fetch left of two; cached documents cost nothing.
+    let third = serve_document(|url| json!({"client_id": url, "redirect_uris": [CALLBACK]})).await;
+    assert_eq!(get(path(&third), "203.0.113.1").await.status(), 303);
+    assert_eq!(get(path(&slow), "203.0.113.1").await.status(), 303);
+    let fourth = serve_document(|url| json!({"client_id": url, "redirect_uris": [CALLBACK]})).await;
+    let response = get(path(&fourth), "203.0.113.1").await;
+    assert_eq!(response.status(), 400);
+    let page = response.text().await.unwrap();
+    assert!(page.contains("from this address"), "{page}");
+    // Another address may still fetch it.
+    assert_eq!(get(path(&fourth), "203.0.113.9").await.status(), 303);
     app.stop().await;
 }

@@ -526,3 +526,79 @@ async fn the_same_seed_gives_the_same_bytes_whatever_the_parallelism() {
     assert!(takes[0][0] == takes[1][0], "wav: 1 worker vs 2");
     assert!(takes[0][1] == takes[1][1], "opus: 1 worker vs 2");
 }
+
+/// `len` bytes that differ from chunk to chunk (a misplaced chunk would show).
+fn patterned(len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i % 251) as u8 ^ (i >> 20) as u8)
+        .collect()
+}
+
+/// The synchronous answer, once the generation has completed (a replay here), is streamed from
+/// the blob store a chunk at a time, never read whole first (issue 23 item 9): the stored file is
+/// swapped for a 32 MiB one; a replay gives exactly those bytes with their length; and when the
+/// blob is deleted after the first chunk of a second replay has arrived, that answer breaks off
+/// (a server that had read the whole file before answering would still send all of it).
+#[tokio::test]
+async fn replays_stream_the_stored_file_from_the_blob_store() {
+    let app = TestApp::start_with_workers(1).await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let body = json!({ "model": "tts-1", "input": "Stream me.", "voice": "Narrator", "response_format": "wav" });
+    let send = || {
+        app.post("/v1/audio/speech")
+            .bearer_auth(&secret)
+            .header("Idempotency-Key", "stream-replay-1")
+            .json(&body)
+            .send()
+    };
+    let first = send().await.unwrap();
+    assert_eq!(first.status(), 200);
+    let id = first.headers()["x-service-generation-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    first.bytes().await.unwrap();
+    let big = patterned(32 * 1024 * 1024 + 3);
+    let swapped = sqlx::query(
+        "UPDATE blobs SET bytes = $2 WHERE key = (SELECT audio_key FROM generations WHERE id = $1)",
+    )
+    .bind(&id)
+    .bind(&big)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(swapped.rows_affected(), 1);
+
+    let replay = send().await.unwrap();
+    assert_eq!(replay.status(), 200);
+    assert_eq!(replay.headers()["idempotent-replayed"], "true");
+    assert_eq!(
+        replay.headers()["content-length"],
+        big.len().to_string().as_str()
+    );
+    assert!(replay.bytes().await.unwrap() == big, "the stored bytes");
+
+    let mut replay = send().await.unwrap();
+    assert_eq!(replay.status(), 200);
+    let mut received = replay.chunk().await.unwrap().expect("a first chunk").len();
+    sqlx::query("DELETE FROM blobs WHERE key = (SELECT audio_key FROM generations WHERE id = $1)")
+        .bind(&id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let broke = loop {
+        match replay.chunk().await {
+            Ok(Some(chunk)) => received += chunk.len(),
+            Ok(None) => break false,
+            Err(_) => break true,
+        }
+    };
+    assert!(
+        broke && received < big.len(),
+        "the answer broke off after {received} of {} bytes",
+        big.len()
+    );
+    app.stop().await;
+}

@@ -681,6 +681,19 @@ async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_on
             .sum::<f64>();
     }
     assert_eq!(completed, 4.0, "completions counted by the two workers");
+    // The probes an orchestrator asks of a worker process, on the same listener.
+    for bind in &worker_metrics {
+        for (path, status) in [("healthz", "ok"), ("readyz", "ready")] {
+            let response = client
+                .get(format!("http://{bind}/{path}"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200, "worker {bind} /{path}");
+            let body: serde_json::Value = response.json().await.unwrap();
+            assert_eq!(body["status"], status, "worker {bind} /{path}");
+        }
+    }
     // PostgreSQL holds none of the audio.
     let in_pg: i64 = sqlx::query_scalar("SELECT count(*) FROM blobs")
         .fetch_one(&app.pool)

@@ -251,3 +251,134 @@ async fn a_slow_header_client_is_cut_off_and_others_are_served() {
     assert!(closed, "the slow client was cut off");
     app.stop().await;
 }
+
+/// Reads one HTTP/1.1 response (head and a `Content-Length` body) from a raw connection.
+async fn read_response(stream: &mut tokio::net::TcpStream) -> String {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |v| v.trim().parse().unwrap());
+            if data.len() >= end + 4 + length {
+                return String::from_utf8_lossy(&data[..end + 4 + length]).into_owned();
+            }
+        }
+        let n = stream.read(&mut buf).await.unwrap();
+        assert!(n > 0, "connection closed mid-response: {data:?}");
+        data.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// A client that trickles its body is cut off (issue 23 item 9): with
+/// `body_read_timeout_secs` = 1, a speech request whose body never completes gets 408
+/// `request_timeout` and its connection is closed, while others are served.
+#[tokio::test]
+async fn a_slow_body_client_gets_408_and_its_connection_closed() {
+    let app = TestApp::start_with(0, &[("VOICED_BODY_READ_TIMEOUT_SECS", "1")]).await;
+    let (_, secret) = app.pro_user().await;
+    let address = app.base.trim_start_matches("http://").to_owned();
+    let mut slow = tokio::net::TcpStream::connect(&address).await.unwrap();
+    slow.write_all(
+        format!(
+            "POST /v1/speech HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {secret}\r\n\
+             Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"text\": \"Hel"
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    // Meanwhile another client is served.
+    assert_eq!(app.get("/healthz").send().await.unwrap().status(), 200);
+    let response = tokio::time::timeout(Duration::from_secs(60), read_response(&mut slow))
+        .await
+        .expect("an answer");
+    assert!(response.starts_with("HTTP/1.1 408"), "{response}");
+    assert!(
+        response.to_ascii_lowercase().contains("connection: close"),
+        "{response}"
+    );
+    let body: Value =
+        serde_json::from_str(&response[response.find("\r\n\r\n").unwrap() + 4..]).unwrap();
+    assert_eq!(body["code"], "request_timeout", "{body}");
+    assert_eq!(body["status"], 408);
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(60), slow.read_to_end(&mut rest)).await;
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "the connection is closed: {read:?}"
+    );
+    let generations: i64 = sqlx::query_scalar("SELECT count(*) FROM generations")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(generations, 0);
+    app.stop().await;
+}
+
+/// Connections beyond `max_connections` wait in the listen backlog (issue 23 item 9): with a
+/// cap of 1, a second connection is not served while the first is open (the first's later
+/// request is answered meanwhile), and is served as soon as the first closes.
+#[tokio::test]
+async fn connections_beyond_the_cap_wait_until_one_closes() {
+    let app = TestApp::start_with(0, &[("VOICED_MAX_CONNECTIONS", "1")]).await;
+    let address = app.base.trim_start_matches("http://").to_owned();
+    const HEALTH: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    let mut first = tokio::net::TcpStream::connect(&address).await.unwrap();
+    first.write_all(HEALTH).await.unwrap();
+    assert!(read_response(&mut first).await.starts_with("HTTP/1.1 200"));
+    // The kernel completes the handshake (backlog); the server does not take it.
+    let mut second = tokio::net::TcpStream::connect(&address).await.unwrap();
+    second.write_all(HEALTH).await.unwrap();
+    first.write_all(HEALTH).await.unwrap();
+    assert!(read_response(&mut first).await.starts_with("HTTP/1.1 200"));
+    let mut byte = [0u8; 1];
+    match second.try_read(&mut byte) {
+        Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the second connection was served past the cap: {other:?}"),
+    }
+    drop(first);
+    let response = tokio::time::timeout(Duration::from_secs(60), read_response(&mut second))
+        .await
+        .expect("served once the first closed");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    app.stop().await;
+}
+
+/// With the cap, a connection that never sends a byte would hold its place for ever: it is
+/// closed after `header_read_timeout_secs`, as an idle keep-alive connection is.
+#[tokio::test]
+async fn silent_and_idle_connections_give_their_place_back() {
+    let app = TestApp::start_with(
+        0,
+        &[
+            ("VOICED_HEADER_READ_TIMEOUT_SECS", "1"),
+            ("VOICED_MAX_CONNECTIONS", "1"),
+        ],
+    )
+    .await;
+    let address = app.base.trim_start_matches("http://").to_owned();
+    let mut rest = Vec::new();
+    let mut silent = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let read = tokio::time::timeout(Duration::from_secs(60), silent.read_to_end(&mut rest)).await;
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "the silent connection is closed: {read:?}"
+    );
+    let mut idle = tokio::net::TcpStream::connect(&address).await.unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    assert!(read_response(&mut idle).await.starts_with("HTTP/1.1 200"));
+    let read = tokio::time::timeout(Duration::from_secs(60), idle.read_to_end(&mut rest)).await;
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "the idle connection is closed: {read:?}"
+    );
+    // The place is free again (the cap is 1): the next connection is served.
+    assert_eq!(app.get("/healthz").send().await.unwrap().status(), 200);
+    app.stop().await;
+}

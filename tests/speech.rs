@@ -827,3 +827,182 @@ async fn a_generation_past_the_time_limit_fails_and_costs_nothing() {
     assert_eq!(charged, 0);
     app.stop().await;
 }
+
+/// Downloads of one generation's audio are bounded per link (issue 23 item 9): with
+/// `downloads_per_link` = 2, two downloads held open make the third 429 `rate_limit_exceeded`
+/// with `Retry-After`; once one is dropped a download is served again, whole and exact across
+/// the store's chunks (a 40 MiB file stands in for a long generation's).
+#[tokio::test]
+async fn downloads_of_one_link_are_bounded() {
+    let app = TestApp::start_with(1, &[("VOICED_DOWNLOADS_PER_LINK", "2")]).await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let (generation, _) = completed_audio(
+        &app,
+        &secret,
+        json!({ "text": SENTENCE, "voice_name": "Narrator", "response_format": "wav" }),
+    )
+    .await;
+    let id = generation["id"].as_str().unwrap();
+    let big: Vec<u8> = (0..40 * 1024 * 1024 + 7)
+        .map(|i: usize| (i % 253) as u8 ^ (i >> 20) as u8)
+        .collect();
+    sqlx::query(
+        "UPDATE blobs SET bytes = $2 WHERE key = (SELECT audio_key FROM generations WHERE id = $1)",
+    )
+    .bind(id)
+    .bind(&big)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let url = generation["audio_url"].as_str().unwrap();
+    // Separate clients: each download on a connection of its own, its body left unread.
+    let open = || async {
+        reqwest::Client::new()
+            .get(format!(
+                "{}{}",
+                app.base,
+                &url[url.find("/v1/audio/").unwrap()..]
+            ))
+            .send()
+            .await
+            .unwrap()
+    };
+    let first = open().await;
+    let second = open().await;
+    assert_eq!(
+        (first.status().as_u16(), second.status().as_u16()),
+        (200, 200)
+    );
+    let refused = open().await;
+    assert_eq!(refused.status(), 429);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let (_, body) = json(refused).await;
+    assert_problem(
+        &body,
+        429,
+        "rate_limit_exceeded",
+        &format!("/v1/audio/{id}"),
+    );
+
+    drop(first);
+    let third = common::poll_until(
+        Duration::from_secs(30),
+        "a place freed by the dropped download",
+        || async {
+            let response = open().await;
+            (response.status() == 200).then_some(response)
+        },
+    )
+    .await;
+    assert_eq!(
+        third.headers()["content-length"],
+        big.len().to_string().as_str()
+    );
+    assert!(
+        third.bytes().await.unwrap() == big,
+        "the stored bytes, in order"
+    );
+    let whole = second.bytes().await.unwrap();
+    assert!(whole == big);
+    app.stop().await;
+}
+
+/// A failed generation's `error` is a fixed public sentence (issue 23 item 9): the engine's own
+/// message, which names the models directory, stays in the log.
+#[tokio::test]
+async fn a_failed_generation_tells_a_fixed_sentence_not_the_engines_internals() {
+    let app = TestApp::start_with_workers(1).await;
+    let (account, secret) = app.pro_user().await;
+    // Queued directly (admission may refuse an engine that is not installed): the worker's
+    // answer is what is checked.
+    let voice = app
+        .voice(&account, "Qwen voice", EngineId::Qwen, "default")
+        .await;
+    let id = new_id("gen");
+    let mut tx = app.pool.begin().await.unwrap();
+    voiced::store::queue::enqueue(
+        &mut tx,
+        voiced::store::queue::NewGeneration {
+            id: &id,
+            account_id: &account,
+            api_key_id: None,
+            voice_id: &voice,
+            engine: "qwen",
+            text: "Hello.",
+            seed: 1,
+            temperature: None,
+            format: "wav",
+            estimated_ms: 1000,
+        },
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let failed = finished(&app, &secret, &id).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(
+        failed["error"],
+        "the engine of this voice is not installed on this deployment; nothing was charged"
+    );
+    app.stop().await;
+}
+
+/// Audio stored by a generation that is cancelled before it completes is deleted (issue 23
+/// item 9): a trigger cancels the generation the moment its audio is stored, the last moment
+/// before `complete`.
+#[tokio::test]
+async fn audio_of_a_generation_cancelled_after_it_was_stored_is_deleted() {
+    let app = TestApp::start_with_workers(1).await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    sqlx::raw_sql(
+        "CREATE FUNCTION cancel_on_store() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             UPDATE generations SET cancel_reason = 'cancelled: the client disconnected'
+             WHERE audio_key IS NULL AND NEW.key LIKE '%' || id;
+             RETURN NEW;
+         END $$;
+         CREATE TRIGGER cancel_on_store AFTER INSERT ON blobs
+             FOR EACH ROW EXECUTE FUNCTION cancel_on_store();",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let (status, accepted) = speak(
+        &app,
+        &secret,
+        json!({ "text": SENTENCE, "voice_name": "Narrator", "response_format": "wav" }),
+    )
+    .await;
+    assert_eq!(status, 202, "{accepted}");
+    let id = accepted["id"].as_str().unwrap();
+    let failed = finished(&app, &secret, id).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert!(
+        failed["error"].as_str().unwrap().starts_with("cancelled:"),
+        "{failed}"
+    );
+    let blobs = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM blobs WHERE key LIKE '%' || $1")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+    };
+    // The deletion follows the `failed` notification: poll for it.
+    common::poll_until(
+        Duration::from_secs(30),
+        "the orphaned audio to go",
+        || async { (blobs().await == 0).then_some(()) },
+    )
+    .await;
+    let charged: i64 = sqlx::query_scalar("SELECT count(*) FROM usage_ledger")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(charged, 0);
+    app.stop().await;
+}

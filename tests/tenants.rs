@@ -199,6 +199,114 @@ async fn the_queue_is_fair_across_accounts() {
     app.stop().await;
 }
 
+/// A cloned voice of `account` whose print is a job for the workers (engine `chatterbox`; no
+/// engine runs here: the test only claims).
+async fn pending_clone(app: &TestApp, account: &str, name: &str) -> String {
+    let id = new_id("voice");
+    let mut tx = app.pool.begin().await.unwrap();
+    voiced::store::voices::insert_cloned(
+        &mut *tx,
+        voiced::store::voices::NewClonedVoice {
+            id: &id,
+            account_id: account,
+            name,
+            description: "",
+            language: "en",
+            engine: "chatterbox",
+            sample_count: 1,
+        },
+    )
+    .await
+    .unwrap();
+    voiced::store::prints::insert_sample(&mut tx, &id, 0, b"clip", 6000, None)
+        .await
+        .unwrap();
+    voiced::store::prints::insert_print(&mut tx, &id, "chatterbox", None)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    id
+}
+
+/// Claims the next job as a worker does (the kind `next_kind` names first, then the other):
+/// ("print", voice id) or ("generation", generation id).
+async fn claim_next(app: &TestApp) -> Option<(&'static str, String)> {
+    use voiced::store::{prints, queue};
+    let lease = Duration::from_secs(300);
+    let print_first = queue::next_kind(&app.pool).await.unwrap() == Some(queue::JobKind::Print);
+    for print in [print_first, !print_first] {
+        if print {
+            if let Some(job) = prints::claim(&app.pool, "w", lease).await.unwrap() {
+                return Some(("print", job.voice_id));
+            }
+        } else if let Some(job) = queue::claim(&app.pool, "w", lease).await.unwrap() {
+            return Some(("generation", job.id));
+        }
+    }
+    None
+}
+
+/// Voice-print jobs take their turn in the fair claim: three clones of account A, queued
+/// first, delay B's speech by one job, not by all three (they used to be claimed ahead of every
+/// generation).
+#[tokio::test]
+async fn voice_prints_take_their_turn_in_the_fair_queue() {
+    let app = TestApp::start().await;
+    let (a, _) = app.pro_user().await;
+    let (b, _) = app.pro_user().await;
+    let mut prints = Vec::new();
+    for name in ["Ada", "Grace", "Hedy"] {
+        prints.push(pending_clone(&app, &a, name).await);
+    }
+    let voice = app
+        .voice(&b, "Narrator", EngineId::Kokoro, "af_heart")
+        .await;
+    let generation = new_id("gen");
+    let mut tx = app.pool.begin().await.unwrap();
+    voiced::store::queue::enqueue(
+        &mut tx,
+        voiced::store::queue::NewGeneration {
+            id: &generation,
+            account_id: &b,
+            api_key_id: None,
+            voice_id: &voice,
+            engine: "kokoro",
+            text: "Hi.",
+            seed: 1,
+            temperature: None,
+            format: "wav",
+            estimated_ms: 1000,
+        },
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
+    let mut order = Vec::new();
+    while let Some(claimed) = claim_next(&app).await {
+        order.push(claimed);
+    }
+    assert_eq!(
+        order,
+        vec![
+            ("print", prints[0].clone()),
+            ("generation", generation),
+            ("print", prints[1].clone()),
+            ("print", prints[2].clone()),
+        ],
+        "A's first print (oldest, nobody served yet), then B (never served), then A's others"
+    );
+    // A claimed print counts as serving its account.
+    let started: Option<chrono::DateTime<chrono::Utc>> =
+        sqlx::query_scalar("SELECT started_at FROM voice_prints WHERE voice_id = $1")
+            .bind(&prints[0])
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert!(started.is_some());
+    app.stop().await;
+}
+
 /// Sends a request on a raw socket, then hangs up once `ready` says so: a real disconnect.
 async fn hang_up(
     base: &str,

@@ -319,3 +319,148 @@ async fn adding_a_voice_is_idempotent() {
     assert_eq!(list["total"], 2, "{list}");
     app.stop().await;
 }
+
+/// A clone request that passed `cloning::check` (the engine need not be installed: the print
+/// is left as a job, and nothing here runs it).
+fn checked_clone(name: &str) -> voiced::service::cloning::CheckedClone {
+    voiced::service::cloning::CheckedClone {
+        name: name.to_owned(),
+        description: String::new(),
+        language: "en".into(),
+        engine: voiced::domain::EngineId::Chatterbox,
+        transcript: None,
+        duration_ms: 6000,
+    }
+}
+
+async fn cloned_voices(app: &TestApp, account: &str) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM voice_profiles WHERE account_id = $1 AND voice_type = 'cloned'",
+    )
+    .bind(account)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
+}
+
+/// Cloning (issue 23 item 6): a plan (403 `pro_plan_required`) that includes the `cloning`
+/// feature (403 `feature_not_enabled`), and at most `max_cloned_voices_per_account` cloned
+/// voices (409 `conflict`), also when clones race; the console's form is refused alike, before
+/// anything is stored.
+#[tokio::test]
+async fn cloning_needs_a_plan_with_the_feature_and_stays_under_the_cap() {
+    use voiced::domain::Feature;
+    use voiced::service::ErrorCode;
+    use voiced::service::cloning::{admit, store};
+    let app = TestApp::start().await;
+    let refusal = |account: String, max: u32| {
+        let pool = app.pool.clone();
+        async move {
+            let mut conn = pool.acquire().await.unwrap();
+            admit(&mut conn, &account, max).await.err().map(|e| e.code)
+        }
+    };
+
+    let free = app.account(Plan::None).await;
+    assert_eq!(
+        refusal(free.clone(), 20).await,
+        Some(ErrorCode::ProPlanRequired)
+    );
+    let err = store(&app.pool, &free, 20, &checked_clone("Ada"), b"clip", None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::ProPlanRequired);
+
+    let (pro, _) = app.pro_user().await;
+    assert_eq!(refusal(pro.clone(), 20).await, None, "pro includes cloning");
+    voiced::store::accounts::set_features(
+        &app.pool,
+        &pro,
+        &[Feature::Speech, Feature::Transcription],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        refusal(pro.clone(), 20).await,
+        Some(ErrorCode::FeatureNotEnabled)
+    );
+    let err = store(&app.pool, &pro, 20, &checked_clone("Ada"), b"clip", None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::FeatureNotEnabled);
+    assert_eq!(err.code.status(), 403);
+    assert_eq!(cloned_voices(&app, &pro).await, 0);
+    voiced::store::accounts::set_features(&app.pool, &pro, &Feature::ALL)
+        .await
+        .unwrap();
+
+    // A cap of 3: two clones, then five at once; exactly one of the five gets the last place.
+    for name in ["Ada", "Grace"] {
+        store(&app.pool, &pro, 3, &checked_clone(name), b"clip", None)
+            .await
+            .unwrap();
+    }
+    let names = ["V1", "V2", "V3", "V4", "V5"];
+    let racing = names.map(|name| {
+        let (pool, pro) = (app.pool.clone(), pro.clone());
+        tokio::spawn(async move {
+            store(&pool, &pro, 3, &checked_clone(name), b"clip", None)
+                .await
+                .map(|_| ())
+                .map_err(|e| (e.code, e.detail))
+        })
+    });
+    let mut stored = 0;
+    for outcome in racing {
+        match outcome.await.unwrap() {
+            Ok(()) => stored += 1,
+            Err((code, detail)) => {
+                assert_eq!(code, ErrorCode::Conflict, "{detail}");
+                assert!(detail.contains("(3)"), "{detail}");
+            }
+        }
+    }
+    assert_eq!(stored, 1);
+    assert_eq!(cloned_voices(&app, &pro).await, 3);
+    assert_eq!(refusal(pro.clone(), 3).await, Some(ErrorCode::Conflict));
+    assert_eq!(refusal(pro.clone(), 4).await, None);
+
+    // The console's clone form, for an account signed up without a plan: 403, nothing stored.
+    let mut browser = common::browser::Browser::new(&app);
+    assert_eq!(browser.sign_up("eve@example.com").await.status, 303);
+    let page = browser.get("/console/voices").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let token = common::browser::csrf_of(&page.body);
+    let boundary = "----voiced-clone-boundary";
+    let mut body = String::new();
+    for (name, value) in [
+        ("csrf_token", token.as_str()),
+        ("name", "Eve"),
+        ("engine", "chatterbox"),
+        ("consent", "yes"),
+        ("audio", "not audio"),
+    ] {
+        body.push_str(&format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+        ));
+    }
+    body.push_str(&format!("--{boundary}--\r\n"));
+    let request = reqwest::Client::new()
+        .post(format!("{}/console/voices/clone", app.base))
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(body);
+    let page = browser.send(request).await;
+    assert_eq!(page.status, 403, "{}", page.body);
+    let eve: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM voice_profiles v JOIN accounts a ON a.id = v.account_id
+         WHERE a.email = 'eve@example.com'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(eve, 0);
+    app.stop().await;
+}

@@ -295,7 +295,10 @@ pub async fn run(config: &Config, args: AdminArgs) -> anyhow::Result<()> {
     }
     let database = Database::open(config, 2).await?;
     let registry = crate::app::engines(config);
-    let result = execute(&database.pool, &registry, args).await;
+    let limits = Limits {
+        max_cloned_voices: config.max_cloned_voices_per_account,
+    };
+    let result = execute(&database.pool, &registry, limits, args).await;
     database.close(false).await?;
     result
 }
@@ -307,7 +310,19 @@ async fn resolve_account(pool: &PgPool, account: &str) -> anyhow::Result<String>
         .ok_or_else(|| anyhow::anyhow!("no account {account} (see `voiced admin account list`)"))
 }
 
-async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> anyhow::Result<()> {
+/// The settings that bound what an operator's command may do for an account.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// `max_cloned_voices_per_account`.
+    max_cloned_voices: u32,
+}
+
+async fn execute(
+    pool: &PgPool,
+    registry: &EngineRegistry,
+    limits: Limits,
+    args: AdminArgs,
+) -> anyhow::Result<()> {
     let as_json = args.json;
     match args.command {
         AdminCommand::Account(AccountCommand::List { email_like }) => {
@@ -326,9 +341,10 @@ async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> a
             plan,
             password_stdin,
         }) => {
-            let email = email.trim();
-            anyhow::ensure!(email.contains('@'), "--email must be an email address");
-            let id = create_account(pool, email, plan, password_stdin).await?;
+            // The console's rule, so the CLI never makes an account the console would refuse.
+            let email = crate::service::accounts::valid_email(&email)
+                .map_err(|e| anyhow::anyhow!("--email: {}", e.detail))?;
+            let id = create_account(pool, &email, plan, password_stdin).await?;
             emit(
                 as_json,
                 json!({ "id": id }),
@@ -474,6 +490,7 @@ async fn execute(pool: &PgPool, registry: &EngineRegistry, args: AdminArgs) -> a
                 pool,
                 registry,
                 &account,
+                limits.max_cloned_voices,
                 crate::service::cloning::NewClone {
                     name: &name,
                     description: &description,
@@ -512,12 +529,17 @@ async fn clone_voice(
     pool: &PgPool,
     registry: &EngineRegistry,
     account: &str,
+    max_cloned_voices: u32,
     clone: crate::service::cloning::NewClone<'_>,
 ) -> anyhow::Result<store::voices::VoiceRow> {
     let refused = |e: crate::service::ServiceError| match e.param {
         Some(param) => anyhow::anyhow!("--{param}: {}", e.detail),
         None => anyhow::anyhow!("{}", e.detail),
     };
+    // Plan, feature and the account's cap, before any engine is loaded.
+    crate::service::cloning::admit(&mut *pool.acquire().await?, account, max_cloned_voices)
+        .await
+        .map_err(refused)?;
     let checked = crate::service::cloning::check(registry, &clone).map_err(refused)?;
     let registry = registry.clone();
     let (engine, audio, transcript, language) = (
@@ -534,9 +556,16 @@ async fn clone_voice(
             .map_err(|e| anyhow::anyhow!("computing the voice print failed: {e}"))
     })
     .await??;
-    crate::service::cloning::store(pool, account, &checked, clone.audio, Some(&print))
-        .await
-        .map_err(refused)
+    crate::service::cloning::store(
+        pool,
+        account,
+        max_cloned_voices,
+        &checked,
+        clone.audio,
+        Some(&print),
+    )
+    .await
+    .map_err(refused)
 }
 
 /// Lists the presets of each installed engine (no model is loaded).

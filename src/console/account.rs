@@ -1,19 +1,24 @@
 //! Sign-up, sign-in, sign-out and the password of the signed-in account.
-
-use std::net::SocketAddr;
+//!
+//! The sign-in and sign-up pages store nothing: their forms carry an anonymous CSRF token
+//! (`anonymous`), and the session row is made when a sign-in or sign-up succeeds. Sign-ups are
+//! limited per client address and in all (`limiter::SignUpLimiter`), and every password hash
+//! waits for a turn of `service::accounts::PasswordGate`.
 
 use askama::Template;
 use axum::Form;
-use axum::extract::{ConnectInfo, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::http::request::Parts;
 use axum::response::Response;
 use serde::Deserialize;
 use tower_sessions::Session;
 
+use super::anonymous::AnonymousCsrf;
 use super::page::{Chrome, PageError, ok, render, see_other};
-use super::session::{self, SignedIn, check_csrf, csrf_token};
+use super::session::{self, SignedIn, check_csrf};
 use crate::http::AppState;
+use crate::http::client_addr::ClientAddr;
+use crate::http::quota::retry_after_secs;
 use crate::service::accounts;
 
 #[derive(Template)]
@@ -98,33 +103,25 @@ pub struct PasswordChange {
     csrf_token: String,
 }
 
-/// The client's address, when the server knows it (always, when served by `http::serve`).
-pub struct ClientAddr(pub Option<std::net::IpAddr>);
-
-impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ClientAddr {
-    type Rejection = std::convert::Infallible;
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(ClientAddr(
-            parts
-                .extensions
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|info| info.0.ip()),
-        ))
-    }
+/// `?changed=1` of the account page: the password change it redirected from succeeded.
+#[derive(Deserialize)]
+pub struct Changed {
+    #[serde(default)]
+    changed: Option<String>,
 }
 
 pub async fn sign_in_page(
     State(state): State<AppState>,
-    session: Session,
+    csrf: AnonymousCsrf,
     Query(next): Query<Next>,
 ) -> Result<Response, PageError> {
-    Ok(ok(&SignInPage {
-        chrome: Chrome::anonymous(csrf_token(&session).await?),
+    Ok(csrf.attach(ok(&SignInPage {
+        chrome: Chrome::anonymous(csrf.token()),
         email: String::new(),
         error: String::new(),
         signup: state.console.signup,
         next: kept_next(&next.next),
-    }))
+    })))
 }
 
 /// Wrong email and wrong password get the same page after the same work
@@ -132,21 +129,27 @@ pub async fn sign_in_page(
 pub async fn sign_in(
     State(state): State<AppState>,
     ClientAddr(client): ClientAddr,
+    csrf: AnonymousCsrf,
     session: Session,
     Form(form): Form<Credentials>,
 ) -> Result<Response, PageError> {
-    check_csrf(&session, &form.csrf_token).await?;
+    csrf.check(&form.csrf_token)?;
     if let Err(wait) = state
         .console
         .sign_in_limiter
         .check(&form.email, client)
         .await
     {
-        return Err(PageError::TooManyAttempts(
-            wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
-        ));
+        return Err(PageError::TooManyAttempts(retry_after_secs(wait)));
     }
-    match accounts::sign_in(&state.pool, &form.email, form.password).await? {
+    let signed_in = accounts::sign_in(
+        &state.pool,
+        &state.console.passwords,
+        &form.email,
+        form.password,
+    )
+    .await?;
+    match signed_in {
         Some(account_id) => {
             session::sign_in(&session, &account_id).await?;
             Ok(see_other(after_sign_in(&form.next)))
@@ -154,7 +157,7 @@ pub async fn sign_in(
         None => Ok(render(
             StatusCode::UNAUTHORIZED,
             &SignInPage {
-                chrome: Chrome::anonymous(csrf_token(&session).await?),
+                chrome: Chrome::anonymous(csrf.token()),
                 email: form.email.trim().to_owned(),
                 error: "That email and password do not match an account.".into(),
                 signup: state.console.signup,
@@ -166,19 +169,19 @@ pub async fn sign_in(
 
 pub async fn sign_up_page(
     State(state): State<AppState>,
-    session: Session,
+    csrf: AnonymousCsrf,
     Query(next): Query<Next>,
 ) -> Result<Response, PageError> {
     if !state.console.signup {
         return Err(signup_closed());
     }
-    Ok(ok(&SignUpPage {
-        chrome: Chrome::anonymous(csrf_token(&session).await?),
+    Ok(csrf.attach(ok(&SignUpPage {
+        chrome: Chrome::anonymous(csrf.token()),
         email: String::new(),
         error: String::new(),
         min_chars: accounts::MIN_PASSWORD_CHARS,
         next: kept_next(&next.next),
-    }))
+    })))
 }
 
 fn signup_closed() -> PageError {
@@ -188,23 +191,37 @@ fn signup_closed() -> PageError {
     ))
 }
 
+/// Checks the form, counts the sign-up against the client address and everyone (429 page, no
+/// account made, when either is spent), then hashes the password and makes the account.
 pub async fn sign_up(
     State(state): State<AppState>,
+    ClientAddr(client): ClientAddr,
+    csrf: AnonymousCsrf,
     session: Session,
     Form(form): Form<Credentials>,
 ) -> Result<Response, PageError> {
-    check_csrf(&session, &form.csrf_token).await?;
+    csrf.check(&form.csrf_token)?;
     if !state.console.signup {
         return Err(signup_closed());
     }
-    match accounts::sign_up(
-        &state.pool,
-        &form.email,
-        form.password,
-        state.console.signup_plan,
-    )
-    .await
-    {
+    let checked = accounts::check_sign_up(&form.email, &form.password);
+    let created = match checked {
+        Ok(()) => {
+            if let Err(wait) = state.console.sign_up_limiter.check(client).await {
+                return Err(PageError::TooManySignUps(retry_after_secs(wait)));
+            }
+            accounts::sign_up(
+                &state.pool,
+                &state.console.passwords,
+                &form.email,
+                form.password,
+                state.console.signup_plan,
+            )
+            .await
+        }
+        Err(err) => Err(err),
+    };
+    match created {
         Ok(account_id) => {
             session::sign_in(&session, &account_id).await?;
             Ok(see_other(after_sign_in(&form.next)))
@@ -212,7 +229,7 @@ pub async fn sign_up(
         Err(err) if err.param.is_some() => Ok(render(
             StatusCode::BAD_REQUEST,
             &SignUpPage {
-                chrome: Chrome::anonymous(csrf_token(&session).await?),
+                chrome: Chrome::anonymous(csrf.token()),
                 email: form.email.trim().to_owned(),
                 error: err.detail,
                 min_chars: accounts::MIN_PASSWORD_CHARS,
@@ -229,48 +246,58 @@ pub async fn sign_out(session: Session, Form(form): Form<CsrfOnly>) -> Result<Re
     Ok(see_other("/console/sign-in"))
 }
 
-pub async fn account_page(user: SignedIn) -> Result<Response, PageError> {
+pub async fn account_page(
+    user: SignedIn,
+    Query(changed): Query<Changed>,
+) -> Result<Response, PageError> {
+    let notice = if changed.changed.is_some() {
+        "Password changed. Every other session of this account was signed out.".to_owned()
+    } else {
+        String::new()
+    };
     Ok(ok(&AccountPage {
         chrome: Chrome::signed_in(&user, "account"),
         error: String::new(),
-        notice: String::new(),
+        notice,
         min_chars: accounts::MIN_PASSWORD_CHARS,
     }))
 }
 
+/// A changed password signs out every other session of the account and answers with a
+/// redirect to the account page (a reload does not post the form again); a refused change
+/// shows the page with the reason and changes nothing.
 pub async fn change_password(
     State(state): State<AppState>,
     user: SignedIn,
     Form(form): Form<PasswordChange>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
+    let current_session = user
+        .session
+        .id()
+        .map(|id| id.to_string())
+        .ok_or_else(|| PageError::internal("a signed-in session without an id"))?;
     let outcome = accounts::change_password(
         &state.pool,
+        &state.console.passwords,
         &user.account_id,
+        &current_session,
         form.current_password,
         form.new_password,
     )
     .await;
-    let (status, error, notice) = match outcome {
-        Ok(true) => (
-            StatusCode::OK,
-            String::new(),
-            "Password changed.".to_owned(),
-        ),
-        Ok(false) => (
-            StatusCode::BAD_REQUEST,
-            "The current password is not right.".to_owned(),
-            String::new(),
-        ),
-        Err(err) if err.param.is_some() => (StatusCode::BAD_REQUEST, err.detail, String::new()),
+    let error = match outcome {
+        Ok(true) => return Ok(see_other("/console/account?changed=1")),
+        Ok(false) => "The current password is not right.".to_owned(),
+        Err(err) if err.param.is_some() => err.detail,
         Err(err) => return Err(err.into()),
     };
     Ok(render(
-        status,
+        StatusCode::BAD_REQUEST,
         &AccountPage {
             chrome: Chrome::signed_in(&user, "account"),
             error,
-            notice,
+            notice: String::new(),
             min_chars: accounts::MIN_PASSWORD_CHARS,
         },
     ))

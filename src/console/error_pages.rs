@@ -118,6 +118,12 @@ pub fn doc(code: ErrorCode) -> CodeDoc {
             "Ask for a range inside the file, or download it whole (no Range header).",
             &["Content-Range (header)"],
         ),
+        ErrorCode::RequestTimeout => (
+            "The request's body did not arrive within the time the server allows after its \
+             headers (body_read_timeout_secs, 120 s by default); the connection was closed.",
+            "Send the body at once (not trickled), or over a faster link; then retry.",
+            &[],
+        ),
         ErrorCode::InvalidSignature => (
             "The signed audio link is malformed or expired (links last about 15 minutes).",
             "Poll the generation again for a fresh audio_url.",

@@ -1,5 +1,7 @@
 //! `/console/keys`: create (the secret shown once), list, revoke, and set a key's ceiling.
-//! Creation is `service::keys::create`, the same as `voiced admin key create`.
+//! Creation is `service::keys::create`, the same as `voiced admin key create`. Every form
+//! answers with a redirect (POST/Redirect/GET): a created key's secret crosses it sealed in the
+//! session (`flash`) and the next keys page shows it once.
 
 use askama::Template;
 use axum::Form;
@@ -8,6 +10,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
 
+use super::flash;
 use super::page::{Chrome, PageError, ok, render, see_other};
 use super::session::{SignedIn, check_csrf};
 use super::{format_minutes, format_time};
@@ -75,7 +78,7 @@ impl KeyView {
     }
 }
 
-/// The secret of a key created by this very request.
+/// The secret of a key just created, shown by the keys page that follows the creation.
 pub struct NewSecret {
     pub name: String,
     pub secret: String,
@@ -108,10 +111,13 @@ async fn views(state: &AppState, account_id: &str) -> Result<Vec<KeyView>, PageE
 }
 
 pub async fn list(State(state): State<AppState>, user: SignedIn) -> Result<Response, PageError> {
+    let created = flash::take_secret(&user.session, &state.console.flash_key, &user.account_id)
+        .await?
+        .map(|(name, secret)| NewSecret { name, secret });
     Ok(ok(&KeysPage {
         keys: views(&state, &user.account_id).await?,
         chrome: Chrome::signed_in(&user, "keys"),
-        created: None,
+        created,
         error: String::new(),
     }))
 }
@@ -142,7 +148,9 @@ fn ceiling_field(value: &str) -> Result<Option<u32>, ServiceError> {
     })
 }
 
-/// Creates the key and shows its secret in this response only (never stored, never shown again).
+/// Creates the key and redirects to the keys page, which shows its secret once (kept sealed in
+/// the session until then, never stored in clear, never shown again). A refused form shows the
+/// page with the reason and creates nothing.
 pub async fn create(
     State(state): State<AppState>,
     user: SignedIn,
@@ -169,24 +177,27 @@ pub async fn create(
         }
         Err(err) => Err(err),
     };
-    let (status, created, error) = match created {
-        Ok(key) => (
-            StatusCode::OK,
-            Some(NewSecret {
-                name: form.name.trim().to_owned(),
-                secret: key.secret.expose().to_owned(),
-            }),
-            String::new(),
-        ),
-        Err(err) if err.param.is_some() => (StatusCode::BAD_REQUEST, None, err.detail),
+    let error = match created {
+        Ok(key) => {
+            flash::keep_secret(
+                &user.session,
+                &state.console.flash_key,
+                &user.account_id,
+                form.name.trim(),
+                key.secret.expose(),
+            )
+            .await?;
+            return Ok(see_other("/console/keys"));
+        }
+        Err(err) if err.param.is_some() => err.detail,
         Err(err) => return Err(err.into()),
     };
     Ok(render(
-        status,
+        StatusCode::BAD_REQUEST,
         &KeysPage {
             keys: views(&state, &user.account_id).await?,
             chrome: Chrome::signed_in(&user, "keys"),
-            created,
+            created: None,
             error,
         },
     ))

@@ -1,39 +1,25 @@
-//! Sign-in attempts: at most 10 per 15 minutes per email and per client address (`governor`,
-//! as the API's rate limits). Counted before the password is checked, so a guesser is slowed
-//! whatever the answer.
+//! The console's anonymous limits, on [`NamedQuota`] (the API's GCRA, in Redis when
+//! `redis_url` is set; while Redis does not answer each process counts alone, counted in
+//! `voiced_rate_limit_fallbacks_total{policy}`). Keys are the client address of
+//! `http::client_addr` (behind a trusted proxy, the forwarded client).
 //!
-//! With `redis_url` set the attempts are counted in Redis, with the API's GCRA script, so that
-//! every serve process shares the count; while Redis does not answer each process counts alone
-//! (fail open, as the API's limits: `voiced_rate_limit_fallbacks_total{policy="sign-in"}`).
-//! Redis keys carry a SHA-256 of the email or address, never the email itself.
+//! - Sign-in: at most 10 attempts per 15 minutes per email and per client address, counted
+//!   before the password is checked, so a guesser is slowed whatever the answer.
+//! - Sign-up: at most `signup_per_address_per_hour` per client address and `signup_per_hour`
+//!   from everyone, counted before the password is hashed and the account row made.
 
 use std::net::IpAddr;
-use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
-
-use governor::clock::Clock;
-use governor::middleware::NoOpMiddleware;
-use governor::state::keyed::DefaultKeyedStateStore;
-use governor::{Quota, RateLimiter};
-
-use crate::http::rate_limit::{Decision, LimiterClock, SharedGcra};
+use crate::http::quota::{NamedQuota, address_key};
+use crate::http::rate_limit::{LimiterClock, SharedGcra};
 
 pub const ATTEMPTS: u32 = 10;
 pub const WINDOW: Duration = Duration::from_secs(15 * 60);
 
-type Keyed = RateLimiter<
-    String,
-    DefaultKeyedStateStore<String>,
-    LimiterClock,
-    NoOpMiddleware<governor::nanos::Nanos>,
->;
-
 pub struct SignInLimiter {
-    limiter: Keyed,
-    shared: Option<Arc<SharedGcra>>,
+    attempts: NamedQuota,
 }
 
 impl Default for SignInLimiter {
@@ -44,18 +30,14 @@ impl Default for SignInLimiter {
 
 impl SignInLimiter {
     pub fn new(clock: LimiterClock) -> Self {
-        let quota = Quota::with_period(WINDOW / ATTEMPTS)
-            .expect("positive period")
-            .allow_burst(NonZeroU32::new(ATTEMPTS).expect("positive"));
         Self {
-            limiter: RateLimiter::dashmap_with_clock(quota, clock),
-            shared: None,
+            attempts: NamedQuota::new("sign-in", ATTEMPTS, WINDOW, clock),
         }
     }
 
     /// Counts in Redis too (`redis_url`), falling back to this process's count.
     pub fn with_redis(mut self, shared: Option<Arc<SharedGcra>>) -> Self {
-        self.shared = shared;
+        self.attempts = self.attempts.with_redis(shared);
         self
     }
 
@@ -68,20 +50,8 @@ impl SignInLimiter {
             client.map(|ip| format!("ip:{ip}")),
         ];
         for key in keys.into_iter().flatten() {
-            if let Some(shared) = &self.shared {
-                let hashed = format!("voiced:signin:{:x}", Sha256::digest(key.as_bytes()));
-                match shared.decide("sign-in", hashed, ATTEMPTS, WINDOW).await {
-                    Some(Decision::Allowed { .. }) => continue,
-                    Some(Decision::Refused { wait: not_until }) => {
-                        wait = wait.max(not_until);
-                        continue;
-                    }
-                    None => {}
-                }
-            }
-            let now = self.limiter.clock().now();
-            if let Err(not_until) = self.limiter.check_key(&key) {
-                wait = wait.max(not_until.wait_time_from(now));
+            if let Err(not_until) = self.attempts.check(&key).await {
+                wait = wait.max(not_until);
             }
         }
         if wait.is_zero() { Ok(()) } else { Err(wait) }
@@ -89,7 +59,42 @@ impl SignInLimiter {
 
     /// Drops state that has fully refilled; call periodically.
     pub fn shrink(&self) {
-        self.limiter.retain_recent();
+        self.attempts.shrink();
+    }
+}
+
+/// Sign-ups per client address and from everyone, per hour.
+pub struct SignUpLimiter {
+    per_address: NamedQuota,
+    everyone: NamedQuota,
+}
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+impl SignUpLimiter {
+    pub fn new(per_address_per_hour: u32, per_hour: u32, clock: LimiterClock) -> Self {
+        Self {
+            per_address: NamedQuota::new("sign-up", per_address_per_hour, HOUR, clock.clone()),
+            everyone: NamedQuota::new("sign-up-all", per_hour, HOUR, clock),
+        }
+    }
+
+    pub fn with_redis(mut self, shared: Option<Arc<SharedGcra>>) -> Self {
+        self.per_address = self.per_address.with_redis(shared.clone());
+        self.everyone = self.everyone.with_redis(shared);
+        self
+    }
+
+    /// Counts one sign-up from `client`; `Err(wait)` when the address or everyone has none
+    /// left. A refusal for the address does not spend the shared quota.
+    pub async fn check(&self, client: Option<IpAddr>) -> Result<(), Duration> {
+        self.per_address.check(&address_key(client)).await?;
+        self.everyone.check("all").await
+    }
+
+    pub fn shrink(&self) {
+        self.per_address.shrink();
+        self.everyone.shrink();
     }
 }
 
@@ -115,5 +120,20 @@ mod tests {
         // One attempt comes back after 90 s.
         clock.advance(WINDOW / ATTEMPTS);
         assert!(limiter.check("carol@example.com", Some(b)).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn sign_ups_per_address_and_for_everyone() {
+        let clock = FakeRelativeClock::default();
+        let limiter = SignUpLimiter::new(2, 3, LimiterClock::Manual(clock.clone()));
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        let b: IpAddr = "192.0.2.2".parse().unwrap();
+        assert!(limiter.check(Some(a)).await.is_ok());
+        assert!(limiter.check(Some(a)).await.is_ok());
+        // The address is spent; its refusal leaves the shared quota alone.
+        assert_eq!(limiter.check(Some(a)).await, Err(HOUR / 2));
+        assert!(limiter.check(Some(b)).await.is_ok());
+        // Three in all: everyone is refused now.
+        assert_eq!(limiter.check(Some(b)).await, Err(HOUR / 3));
     }
 }

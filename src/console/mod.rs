@@ -7,7 +7,9 @@
 //! the session layer, so `/v1` never sees a cookie. See docs/console.md.
 
 mod account;
+mod anonymous;
 pub mod error_pages;
+mod flash;
 mod history;
 mod keys;
 pub mod limiter;
@@ -31,10 +33,9 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 use crate::domain::Plan;
 use crate::http::AppState;
 use crate::store::sessions::PgSessionStore;
-pub use account::ClientAddr;
-use limiter::SignInLimiter;
+use limiter::{SignInLimiter, SignUpLimiter};
 
-/// The console's settings (`signup`, `signup_plan`, `billing_contact`) and its sign-in limiter.
+/// The console's settings (`signup`, `signup_plan`, `billing_contact`), its limiters and keys.
 pub struct ConsoleSettings {
     pub signup: bool,
     pub signup_plan: Plan,
@@ -42,6 +43,15 @@ pub struct ConsoleSettings {
     /// Mark the session cookie `Secure` (the public base URL is https).
     pub secure_cookies: bool,
     pub sign_in_limiter: SignInLimiter,
+    pub sign_up_limiter: SignUpLimiter,
+    /// Bounds the Argon2 work of sign-up, sign-in and password change.
+    pub passwords: crate::service::accounts::PasswordGate,
+    /// MAC key of the anonymous CSRF tokens (derived from the signing secret).
+    pub csrf_key: [u8; 32],
+    /// Sealing key of the one-time flash of a new key's secret (derived from the signing secret).
+    pub flash_key: [u8; 32],
+    /// Cloned voices one account may have (`max_cloned_voices_per_account`).
+    pub max_cloned_voices: u32,
 }
 
 /// Name of the session cookie.

@@ -19,6 +19,7 @@ use super::page::{Chrome, PageError, ok, render, see_other};
 use super::session::{SignedIn, check_csrf};
 use crate::domain::Scope;
 use crate::http::AppState;
+use crate::http::client_addr::ClientAddr;
 use crate::service::oauth::authorize::{
     self, AuthorizationRequest, RequestError, redirect_host, redirect_origin,
 };
@@ -113,8 +114,12 @@ fn describe_resource(state: &AppState, resource: &str) -> String {
     }
 }
 
-async fn checked(state: &AppState, query: &str) -> Result<AuthorizationRequest, Response> {
-    authorize::validate(&state.oauth, &state.pool, query)
+async fn checked(
+    state: &AppState,
+    query: &str,
+    client: Option<std::net::IpAddr>,
+) -> Result<AuthorizationRequest, Response> {
+    authorize::validate(&state.oauth, &state.pool, query, client)
         .await
         .map_err(|err| match err {
             RequestError::Page(message) => error_page(&message),
@@ -125,11 +130,12 @@ async fn checked(state: &AppState, query: &str) -> Result<AuthorizationRequest, 
 /// `GET /console/authorize?<the authorization request>`: sign in first, then the consent page.
 pub async fn consent(
     State(state): State<AppState>,
+    ClientAddr(client): ClientAddr,
     user: Result<SignedIn, PageError>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, PageError> {
     let query = query.unwrap_or_default();
-    let request = match checked(&state, &query).await {
+    let request = match checked(&state, &query, client).await {
         Ok(request) => request,
         Err(response) => return Ok(response),
     };
@@ -193,11 +199,12 @@ pub struct ConsentForm {
 /// `code`, `state` and `iss`; `decision=deny` redirects with `error=access_denied`.
 pub async fn decide(
     State(state): State<AppState>,
+    ClientAddr(client): ClientAddr,
     user: SignedIn,
     Form(form): Form<ConsentForm>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
-    let request = match checked(&state, &form.request).await {
+    let request = match checked(&state, &form.request, client).await {
         Ok(request) => request,
         Err(response) => return Ok(response),
     };

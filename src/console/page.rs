@@ -92,6 +92,8 @@ pub enum PageError {
     NotFound,
     /// Too many sign-in attempts; retry after this many seconds.
     TooManyAttempts(u64),
+    /// Too many sign-ups from this address or in all; retry after this many seconds.
+    TooManySignUps(u64),
     /// The service refused or failed (its detail is safe to show).
     Service(ServiceError),
 }
@@ -153,6 +155,17 @@ impl IntoResponse for PageError {
                 "/console/sign-in",
                 "Sign-in page",
             ),
+            PageError::TooManySignUps(secs) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many sign-ups",
+                format!(
+                    "Too many accounts were created from this address, or on this deployment, \
+                     in the last hour. Try again {}.",
+                    when(*secs)
+                ),
+                "/console/sign-up",
+                "Sign-up page",
+            ),
             PageError::Service(err) => (
                 err.code.status(),
                 err.code.title(),
@@ -169,7 +182,12 @@ impl IntoResponse for PageError {
             link_text,
         };
         let mut response = render(status, &page);
-        if let PageError::TooManyAttempts(secs) = self {
+        let retry_after = match &self {
+            PageError::TooManyAttempts(secs) | PageError::TooManySignUps(secs) => Some(*secs),
+            PageError::Service(err) => err.retry_after_secs,
+            _ => None,
+        };
+        if let Some(secs) = retry_after {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));

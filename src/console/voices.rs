@@ -299,6 +299,9 @@ async fn clone_from(
         .engine
         .parse()
         .map_err(|_| ServiceError::invalid("engine", "Choose one of the engines listed."))?;
+    let max = state.console.max_cloned_voices;
+    // Plan, feature and the account's cap, before the recording is decoded.
+    cloning::admit(&mut *state.pool.acquire().await?, &user.account_id, max).await?;
     let registry = state.engines.clone();
     let CloneForm {
         name,
@@ -324,7 +327,7 @@ async fn clone_from(
     })
     .await
     .map_err(ServiceError::internal)?;
-    cloning::store(&state.pool, &user.account_id, &checked?, &audio, None).await
+    cloning::store(&state.pool, &user.account_id, max, &checked?, &audio, None).await
 }
 
 #[derive(Deserialize)]

@@ -34,7 +34,9 @@ impl Plan {
     /// The capabilities a new account on this plan gets.
     pub fn default_features(self) -> Vec<Feature> {
         match self {
-            Plan::Pro | Plan::Trial => vec![Feature::Speech, Feature::Transcription],
+            Plan::Pro | Plan::Trial => {
+                vec![Feature::Speech, Feature::Transcription, Feature::Cloning]
+            }
             Plan::None => vec![],
         }
     }
@@ -66,15 +68,20 @@ pub enum Feature {
     Speech,
     /// `POST /v1/transcriptions`.
     Transcription,
+    /// Cloned voices (the console's clone form, `voiced admin voice clone`): each costs a
+    /// voice-print job on a generation worker, and counts against
+    /// `max_cloned_voices_per_account`.
+    Cloning,
 }
 
 impl Feature {
-    pub const ALL: [Feature; 2] = [Feature::Speech, Feature::Transcription];
+    pub const ALL: [Feature; 3] = [Feature::Speech, Feature::Transcription, Feature::Cloning];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Feature::Speech => "speech",
             Feature::Transcription => "transcription",
+            Feature::Cloning => "cloning",
         }
     }
 }
@@ -85,6 +92,8 @@ impl FromStr for Feature {
         Feature::ALL
             .into_iter()
             .find(|f| f.as_str() == s)
-            .ok_or_else(|| format!("unknown feature {s:?} (expected speech or transcription)"))
+            .ok_or_else(|| {
+                format!("unknown feature {s:?} (expected speech, transcription or cloning)")
+            })
     }
 }

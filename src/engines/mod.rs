@@ -156,6 +156,12 @@ pub enum EngineError {
     NotInstalled(String),
     #[error("inference failed: {0}")]
     Inference(String),
+    /// A cloned voice's stored print cannot be read by this engine (damaged, or written by
+    /// another version).
+    #[error(
+        "the voice's stored print is damaged or from another version of voiced; clone the voice again"
+    )]
+    DamagedPrint,
     #[error("cancelled")]
     Cancelled,
 }

@@ -58,7 +58,23 @@ pub async fn render_errors(
     next: Next,
 ) -> Response {
     let path = request.uri().path().to_owned();
+    let body_deadline = request
+        .extensions()
+        .get::<super::connection::BodyDeadline>()
+        .cloned();
     let mut response = next.run(request).await;
+    if body_deadline.is_some_and(|d| d.passed()) {
+        // Whatever the handler made of its failed body read (and on every door, the console's
+        // included): the client was too slow, and its connection closes.
+        response = ApiError::new(
+            ErrorCode::RequestTimeout,
+            "The request body did not arrive within the time this server allows; the connection is closed.",
+        )
+        .into_response();
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     let status = response.status();
     // Console and error pages answer in HTML, failures included; OAuth in its own JSON.
     if is_html(&response) || response.extensions().get::<OwnFormat>().is_some() {

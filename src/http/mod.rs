@@ -1,11 +1,14 @@
 //! The HTTP layer: state, routes, the middleware stack, OpenAPI, and `serve`.
 
 pub mod auth;
+pub mod client_addr;
+pub mod connection;
 pub mod error;
 pub mod idempotency;
 pub mod json;
 pub mod models;
 pub mod principal_check;
+pub mod quota;
 pub mod rate_limit;
 pub mod routes;
 
@@ -86,6 +89,10 @@ pub struct AppState {
     pub principals: Arc<crate::service::principal_cache::PrincipalCache>,
     /// Connections of the authenticated reads (one exchange per read).
     pub reads: Arc<crate::store::read_pool::ReadPool>,
+    /// Whose forwarding headers give the client address (`trusted_proxies`).
+    pub trusted_proxies: Arc<client_addr::TrustedProxies>,
+    /// Downloads in flight per audio link (`downloads_per_link`).
+    pub downloads: Arc<routes::audio::DownloadSlots>,
 }
 
 impl AppState {
@@ -349,6 +356,10 @@ pub fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+                .layer(from_fn_with_state(
+                    state.trusted_proxies.clone(),
+                    client_addr::resolve,
+                ))
                 .layer(axum::middleware::from_fn(record_request))
                 .layer(TraceLayer::new_for_http().make_span_with(make_span))
                 .layer(from_fn_with_state(
@@ -404,7 +415,8 @@ async fn record_request(
 }
 
 /// Spans are named by route template, never the raw path (ids would explode cardinality).
-/// Headers are not recorded: they carry credentials.
+/// Headers are not recorded: they carry credentials. `client` is the client address
+/// (`client_addr`: the forwarded one behind a trusted proxy).
 fn make_span(request: &Request) -> tracing::Span {
     let route = request
         .extensions()
@@ -415,11 +427,17 @@ fn make_span(request: &Request) -> tracing::Span {
         .get(REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
+    let client = request
+        .extensions()
+        .get::<client_addr::ClientAddr>()
+        .and_then(|c| c.0)
+        .map(tracing::field::display);
     tracing::info_span!(
         "request",
         method = %request.method(),
         route,
         request_id,
+        client,
         account_id = tracing::field::Empty,
     )
 }
@@ -432,6 +450,13 @@ pub struct ServeOptions {
     pub header_read_timeout: Duration,
     /// After `shutdown`, in-flight requests get this long to finish; then connections are cut.
     pub grace: Duration,
+    /// A request's whole body must arrive within this time of its head (408 and the connection
+    /// closed otherwise; see [`connection`]).
+    pub body_read_timeout: Duration,
+    /// Connections served at once; the next is accepted only when one closes (meanwhile it
+    /// waits in the kernel's listen backlog). A connection that sends nothing within
+    /// `header_read_timeout` is closed, so that silent connections cannot hold the places.
+    pub max_connections: usize,
 }
 
 impl ServeOptions {
@@ -439,6 +464,8 @@ impl ServeOptions {
         Self {
             header_read_timeout: Duration::from_secs(config.header_read_timeout_secs),
             grace: Duration::from_secs(config.shutdown_grace_secs),
+            body_read_timeout: Duration::from_secs(config.body_read_timeout_secs),
+            max_connections: config.max_connections as usize,
         }
     }
 }
@@ -467,8 +494,14 @@ pub async fn serve(
         .header_read_timeout(options.header_read_timeout)
         .max_buf_size(MAX_HEAD_BYTES);
     let graceful = GracefulShutdown::new();
+    let connections = Arc::new(tokio::sync::Semaphore::new(options.max_connections));
     tokio::pin!(shutdown);
     loop {
+        // At the cap, accept nothing until a connection closes: new ones wait in the backlog.
+        let permit = tokio::select! {
+            permit = connections.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
+            () = &mut shutdown => break,
+        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -486,13 +519,27 @@ pub async fn serve(
             &axum::Extension(axum::extract::ConnectInfo(peer)),
             app.clone(),
         );
+        let body_read_timeout = options.body_read_timeout;
+        let app = tower::ServiceExt::map_request(app, move |request| {
+            connection::bound_body::<hyper::body::Incoming>(request, body_read_timeout)
+        });
         let service = TowerToHyperService::new(app);
-        let connection = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), service)
-            .into_owned();
-        let connection = graceful.watch(connection);
+        let (builder, watcher) = (builder.clone(), graceful.watcher());
+        let first_byte_timeout = options.header_read_timeout;
         tokio::spawn(async move {
-            let _ = connection.await;
+            // A connection holds its place from accept: one that sends nothing gets the head's
+            // time limit to start (hyper's header timer starts with the first byte), so silent
+            // connections cannot keep the places for ever.
+            let mut first = [0u8; 1];
+            match tokio::time::timeout(first_byte_timeout, stream.peek(&mut first)).await {
+                Ok(Ok(n)) if n > 0 => {}
+                _ => return,
+            }
+            let connection = builder
+                .serve_connection_with_upgrades(TokioIo::new(stream), service)
+                .into_owned();
+            let _ = watcher.watch(connection).await;
+            drop(permit);
         });
     }
     drop(listener);

@@ -5,16 +5,20 @@
 //! statelessly: no session lives in a process, so any `voiced serve` behind a load balancer
 //! answers any request, and a restart loses nothing.
 //!
-//! A request passes, in order:
-//! 1. [`auth::gate`]: the credential (401 with the OAuth challenge), which tool is called, and
-//!    the request's rate-limit class;
+//! A request passes, in order (docs/agents.md, "Admission"; details in [`auth`]):
+//! 1. [`auth::gate`]: the credential (401 with the OAuth challenge), the plan (403
+//!    `pro_plan_required`), then the message's first bytes (at most
+//!    [`auth::SMALL_BODY_LIMIT`]), which name the method and tool and so the rate-limit class;
 //! 2. the per-key rate limit, the same as on `/v1`;
-//! 3. [`auth::scope`]: the called tool's scope (403 `insufficient_scope` with its challenge);
+//! 3. [`auth::admit`]: the called tool's scope (403 `insufficient_scope` with its challenge)
+//!    and feature, then the body: at most [`auth::SMALL_BODY_LIMIT`] (413), except a
+//!    `transcribe` call, which takes its recogniser place first and may be [`BODY_LIMIT`];
 //! 4. rmcp: Host and Origin against the public base URL (403 otherwise), the protocol's own
 //!    validation, then [`server::VoicedMcp`], whose tools call the same service functions as
 //!    the REST handlers.
 
 pub mod auth;
+pub mod peek;
 pub mod server;
 pub mod tools;
 pub mod url_audio;
@@ -33,7 +37,8 @@ use crate::http::{AppState, rate_limit};
 pub const PATH: &str = "/mcp";
 
 /// Largest request body: a `transcribe` call with as much base64 audio as
-/// `POST /v1/transcriptions` takes, and the JSON-RPC around it.
+/// `POST /v1/transcriptions` takes, and the JSON-RPC around it. Every other message is held to
+/// [`auth::SMALL_BODY_LIMIT`] by the gate; rmcp's own limit stays this.
 pub const BODY_LIMIT: usize = crate::http::routes::transcriptions::BODY_LIMIT;
 
 /// Whether a request path is the agent interface's.
@@ -49,10 +54,11 @@ pub fn router(state: &AppState) -> Router<AppState> {
         Arc::new(NeverSessionManager::default()),
         transport_config(&state.public_base_url),
     );
-    // Layers wrap what is above them: the gate runs first, then the rate limit, then the scope.
+    // Layers wrap what is above them: the gate runs first, then the rate limit, then admission
+    // of the tool and its body.
     Router::new()
         .route_service(PATH, service)
-        .layer(from_fn_with_state(state.clone(), auth::scope))
+        .layer(from_fn_with_state(state.clone(), auth::admit))
         .layer(from_fn_with_state(
             state.limits.clone(),
             rate_limit::rate_limit,

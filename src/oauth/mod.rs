@@ -20,11 +20,11 @@ use axum::routing::{get, post};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::console::ClientAddr;
 use crate::console::oauth::{CONSENT_PATH, error_page, to_client};
 use crate::domain::Scope;
 use crate::http::AppState;
 use crate::http::auth::AuthResource;
+use crate::http::client_addr::ClientAddr;
 use crate::http::error::OwnFormat;
 use crate::service::oauth::authorize::{self, RequestError};
 use crate::service::oauth::{OAuthError, tokens};
@@ -228,9 +228,13 @@ async fn register(
 
 /// Checks the request (an error page for a bad client or redirect URI, the client's redirect
 /// for anything else), then hands over to the console, where the session lives.
-async fn authorize(State(state): State<AppState>, RawQuery(query): RawQuery) -> Response {
+async fn authorize(
+    State(state): State<AppState>,
+    ClientAddr(client): ClientAddr,
+    RawQuery(query): RawQuery,
+) -> Response {
     let query = query.unwrap_or_default();
-    match authorize::validate(&state.oauth, &state.pool, &query).await {
+    match authorize::validate(&state.oauth, &state.pool, &query, client).await {
         Ok(_) => Redirect::to(&format!("{CONSENT_PATH}?{query}")).into_response(),
         Err(RequestError::Page(message)) => error_page(&message),
         Err(RequestError::Redirect(location)) => to_client(&location),

@@ -5,8 +5,15 @@
 //! so a later change of parameters still verifies old hashes. Hashing and verifying run on the
 //! blocking pool (`spawn_blocking`), never on a runtime worker. Signing in with an unknown email
 //! verifies the password against a dummy hash, so it costs the same time as a wrong password.
+//!
+//! The doors anyone can reach (sign-up, sign-in, password change) go through a [`PasswordGate`]:
+//! at most `password_hashes_in_flight` Argon2 computations at once and `password_hash_queue`
+//! waiting for a turn; beyond that the request is refused (503 `service_unavailable` with
+//! `Retry-After`) rather than queued, so a flood of anonymous forms cannot pile up 19 MiB
+//! hashes on the blocking pool.
 
 use std::sync::LazyLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use argon2::Argon2;
 use argon2::password_hash::rand_core::OsRng;
@@ -16,6 +23,69 @@ use sqlx::PgPool;
 use super::error::ServiceError;
 use crate::domain::{Plan, new_id};
 use crate::store;
+
+/// Bounds the Argon2 work of the console's forms (see the module docs).
+pub struct PasswordGate {
+    running: tokio::sync::Semaphore,
+    /// Requests holding or waiting for a turn.
+    admitted: AtomicUsize,
+    capacity: usize,
+}
+
+/// How long a refused caller is told to wait.
+const BUSY_RETRY_SECS: u64 = 1;
+
+struct Admitted<'a>(&'a AtomicUsize);
+
+impl Drop for Admitted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl PasswordGate {
+    /// `in_flight` hashes at once (at least 1) and `queue` more waiting.
+    pub fn new(in_flight: u32, queue: u32) -> Self {
+        let in_flight = in_flight.max(1) as usize;
+        Self {
+            running: tokio::sync::Semaphore::new(in_flight),
+            admitted: AtomicUsize::new(0),
+            capacity: in_flight + queue as usize,
+        }
+    }
+
+    /// Runs `work` on the blocking pool when a turn is free; 503 with `Retry-After` when the
+    /// turns and the queue are all taken.
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ServiceError> {
+        if self.admitted.fetch_add(1, Ordering::AcqRel) >= self.capacity {
+            self.admitted.fetch_sub(1, Ordering::AcqRel);
+            metrics::counter!("voiced_password_hash_refusals_total").increment(1);
+            return Err(ServiceError::new(
+                super::ErrorCode::ServiceUnavailable,
+                "Too many sign-ins and sign-ups are being checked right now; retry in a moment.",
+            )
+            .with_retry_after(BUSY_RETRY_SECS));
+        }
+        let _admitted = Admitted(&self.admitted);
+        let _turn = self
+            .running
+            .acquire()
+            .await
+            .map_err(ServiceError::internal)?;
+        tokio::task::spawn_blocking(work)
+            .await
+            .map_err(ServiceError::internal)
+    }
+}
+
+impl Default for PasswordGate {
+    fn default() -> Self {
+        Self::new(2, 8)
+    }
+}
 
 /// Shortest and longest password accepted (the upper bound keeps hashing bounded).
 pub const MIN_PASSWORD_CHARS: usize = 10;
@@ -86,10 +156,18 @@ pub fn valid_password(password: &str) -> Result<(), ServiceError> {
     }
 }
 
+/// The checks of a sign-up that cost nothing (a valid email, a password of the right length),
+/// so that a form with a typo is answered before it counts against any limit.
+pub fn check_sign_up(email: &str, password: &str) -> Result<(), ServiceError> {
+    valid_email(email)?;
+    valid_password(password)
+}
+
 /// Creates an account with a password on `plan`; returns its id. A taken email → 409-like
 /// `invalid_request` naming `email`.
 pub async fn sign_up(
     pool: &PgPool,
+    gate: &PasswordGate,
     email: &str,
     password: String,
     plan: Plan,
@@ -102,7 +180,10 @@ pub async fn sign_up(
     {
         return Err(email_taken());
     }
-    let hash = hash_password(password).await?;
+    let hash = gate
+        .run(move || hash_blocking(&password))
+        .await?
+        .map_err(ServiceError::internal)?;
     let id = new_id("acct");
     store::accounts::insert_with_password(pool, &id, &email, plan, &hash)
         .await
@@ -124,6 +205,7 @@ fn email_taken() -> ServiceError {
 /// wrong password, an unknown email, or an account without a password, after the same work.
 pub async fn sign_in(
     pool: &PgPool,
+    gate: &PasswordGate,
     email: &str,
     password: String,
 ) -> Result<Option<String>, ServiceError> {
@@ -135,16 +217,18 @@ pub async fn sign_in(
         }) => (Some(id), phc),
         _ => (None, DUMMY_HASH.clone()),
     };
-    let matches = tokio::task::spawn_blocking(move || verify_blocking(&password, &phc))
-        .await
-        .map_err(ServiceError::internal)?;
+    let matches = gate.run(move || verify_blocking(&password, &phc)).await?;
     Ok(id.filter(|_| matches))
 }
 
-/// Checks the current password, then sets a new one. `Ok(false)` when `current` is wrong.
+/// Checks the current password, then sets a new one and ends every other console session of
+/// the account (`keep_session`, the one that asked, stays signed in). `Ok(false)` when
+/// `current` is wrong.
 pub async fn change_password(
     pool: &PgPool,
+    gate: &PasswordGate,
     account_id: &str,
+    keep_session: &str,
     current: String,
     new: String,
 ) -> Result<bool, ServiceError> {
@@ -153,18 +237,25 @@ pub async fn change_password(
         .await?
         .and_then(|c| c.password_hash)
         .unwrap_or_else(|| DUMMY_HASH.clone());
-    let matches = tokio::task::spawn_blocking(move || verify_blocking(&current, &phc))
-        .await
-        .map_err(ServiceError::internal)?;
+    let matches = gate.run(move || verify_blocking(&current, &phc)).await?;
     if !matches {
         return Ok(false);
     }
-    set_password(pool, account_id, new).await?;
+    let hash = gate
+        .run(move || hash_blocking(&new))
+        .await?
+        .map_err(ServiceError::internal)?;
+    let mut tx = pool.begin().await?;
+    store::accounts::set_password_hash(&mut *tx, account_id, &hash).await?;
+    let ended = store::sessions::end_others(&mut tx, account_id, keep_session).await?;
+    tx.commit().await?;
+    tracing::info!(account_id, sessions_ended = ended, "password changed");
     Ok(true)
 }
 
 /// Sets the password without asking for the old one (operators: `voiced admin account
-/// set-password`). `Ok(false)` when there is no such account.
+/// set-password`) and ends every console session of the account. `Ok(false)` when there is no
+/// such account.
 pub async fn set_password(
     pool: &PgPool,
     account_id: &str,
@@ -172,7 +263,12 @@ pub async fn set_password(
 ) -> Result<bool, ServiceError> {
     valid_password(&password)?;
     let hash = hash_password(password).await?;
-    Ok(store::accounts::set_password_hash(pool, account_id, &hash).await?)
+    let mut tx = pool.begin().await?;
+    let found = store::accounts::set_password_hash(&mut *tx, account_id, &hash).await?;
+    // Whoever held a session under the old password is signed out.
+    store::sessions::end_all(&mut tx, account_id).await?;
+    tx.commit().await?;
+    Ok(found)
 }
 
 #[cfg(test)]
@@ -188,6 +284,36 @@ mod tests {
         assert!(verify_blocking("correct horse battery", &a));
         assert!(!verify_blocking("correct horse battery!", &a));
         assert!(!verify_blocking("anything", "not a phc string"));
+    }
+
+    #[tokio::test]
+    async fn the_gate_runs_its_turns_queues_its_queue_and_refuses_the_rest() {
+        let gate = std::sync::Arc::new(PasswordGate::new(1, 1));
+        let (release, hold) = std::sync::mpsc::channel::<()>();
+        let hold = std::sync::Arc::new(std::sync::Mutex::new(hold));
+        // One running (blocked until released), one waiting for the turn.
+        let mut admitted = Vec::new();
+        for _ in 0..2 {
+            let (gate, hold) = (gate.clone(), hold.clone());
+            admitted.push(tokio::spawn(async move {
+                gate.run(move || hold.lock().unwrap().recv().is_ok()).await
+            }));
+        }
+        while gate.admitted.load(Ordering::Acquire) < 2 {
+            tokio::task::yield_now().await;
+        }
+        // The third is refused at once: 503 with Retry-After, nothing run.
+        let refused = gate.run(|| true).await.unwrap_err();
+        assert_eq!(refused.code, super::super::ErrorCode::ServiceUnavailable);
+        assert_eq!(refused.retry_after_secs, Some(BUSY_RETRY_SECS));
+        release.send(()).unwrap();
+        release.send(()).unwrap();
+        for task in admitted {
+            assert!(task.await.unwrap().unwrap());
+        }
+        // Turns are given back: the gate admits again.
+        assert_eq!(gate.admitted.load(Ordering::Acquire), 0);
+        assert!(gate.run(|| true).await.unwrap());
     }
 
     #[test]

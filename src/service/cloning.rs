@@ -2,6 +2,10 @@
 //! upload form and `voiced admin voice clone` come through here; the API never clones (spec:
 //! `voice:generate` "cannot clone a real person's voice").
 //!
+//! Cloning is a plan feature (`cloning`) and each account has at most
+//! `max_cloned_voices_per_account` cloned voices ([`admit`]): every clone costs a voice-print
+//! job on a generation worker.
+//!
 //! The request is checked first ([`check`]: name, engine, language, and the reference audio
 //! decoded and checked — 5 to 30 s, not silent, not clipped), then stored in one transaction
 //! ([`store`]): the profile (`voice_type = "cloned"`, `sample_count` = clips), the clip as
@@ -11,9 +15,9 @@
 
 use sqlx::PgPool;
 
-use super::error::ServiceError;
+use super::error::{ErrorCode, ServiceError};
 use super::voices::{check_description, check_language, check_name, duplicate_name};
-use crate::domain::{EngineId, new_id};
+use crate::domain::{EngineId, Feature, Plan, new_id};
 use crate::engines::reference;
 use crate::engines::registry::EngineRegistry;
 use crate::store;
@@ -119,17 +123,56 @@ pub fn check(
     })
 }
 
+/// Whether the account may clone one more voice: it needs a plan (403 `pro_plan_required`)
+/// that includes cloning (403 `feature_not_enabled`), and fewer than `max_per_account` cloned
+/// voices (409 `conflict`; setting `max_cloned_voices_per_account`). Cheap: doors call it
+/// before they decode the recording or compute a print, and [`store`] checks it again in its
+/// transaction, under the account's lock, so concurrent clones cannot pass the cap together.
+pub async fn admit(
+    db: &mut sqlx::PgConnection,
+    account_id: &str,
+    max_per_account: u32,
+) -> Result<(), ServiceError> {
+    let standing = store::voices::cloning_standing(&mut *db, account_id)
+        .await?
+        .ok_or_else(|| ServiceError::internal("cloning for an account that does not exist"))?;
+    let plan: Plan = standing.plan.parse().map_err(ServiceError::internal)?;
+    if !plan.allows_api() {
+        return Err(ServiceError::pro_plan_required());
+    }
+    if !standing
+        .features
+        .iter()
+        .any(|f| f == Feature::Cloning.as_str())
+    {
+        return Err(ServiceError::feature_not_enabled(Feature::Cloning));
+    }
+    if standing.cloned >= i64::from(max_per_account) {
+        return Err(ServiceError::new(
+            ErrorCode::Conflict,
+            format!(
+                "This account has {} cloned voices, the most this deployment allows ({max_per_account}); no other voice can be cloned.",
+                standing.cloned
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Stores a checked clone for the account, with its `print` when the caller computed it, or a
-/// print job for the workers. A duplicate name is 409 `conflict` naming `name`.
+/// print job for the workers, after [`admit`] (again, under the account's lock). A duplicate
+/// name is 409 `conflict` naming `name`.
 pub async fn store(
     pool: &PgPool,
     account_id: &str,
+    max_per_account: u32,
     clone: &CheckedClone,
     audio: &[u8],
     print: Option<&[u8]>,
 ) -> Result<VoiceRow, ServiceError> {
     let id = new_id("voice");
     let mut tx = pool.begin().await?;
+    admit(&mut tx, account_id, max_per_account).await?;
     store::voices::insert_cloned(
         &mut *tx,
         store::voices::NewClonedVoice {

@@ -27,12 +27,14 @@ pub enum ErrorCode {
     PayloadTooLarge,
     InvalidSignature,
     RangeNotSatisfiable,
+    /// The request's body did not arrive within `body_read_timeout_secs`.
+    RequestTimeout,
     ServiceUnavailable,
     InternalError,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 20] = [
         ErrorCode::InvalidApiKey,
         ErrorCode::ProPlanRequired,
         ErrorCode::InsufficientScope,
@@ -50,6 +52,7 @@ impl ErrorCode {
         ErrorCode::PayloadTooLarge,
         ErrorCode::InvalidSignature,
         ErrorCode::RangeNotSatisfiable,
+        ErrorCode::RequestTimeout,
         ErrorCode::ServiceUnavailable,
         ErrorCode::InternalError,
     ];
@@ -73,6 +76,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "payload_too_large",
             ErrorCode::InvalidSignature => "invalid_signature",
             ErrorCode::RangeNotSatisfiable => "range_not_satisfiable",
+            ErrorCode::RequestTimeout => "request_timeout",
             ErrorCode::ServiceUnavailable => "service_unavailable",
             ErrorCode::InternalError => "internal_error",
         }
@@ -96,6 +100,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ErrorCode::RangeNotSatisfiable => StatusCode::RANGE_NOT_SATISFIABLE,
+            ErrorCode::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ErrorCode::ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -120,6 +125,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "Payload too large",
             ErrorCode::InvalidSignature => "Invalid signature",
             ErrorCode::RangeNotSatisfiable => "Range not satisfiable",
+            ErrorCode::RequestTimeout => "Request body too slow",
             ErrorCode::ServiceUnavailable => "Service unavailable",
             ErrorCode::InternalError => "Internal error",
         }
@@ -197,6 +203,18 @@ impl ServiceError {
         Self::new(
             ErrorCode::ProPlanRequired,
             "The API is part of the paid plan; this account has no active subscription or trial.",
+        )
+        .with_settings(SettingsPage::Billing)
+    }
+
+    /// 403 `feature_not_enabled`: the account's plan does not include `feature`.
+    pub fn feature_not_enabled(feature: crate::domain::Feature) -> Self {
+        Self::new(
+            ErrorCode::FeatureNotEnabled,
+            format!(
+                "This account's plan does not include {}; upgrading the plan enables it.",
+                feature.as_str()
+            ),
         )
         .with_settings(SettingsPage::Billing)
     }

@@ -1,6 +1,6 @@
 //! Who is calling, as every transport resolves it, and what an operation requires of them.
 
-use super::error::{ErrorCode, ServiceError, SettingsPage};
+use super::error::ServiceError;
 use crate::domain::{Feature, Plan, Scope};
 
 /// The caller: the credential and its account, as of this request. One type for every
@@ -109,14 +109,7 @@ impl Principal {
         if let Some(feature) = requirement.feature
             && !self.features.contains(&feature)
         {
-            return Err(ServiceError::new(
-                ErrorCode::FeatureNotEnabled,
-                format!(
-                    "This account's plan does not include {}; upgrading the plan enables it.",
-                    feature.as_str()
-                ),
-            )
-            .with_settings(SettingsPage::Billing));
+            return Err(ServiceError::feature_not_enabled(feature));
         }
         Ok(())
     }
@@ -125,6 +118,7 @@ impl Principal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::error::{ErrorCode, SettingsPage};
 
     fn principal(plan: Plan, scopes: Vec<Scope>, features: Vec<Feature>) -> Principal {
         Principal {

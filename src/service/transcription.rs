@@ -14,29 +14,55 @@ use super::principal::Principal;
 use crate::audio::{self, Base64Error, DecodeError, DecodeLimits};
 use crate::domain::new_id;
 use crate::store;
-use crate::worker::asr::AsrService;
+use crate::worker::asr::{AccountHold, AsrService};
 
 /// Longest clip accepted (DECISIONS: 15 minutes).
 pub const MAX_DURATION: Duration = Duration::from_secs(15 * 60);
 
-/// A place in the recogniser's queue, held until the answer. Dropping it (a client that went
-/// away) gives it back.
-pub struct Place(#[allow(dead_code)] OwnedSemaphorePermit);
+/// A place in the recogniser's queue, and one of the account's transcriptions in flight, held
+/// until the answer. Dropping it (a client that went away) gives both back.
+pub struct Place {
+    _recogniser: OwnedSemaphorePermit,
+    _account: AccountHold,
+}
 
-/// Takes a place, or refuses with 503 and `Retry-After` while the queue is full (or no model
-/// is installed), before any of the upload is looked at.
-pub fn take_place(asr: &AsrService) -> Result<Place, ServiceError> {
+/// Seconds an account over its cap of transcriptions in flight is told to wait.
+const ACCOUNT_RETRY_AFTER_SECS: u64 = 5;
+
+/// Takes a place for `principal`'s account, before any of the upload is looked at: 429
+/// `rate_limit_exceeded` with `Retry-After` when the account already has
+/// `max_transcriptions_per_account` transcriptions in flight in this process, 503 with
+/// `Retry-After` while the recogniser's queue is full (or no model is installed). Every door
+/// (`POST /v1/transcriptions`, the agent's `transcribe`) takes its place here.
+pub fn take_place(asr: &AsrService, principal: &Principal) -> Result<Place, ServiceError> {
     if !asr.is_installed() {
         tracing::error!("transcription requested but no Whisper model is installed");
         return Err(ServiceError::unavailable(60));
     }
-    asr.try_admit().map(Place).ok_or_else(|| {
+    let Some(account) = asr.try_hold_for(&principal.account_id) else {
+        metrics::counter!("voiced_transcription_account_refusals_total").increment(1);
+        let max = asr.max_per_account();
+        return Err(ServiceError::new(
+            ErrorCode::RateLimitExceeded,
+            format!(
+                "This account already has {max} transcription{} in progress, the most it may \
+                 have at once; retry when one has finished.",
+                if max == 1 { "" } else { "s" }
+            ),
+        )
+        .with_retry_after(ACCOUNT_RETRY_AFTER_SECS));
+    };
+    let recogniser = asr.try_admit().ok_or_else(|| {
         metrics::counter!("voiced_recogniser_refusals_total").increment(1);
         ServiceError::new(
             ErrorCode::ServiceUnavailable,
             "The recogniser is busy with other transcriptions; retry shortly.",
         )
         .with_retry_after(2)
+    })?;
+    Ok(Place {
+        _recogniser: recogniser,
+        _account: account,
     })
 }
 

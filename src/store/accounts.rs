@@ -143,13 +143,17 @@ pub async fn insert_with_password(
 }
 
 /// Replaces the account's password hash; `false` when there is no account.
-pub async fn set_password_hash(pool: &PgPool, id: &str, password_hash: &str) -> sqlx::Result<bool> {
+pub async fn set_password_hash(
+    conn: impl sqlx::PgExecutor<'_>,
+    id: &str,
+    password_hash: &str,
+) -> sqlx::Result<bool> {
     let result = sqlx::query!(
         "UPDATE accounts SET password_hash = $2, updated_at = now() WHERE id = $1",
         id,
         password_hash
     )
-    .execute(pool)
+    .execute(conn)
     .await?;
     Ok(result.rows_affected() == 1)
 }

@@ -1,10 +1,11 @@
 //! The blob store for generated audio (DECISIONS "Storage"): one small interface, with
 //! PostgreSQL as the default backend, and an S3-compatible one (`object_store`, setting
 //! `blob_store`) for the multi-node layout; [`RoutedBlobStore`] picks by each key's mark. Downloads read blobs in ranges ([`BlobStore::head`],
-//! [`BlobStore::read`]) so that a large file is streamed, never held whole in memory.
+//! [`BlobStore::read`], [`stream`]) so that a large file is streamed, never held whole in memory.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use sqlx::PgPool;
 
@@ -31,6 +32,9 @@ pub trait BlobStore: Send + Sync {
     fn put<'a>(&'a self, key: &'a str, blob: &'a Blob) -> BoxFuture<'a, anyhow::Result<()>>;
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, anyhow::Result<Option<Blob>>>;
     fn head<'a>(&'a self, key: &'a str) -> BoxFuture<'a, anyhow::Result<Option<BlobHead>>>;
+    /// Removes the blob (nothing when it is not there): audio of a generation that was
+    /// cancelled after its bytes were stored, which nobody can download.
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, anyhow::Result<()>>;
     /// Up to `len` bytes from `offset` (fewer at the end of the blob).
     fn read<'a>(
         &'a self,
@@ -50,15 +54,59 @@ pub trait BlobStore: Send + Sync {
     }
 }
 
+/// Bytes read from the store per chunk of [`stream`]: large enough that a 35 MB file is 35
+/// queries, small enough that a download holds little memory.
+pub const STREAM_CHUNK: u64 = 1024 * 1024;
+
+/// Bytes `start..end` of the blob, read from the store [`STREAM_CHUNK`] bytes at a time as
+/// the consumer takes them: a large file is never held whole in memory. A blob that ends early
+/// (or vanishes) ends the stream with an error.
+pub fn stream(
+    blobs: Arc<dyn BlobStore>,
+    key: String,
+    start: u64,
+    end: u64,
+) -> impl futures_util::Stream<Item = anyhow::Result<bytes::Bytes>> + Send + 'static {
+    futures_util::stream::try_unfold(start, move |offset| {
+        let (blobs, key) = (blobs.clone(), key.clone());
+        async move {
+            if offset >= end {
+                return Ok(None);
+            }
+            let bytes = blobs
+                .read(&key, offset, STREAM_CHUNK.min(end - offset))
+                .await?;
+            if bytes.is_empty() {
+                anyhow::bail!("blob {key} ended early");
+            }
+            let next = offset + bytes.len() as u64;
+            Ok(Some((bytes::Bytes::from(bytes), next)))
+        }
+    })
+}
+
 /// Audio bytes in the `blobs` table.
 #[derive(Clone)]
 pub struct PgBlobStore {
     pool: PgPool,
+    /// Where reads ([`BlobStore::head`], [`BlobStore::read`]) run: a small pool of their own in
+    /// `voiced serve` (`download_connections`), so that many downloads wait for each other,
+    /// never for, or ahead of, the writes on the main pool.
+    reads: PgPool,
 }
 
 impl PgBlobStore {
     pub fn new(pool: PgPool) -> Self {
-        Self { pool }
+        Self {
+            reads: pool.clone(),
+            pool,
+        }
+    }
+
+    /// Reads go through `reads` instead of the main pool.
+    pub fn with_read_pool(mut self, reads: PgPool) -> Self {
+        self.reads = reads;
+        self
     }
 }
 
@@ -91,13 +139,22 @@ impl BlobStore for PgBlobStore {
         })
     }
 
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            sqlx::query!("DELETE FROM blobs WHERE key = $1", key)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        })
+    }
+
     fn head<'a>(&'a self, key: &'a str) -> BoxFuture<'a, anyhow::Result<Option<BlobHead>>> {
         Box::pin(async move {
             let row = sqlx::query!(
                 r#"SELECT content_type, octet_length(bytes)::BIGINT AS "len!" FROM blobs WHERE key = $1"#,
                 key
             )
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.reads)
             .await?;
             Ok(row.map(|r| BlobHead {
                 content_type: r.content_type,
@@ -119,7 +176,7 @@ impl BlobStore for PgBlobStore {
                 i32::try_from(offset + 1)?,
                 i32::try_from(len)?
             )
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.reads)
             .await?
             .ok_or_else(|| anyhow::anyhow!("blob {key} vanished"))?;
             Ok(bytes)
@@ -216,6 +273,16 @@ impl BlobStore for S3BlobStore {
                 content_type,
                 bytes,
             }))
+        })
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move {
+            use object_store::ObjectStore as _;
+            match self.store.delete(&self.path(key)).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                Err(err) => Err(err.into()),
+            }
         })
     }
 
@@ -321,6 +388,10 @@ impl BlobStore for RoutedBlobStore {
 
     fn head<'a>(&'a self, key: &'a str) -> BoxFuture<'a, anyhow::Result<Option<BlobHead>>> {
         Box::pin(async move { self.backend(key)?.head(key).await })
+    }
+
+    fn delete<'a>(&'a self, key: &'a str) -> BoxFuture<'a, anyhow::Result<()>> {
+        Box::pin(async move { self.backend(key)?.delete(key).await })
     }
 
     fn read<'a>(

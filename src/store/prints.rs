@@ -99,20 +99,24 @@ pub struct PrintJob {
     pub attempts: i32,
 }
 
-/// Claims the oldest pending print for `worker`, or `None`.
+/// Claims the next pending print for `worker`, or `None`, in the fair order of
+/// `queue::claim` (the account served least recently first, then the oldest print); the claim
+/// counts as serving the account (`started_at`), so its next job waits behind other accounts'.
 pub async fn claim(pool: &PgPool, worker: &str, lease: Duration) -> sqlx::Result<Option<PrintJob>> {
     sqlx::query_as!(
         PrintJob,
         r#"WITH next AS (
-               SELECT voice_id FROM voice_prints
-               WHERE print IS NULL AND error IS NULL AND attempts < max_attempts
-                 AND (lease_expires_at IS NULL OR lease_expires_at < now())
-               ORDER BY created_at, voice_id
-               FOR UPDATE SKIP LOCKED
+               SELECT p.voice_id FROM voice_prints p
+               JOIN voice_profiles v ON v.id = p.voice_id
+               LEFT JOIN queue_served s ON s.account_id = v.account_id
+               WHERE p.print IS NULL AND p.error IS NULL AND p.attempts < p.max_attempts
+                 AND (p.lease_expires_at IS NULL OR p.lease_expires_at < now())
+               ORDER BY s.last_started NULLS FIRST, p.created_at, p.voice_id
+               FOR UPDATE OF p SKIP LOCKED
                LIMIT 1)
            UPDATE voice_prints p
            SET attempts = p.attempts + 1, lease_owner = $1,
-               lease_expires_at = now() + make_interval(secs => $2)
+               lease_expires_at = now() + make_interval(secs => $2), started_at = now()
            FROM next, voice_profiles v, voice_samples s
            WHERE p.voice_id = next.voice_id AND v.id = p.voice_id
              AND s.voice_id = p.voice_id AND s.ordinal = 0

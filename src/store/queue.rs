@@ -84,22 +84,62 @@ pub struct Job {
     pub personality: Option<String>,
 }
 
+/// Which kind of job a worker should claim next: the one whose account was served least
+/// recently (view `queue_served`: the last generation or voice print started within the hour;
+/// never served goes first), the older job on a tie. `None` when nothing waits. Voice prints
+/// are part of the fair order, not ahead of it: one account's clones wait their turn like its
+/// generations. The claims themselves ([`claim`], `prints::claim`) lock their row; a job taken
+/// meanwhile by another worker only makes the caller try the other kind.
+pub async fn next_kind(pool: &PgPool) -> sqlx::Result<Option<JobKind>> {
+    let kind = sqlx::query_scalar!(
+        r#"SELECT c.kind AS "kind!" FROM (
+               SELECT 'generation' AS kind, g.account_id, g.created_at FROM generations g
+               WHERE g.status = 'generating' AND g.attempts < g.max_attempts
+                 AND g.cancel_reason IS NULL
+                 AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())
+                 AND NOT EXISTS (SELECT 1 FROM voice_prints p WHERE p.voice_id = g.voice_id
+                                   AND p.print IS NULL AND p.error IS NULL)
+               UNION ALL
+               SELECT 'print' AS kind, v.account_id, p.created_at FROM voice_prints p
+               JOIN voice_profiles v ON v.id = p.voice_id
+               WHERE p.print IS NULL AND p.error IS NULL AND p.attempts < p.max_attempts
+                 AND (p.lease_expires_at IS NULL OR p.lease_expires_at < now())) c
+           LEFT JOIN queue_served s ON s.account_id = c.account_id
+           ORDER BY s.last_started NULLS FIRST, c.created_at
+           LIMIT 1"#
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(kind.map(|k| {
+        if k == "print" {
+            JobKind::Print
+        } else {
+            JobKind::Generation
+        }
+    }))
+}
+
+/// The two kinds of queued work a generation worker does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobKind {
+    Generation,
+    /// A cloned voice's print (`store::prints`).
+    Print,
+}
+
 /// Claims the next generation for `worker`, or `None`. Fair across accounts: the account served
-/// least recently (whose last claimed job started earliest, or never within the hour) goes
-/// first, and within an account the oldest job; so one account's burst delays another account's
-/// first job by about one job per busy account, not by the whole burst. Rows are still taken with
-/// `FOR UPDATE SKIP LOCKED`, so concurrent workers never claim the same one. A cloned voice's
-/// generations wait while its print is still being computed (`store::prints`).
+/// least recently (view `queue_served`: whose last generation or voice print started earliest,
+/// or never within the hour) goes first, and within an account the oldest job; so one account's
+/// burst delays another account's first job by about one job per busy account, not by the whole
+/// burst. Rows are still taken with `FOR UPDATE SKIP LOCKED`, so concurrent workers never claim
+/// the same one. A cloned voice's generations wait while its print is still being computed
+/// (`store::prints`).
 pub async fn claim(pool: &PgPool, worker: &str, lease: Duration) -> sqlx::Result<Option<Job>> {
     sqlx::query_as!(
         Job,
-        r#"WITH served AS (
-               SELECT account_id, max(started_at) AS last_started FROM generations
-               WHERE started_at > now() - interval '1 hour'
-               GROUP BY account_id),
-           next AS (
+        r#"WITH next AS (
                SELECT g.id FROM generations g
-               LEFT JOIN served s ON s.account_id = g.account_id
+               LEFT JOIN queue_served s ON s.account_id = g.account_id
                WHERE g.status = 'generating' AND g.attempts < g.max_attempts
                  AND g.cancel_reason IS NULL
                  AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())

@@ -102,6 +102,34 @@ impl SessionStore for PgSessionStore {
     }
 }
 
+/// Ends every console session of `account_id` but `keep` (the session id that changed the
+/// password); returns how many ended.
+pub async fn end_others(
+    conn: &mut sqlx::PgConnection,
+    account_id: &str,
+    keep: &str,
+) -> sqlx::Result<u64> {
+    let result = sqlx::query!(
+        "DELETE FROM console_sessions WHERE data->>'account_id' = $1 AND id <> $2",
+        account_id,
+        keep
+    )
+    .execute(conn)
+    .await?;
+    Ok(result.rows_affected())
+}
+
+/// Ends every console session of `account_id` (an operator set its password).
+pub async fn end_all(conn: &mut sqlx::PgConnection, account_id: &str) -> sqlx::Result<u64> {
+    let result = sqlx::query!(
+        "DELETE FROM console_sessions WHERE data->>'account_id' = $1",
+        account_id
+    )
+    .execute(conn)
+    .await?;
+    Ok(result.rows_affected())
+}
+
 /// Deletes expired sessions (called every minute by `voiced serve`).
 pub async fn delete_expired(pool: &PgPool) -> sqlx::Result<u64> {
     let result = sqlx::query!("DELETE FROM console_sessions WHERE expires_at <= now()")

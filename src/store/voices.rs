@@ -216,3 +216,42 @@ pub async fn insert_cloned(
     .await?;
     Ok(())
 }
+
+/// What decides whether an account may clone another voice.
+pub struct CloningStanding {
+    pub plan: String,
+    pub features: Vec<String>,
+    /// Cloned voice profiles the account has.
+    pub cloned: i64,
+}
+
+/// The account's [`CloningStanding`] (`None`: no such account). The account row is locked
+/// (`FOR NO KEY UPDATE`, which does not block the account's generations) until the caller's
+/// transaction ends, and the count is read after the lock is held (its own statement, so a
+/// fresh snapshot): two clones of one account count each other.
+pub async fn cloning_standing(
+    db: &mut sqlx::PgConnection,
+    account_id: &str,
+) -> sqlx::Result<Option<CloningStanding>> {
+    let Some(account) = sqlx::query!(
+        "SELECT plan, features FROM accounts WHERE id = $1 FOR NO KEY UPDATE",
+        account_id
+    )
+    .fetch_optional(&mut *db)
+    .await?
+    else {
+        return Ok(None);
+    };
+    let cloned = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "cloned!" FROM voice_profiles
+           WHERE account_id = $1 AND voice_type = 'cloned'"#,
+        account_id
+    )
+    .fetch_one(&mut *db)
+    .await?;
+    Ok(Some(CloningStanding {
+        plan: account.plan,
+        features: account.features,
+        cloned,
+    }))
+}

@@ -2,6 +2,7 @@
 //! bounded queue. Admission refuses (503) instead of queueing without bound; a request whose
 //! client went away gives its place back at once, and its job is skipped if it has not started.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -26,6 +27,31 @@ pub struct AsrService {
     submitted: Arc<AtomicU64>,
     /// Places in all: threads plus queue.
     capacity: usize,
+    /// Transcriptions each account has in flight in this process (accounts with none are
+    /// absent), and how many one account may have.
+    per_account: Arc<Mutex<HashMap<String, usize>>>,
+    max_per_account: usize,
+}
+
+/// One of an account's transcriptions in flight; dropping it gives the account's count back.
+pub struct AccountHold {
+    per_account: Arc<Mutex<HashMap<String, usize>>>,
+    account: String,
+}
+
+impl Drop for AccountHold {
+    fn drop(&mut self) {
+        let mut counts = self
+            .per_account
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = counts.get_mut(&self.account) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&self.account);
+            }
+        }
+    }
 }
 
 impl AsrService {
@@ -48,6 +74,38 @@ impl AsrService {
             skipped,
             submitted: Arc::default(),
             capacity: threads.max(1) + queue,
+            per_account: Arc::default(),
+            max_per_account: usize::MAX,
+        })
+    }
+
+    /// At most `max` transcriptions in flight per account (`max_transcriptions_per_account`).
+    #[must_use]
+    pub fn with_max_per_account(mut self, max: usize) -> Self {
+        self.max_per_account = max.max(1);
+        self
+    }
+
+    /// How many transcriptions one account may have in flight in this process.
+    pub fn max_per_account(&self) -> usize {
+        self.max_per_account
+    }
+
+    /// One more transcription in flight for `account`, or `None` when it has
+    /// [`Self::max_per_account`] already. Hold it until the answer.
+    pub fn try_hold_for(&self, account: &str) -> Option<AccountHold> {
+        let mut counts = self
+            .per_account
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = counts.entry(account.to_owned()).or_insert(0);
+        if *n >= self.max_per_account {
+            return None;
+        }
+        *n += 1;
+        Some(AccountHold {
+            per_account: self.per_account.clone(),
+            account: account.to_owned(),
         })
     }
 

@@ -311,11 +311,38 @@ pub(super) fn synthesis_input<'a>(job: &'a Job, cancel: &'a Cancel) -> Synthesis
     }
 }
 
+/// A failed render as the account sees it: a fixed public sentence per kind of failure (the
+/// generation's `error`); the engine's own message (model paths, tokenizer internals) goes to
+/// the log only.
 pub(super) fn engine_error(e: EngineError) -> RenderError {
-    match e {
-        EngineError::Cancelled => RenderError::Cancelled,
-        other => RenderError::Failed(other.to_string()),
-    }
+    let sentence = match &e {
+        EngineError::Cancelled => return RenderError::Cancelled,
+        EngineError::NotInstalled(_) => NOT_INSTALLED,
+        EngineError::UnknownPreset(_) => {
+            "the voice's preset is not offered by its engine on this deployment; nothing was charged"
+        }
+        EngineError::InvalidInput(_) => {
+            "the engine could not read this text with this voice; nothing was charged"
+        }
+        EngineError::DamagedPrint => {
+            "the voice's stored print is damaged or from another version of voiced; clone the voice again; nothing was charged"
+        }
+        EngineError::Inference(_) => ENGINE_FAILED,
+    };
+    tracing::warn!(error = %e, "engine failed");
+    RenderError::Failed(sentence.to_owned())
+}
+
+/// Public sentences of failures that are not the engine's (see [`engine_error`]).
+const NOT_INSTALLED: &str =
+    "the engine of this voice is not installed on this deployment; nothing was charged";
+const ENGINE_FAILED: &str = "the engine failed on this generation; nothing was charged";
+const ENCODING_FAILED: &str = "the audio could not be encoded; nothing was charged";
+
+/// A failure of the render around the engine, with `sentence` for the account.
+fn failure(sentence: &str, cause: &dyn std::fmt::Display) -> RenderError {
+    tracing::warn!(error = %cause, "generation failed");
+    RenderError::Failed(sentence.to_owned())
 }
 
 fn render(
@@ -326,9 +353,14 @@ fn render(
     cancel: &Arc<Cancel>,
     chunks: Option<ChunkSender>,
 ) -> Result<Rendered, RenderError> {
-    let failed = |e: &dyn std::fmt::Display| RenderError::Failed(e.to_string());
-    let engine_id: EngineId = job.engine.parse().map_err(|e: String| failed(&e))?;
-    let format: AudioFormat = job.format.parse().map_err(|e| failed(&e))?;
+    let engine_id: EngineId = job
+        .engine
+        .parse()
+        .map_err(|e: String| failure(NOT_INSTALLED, &e))?;
+    let format: AudioFormat = job
+        .format
+        .parse()
+        .map_err(|e| failure(ENCODING_FAILED, &e))?;
     // A cloned voice speaks from its stored print (`synthesis_input` passes it on).
     match (job.voice_type.as_str(), &job.voice_print, &job.print_error) {
         ("cloned", Some(_), _) => {}
@@ -344,7 +376,7 @@ fn render(
         }
         _ => {}
     }
-    let engine = engine_for(registry, loaded, engine_id).map_err(|e| failed(&e))?;
+    let engine = engine_for(registry, loaded, engine_id).map_err(engine_error)?;
     let started = Instant::now();
     let mut out = Output {
         format,
@@ -466,7 +498,7 @@ struct Output {
 
 impl Output {
     fn push(&mut self, pcm: &Pcm, last: bool) -> Result<(), RenderError> {
-        let failed = |e: &dyn std::fmt::Display| RenderError::Failed(e.to_string());
+        let failed = |e: &dyn std::fmt::Display| failure(ENCODING_FAILED, e);
         let started = Instant::now();
         let encoder = match &mut self.encoder {
             Some(encoder) => encoder,

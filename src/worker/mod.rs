@@ -99,14 +99,18 @@ pub async fn run(
             Ok(_) => {}
             Err(err) => tracing::warn!(error = %err, "could not check exhausted voice prints"),
         }
-        // Prints first: the generations of a voice being cloned wait for its print.
-        match prints::claim(&deps.pool, &options.name, options.lease).await {
-            Ok(Some(job)) => {
-                process_print(&deps, &options, &mut engine, job).await;
-                continue;
+        // Voice prints take their turn in the fair order (`queue::next_kind`), not ahead of
+        // every generation: a print is claimed first only when its account is the one served
+        // least recently.
+        let print_first = match queue::next_kind(&deps.pool).await {
+            Ok(kind) => kind == Some(queue::JobKind::Print),
+            Err(err) => {
+                tracing::warn!(error = %err, "reading the queue's order failed");
+                false
             }
-            Ok(None) => {}
-            Err(err) => tracing::warn!(error = %err, "claiming a voice print failed"),
+        };
+        if print_first && claim_print(&deps, &options, &mut engine).await {
+            continue;
         }
         match queue::claim(&deps.pool, &options.name, options.lease).await {
             Ok(Some(job)) => {
@@ -116,6 +120,9 @@ pub async fn run(
                     shutdown: &mut shutdown,
                 };
                 process(&deps, &options, &mut control, job).await;
+                continue;
+            }
+            Ok(None) if !print_first && claim_print(&deps, &options, &mut engine).await => {
                 continue;
             }
             Ok(None) => {}
@@ -140,6 +147,25 @@ pub async fn run(
     }
     tracing::info!(worker = %options.name, "worker stopped");
     Ok(())
+}
+
+/// Claims a pending voice print and computes it; `false` when none was there to claim.
+async fn claim_print(
+    deps: &WorkerDeps,
+    options: &WorkerOptions,
+    engine: &mut EngineThread,
+) -> bool {
+    match prints::claim(&deps.pool, &options.name, options.lease).await {
+        Ok(Some(job)) => {
+            process_print(deps, options, engine, job).await;
+            true
+        }
+        Ok(None) => false,
+        Err(err) => {
+            tracing::warn!(error = %err, "claiming a voice print failed");
+            false
+        }
+    }
 }
 
 /// Loads every installed engine before the first claim. An engine that cannot start makes the
@@ -323,7 +349,13 @@ async fn process_job(
                     );
                 }
                 Ok(Completion::Cancelled) => {
-                    tracing::info!("generation cancelled by its caller; not charged")
+                    tracing::info!("generation cancelled by its caller; not charged");
+                    // Its audio was stored before the cancellation was seen: nobody can
+                    // download it (a failed generation has no audio link), so it goes. A lost
+                    // lease keeps it: the worker that owns the row writes the same key.
+                    if let Err(err) = deps.blobs.delete(&key).await {
+                        tracing::warn!(error = %err, "could not delete the cancelled generation's audio");
+                    }
                 }
                 Ok(Completion::LeaseLost) => {
                     tracing::warn!("lease lost before completion; result discarded")

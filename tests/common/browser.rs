@@ -1,5 +1,6 @@
-//! A browser without JavaScript for the console and OAuth pages: one session cookie, no
-//! redirects followed, forms posted with the page's CSRF token.
+//! A browser without JavaScript for the console and OAuth pages: a cookie jar (the session
+//! cookie, and the anonymous CSRF cookie of the sign-in and sign-up pages), no redirects
+//! followed, forms posted with the page's CSRF token.
 
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use reqwest::{Client, StatusCode, redirect};
@@ -8,12 +9,15 @@ use super::TestApp;
 
 pub const PASSWORD: &str = "a long enough passphrase";
 
-/// A browser without JavaScript: one session cookie, no redirects followed.
+/// A browser without JavaScript: a cookie jar, no redirects followed.
 pub struct Browser {
     client: Client,
     base: String,
-    /// The session cookie (`name=value`), once the server set one.
+    /// The `Cookie` header it sends (`name=value; …`), once the server set a cookie.
     pub cookie: Option<String>,
+    jar: Vec<(String, String)>,
+    /// Sent as `X-Forwarded-For` on every request (a client behind a proxy).
+    pub forwarded_for: Option<String>,
 }
 
 pub struct Page {
@@ -36,12 +40,18 @@ impl Browser {
                 .unwrap(),
             base: app.base.clone(),
             cookie: None,
+            jar: Vec::new(),
+            forwarded_for: None,
         }
     }
 
     pub async fn send(&mut self, request: reqwest::RequestBuilder) -> Page {
         let request = match &self.cookie {
             Some(cookie) => request.header(COOKIE, cookie),
+            None => request,
+        };
+        let request = match &self.forwarded_for {
+            Some(client) => request.header("x-forwarded-for", client),
             None => request,
         };
         let response = request.send().await.unwrap();
@@ -57,11 +67,17 @@ impl Browser {
             .iter()
             .map(|v| v.to_str().unwrap().to_owned())
             .collect();
-        if let Some(first) = set_cookie.first() {
-            let pair = first.split(';').next().unwrap().to_owned();
+        for set in &set_cookie {
+            let pair = set.split(';').next().unwrap();
+            let (name, value) = pair.split_once('=').unwrap();
+            self.jar.retain(|(n, _)| n != name);
             // A removal (sign-out) sets an empty value.
-            self.cookie = (!pair.ends_with('=')).then_some(pair);
+            if !value.is_empty() {
+                self.jar.push((name.to_owned(), value.to_owned()));
+            }
         }
+        let pairs: Vec<String> = self.jar.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        self.cookie = (!pairs.is_empty()).then(|| pairs.join("; "));
         Page {
             status: response.status(),
             location: header(LOCATION),
@@ -101,6 +117,14 @@ impl Browser {
             &[("email", email), ("password", PASSWORD)],
         )
         .await
+    }
+
+    /// The value of cookie `name`, if the browser holds it.
+    pub fn cookie_value(&self, name: &str) -> Option<&str> {
+        self.jar
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 
     pub async fn sign_in(&mut self, email: &str, password: &str) -> Page {

@@ -47,11 +47,7 @@ pub struct VoicePrint {
 impl VoicePrint {
     /// A stored print, or the error a generation fails with when it is damaged.
     pub fn stored(bytes: &[u8]) -> Result<VoicePrint, EngineError> {
-        VoicePrint::from_bytes(bytes).ok_or_else(|| {
-            EngineError::InvalidInput(
-                "the voice's stored print is damaged or from another version of voiced; clone the voice again".into(),
-            )
-        })
+        VoicePrint::from_bytes(bytes).ok_or(EngineError::DamagedPrint)
     }
 }
 

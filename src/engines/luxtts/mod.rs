@@ -274,9 +274,7 @@ impl LuxEngine {
         }
         readable(input.language).map_err(EngineError::InvalidInput)?;
         let print = match input.voice_print {
-            Some(bytes) => LuxPrint::from_bytes(bytes).ok_or_else(|| {
-                EngineError::InvalidInput("the voice print is not a luxtts voice print".into())
-            })?,
+            Some(bytes) => LuxPrint::from_bytes(bytes).ok_or(EngineError::DamagedPrint)?,
             None => self.preset(input.preset)?,
         };
         if print.width != self.width || print.tokens.is_empty() || print.frames() == 0 {

@@ -275,9 +275,7 @@ impl QwenEngine {
             }
             (Variant::CustomVoice, None) => None,
             (Variant::Base, Some(bytes)) => {
-                Some(QwenPrint::from_bytes(bytes).ok_or_else(|| {
-                    EngineError::InvalidInput("the voice print is not a qwen voice print".into())
-                })?)
+                Some(QwenPrint::from_bytes(bytes).ok_or(EngineError::DamagedPrint)?)
             }
             (Variant::Base, None) => {
                 let voice = self.preset(input.preset)?;

@@ -1,13 +1,13 @@
 //! `GET /v1/audio/{generationId}?sig=…`: the signed, key-less download.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use futures_util::stream;
+use futures_util::StreamExt;
 
 use crate::domain::Plan;
 use crate::http::AppState;
@@ -15,10 +15,59 @@ use crate::http::error::{ApiError, ErrorCode};
 use crate::http::models::Problem;
 use crate::http::routes::generations::check_id;
 use crate::store;
-use crate::store::blobs::BlobStore;
+use crate::store::blobs;
 
-/// Bytes read from the blob store per chunk of a streamed download.
-const CHUNK: u64 = 256 * 1024;
+/// Downloads of one generation's audio in flight at once, per process
+/// (`downloads_per_link`): parallel downloads of one link would otherwise take every blob-read
+/// connection. Beyond it a download is refused with 429 `rate_limit_exceeded`.
+pub struct DownloadSlots {
+    per_link: usize,
+    busy: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// One download's place; given back when its body is finished or dropped.
+pub struct DownloadSlot {
+    id: String,
+    busy: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl DownloadSlots {
+    pub fn new(per_link: usize) -> Self {
+        Self {
+            per_link,
+            busy: Arc::default(),
+        }
+    }
+
+    /// A place for a download of generation `id`, or `None` when it has `per_link` already.
+    pub fn take(&self, id: &str) -> Option<DownloadSlot> {
+        let mut busy = self.busy.lock().expect("not poisoned");
+        let count = busy.entry(id.to_owned()).or_default();
+        if *count >= self.per_link {
+            return None;
+        }
+        *count += 1;
+        Some(DownloadSlot {
+            id: id.to_owned(),
+            busy: self.busy.clone(),
+        })
+    }
+}
+
+impl Drop for DownloadSlot {
+    fn drop(&mut self) {
+        let mut busy = self.busy.lock().expect("not poisoned");
+        if let Some(count) = busy.get_mut(&self.id) {
+            *count -= 1;
+            if *count == 0 {
+                busy.remove(&self.id);
+            }
+        }
+    }
+}
+
+/// Seconds a download refused for its link's concurrency is told to wait.
+const BUSY_RETRY_AFTER_SECS: u64 = 1;
 
 /// Longest life of a presigned URL handed out by a redirect (`blob_redirect`): it is followed at
 /// once; a player that comes back later goes through the signed link again.
@@ -46,6 +95,8 @@ fn invalid_signature() -> ApiError {
         (status = 400, description = "`invalid_request`: id longer than 200 characters", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`invalid_signature` (missing, tampered or expired `sig`) or `pro_plan_required`", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`not_found`", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limit_exceeded`: this link already has `downloads_per_link` downloads in flight (4 by default); `Retry-After` says when to try again", body = Problem, content_type = "application/problem+json",
+            headers(("Retry-After" = u64, description = "Seconds to wait"))),
         (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn download_audio(
@@ -93,6 +144,13 @@ pub async fn download_audio(
             return Ok(response);
         }
     }
+    let slot = state.downloads.take(&id).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::RateLimitExceeded,
+            "This audio link already has as many downloads in flight as the server allows; retry when one has finished.",
+        )
+        .with_retry_after(BUSY_RETRY_AFTER_SECS)
+    })?;
     let head = state
         .blobs
         .head(&key)
@@ -118,7 +176,12 @@ pub async fn download_audio(
             return Ok(response);
         }
     };
-    let mut response = Response::new(stream_body(state.blobs.clone(), key, start, end));
+    // The slot is held until the body is finished or dropped (the client went away).
+    let chunks = blobs::stream(state.blobs.clone(), key, start, end).map(move |chunk| {
+        let _held = &slot;
+        chunk
+    });
+    let mut response = Response::new(Body::from_stream(chunks));
     *response.status_mut() = status;
     let h = response.headers_mut();
     h.insert(
@@ -139,25 +202,6 @@ pub async fn download_audio(
         );
     }
     Ok(response)
-}
-
-/// Bytes `start..end` of the blob, read from the store a chunk at a time as the client takes them.
-fn stream_body(blobs: Arc<dyn BlobStore>, key: String, start: u64, end: u64) -> Body {
-    let chunks = stream::try_unfold(start, move |offset| {
-        let (blobs, key) = (blobs.clone(), key.clone());
-        async move {
-            if offset >= end {
-                return Ok(None);
-            }
-            let bytes = blobs.read(&key, offset, CHUNK.min(end - offset)).await?;
-            if bytes.is_empty() {
-                return Err(anyhow::anyhow!("blob {key} ended early"));
-            }
-            let next = offset + bytes.len() as u64;
-            Ok::<_, anyhow::Error>(Some((axum::body::Bytes::from(bytes), next)))
-        }
-    });
-    Body::from_stream(chunks)
 }
 
 #[derive(Debug, PartialEq, Eq)]

@@ -525,17 +525,22 @@ async fn answer(
         .await?
         .and_then(|d| d.audio_key)
         .ok_or_else(|| ApiError::internal("completed generation without audio"))?;
-    let blob = state
+    // Streamed from the blob store a chunk at a time, never held whole (a replay included).
+    let head = state
         .blobs
-        .get(&key)
+        .head(&key)
         .await
         .map_err(ApiError::internal)?
         .ok_or_else(|| ApiError::internal("audio blob missing"))?;
-    audio_response(
-        id,
-        model,
-        replayed,
-        &blob.content_type,
-        Body::from(blob.bytes),
-    )
+    let body = Body::from_stream(crate::store::blobs::stream(
+        state.blobs.clone(),
+        key,
+        0,
+        head.len,
+    ));
+    let mut response = audio_response(id, model, replayed, &head.content_type, body)?;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_LENGTH, HeaderValue::from(head.len));
+    Ok(response)
 }

@@ -68,7 +68,7 @@ pub struct TranscriptionResult {
         (status = 413, description = "`payload_too_large`: more than 25 MiB of audio", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`idempotency_key_reused`", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limit_exceeded`: the key's request rate, or the account already has `max_transcriptions_per_account` transcriptions in progress (answered before the upload is read; see `Retry-After`)", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`service_unavailable`: the recogniser's queue is full (answered before the upload is decoded; see `Retry-After`), no model is installed, or the database is unavailable", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn create_transcription(
@@ -80,11 +80,12 @@ pub async fn create_transcription(
     let key = idempotency::key_from(&parts.headers)?;
     json::require_json(&parts.headers)?;
     // Admission before work: the place is taken before the upload is read, parsed or decoded.
-    // A refused upload is drained (never buffered) so the client reads the answer.
-    let place = match service::take_place(&state.asr) {
+    // A refused upload is answered at once and drained behind the answer (never buffered), so
+    // that the client reads the answer and the connection carries its next request.
+    let place = match service::take_place(&state.asr, &principal) {
         Ok(place) => place,
         Err(err) => {
-            drain(body, BODY_LIMIT).await;
+            discard(body, BODY_LIMIT, state.request_timeout);
             return Err(err);
         }
     };
@@ -178,6 +179,14 @@ async fn read_limited(body: Body, limit: usize) -> Result<Bytes, ApiError> {
             json::unreadable()
         }
     })
+}
+
+/// Reads and discards a refused upload after its answer has been sent: up to `limit` bytes
+/// within `within`, nothing kept in memory.
+pub(crate) fn discard(body: Body, limit: usize, within: std::time::Duration) {
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(within, drain(body, limit)).await;
+    });
 }
 
 /// Reads and discards the body, up to `limit` bytes: nothing is kept in memory.

@@ -127,11 +127,25 @@ pub async fn call(
             "list_captures" => reads::list_captures(state, principal, &args).await,
             "get_generation" => reads::get_generation(state, principal, &args).await,
             "speak" => speak::speak(state, principal, args, context).await,
-            "transcribe" => transcribe::transcribe(state, principal, args).await,
+            "transcribe" => {
+                transcribe::transcribe(state, principal, args, reserved_place(context)).await
+            }
             _ => unreachable!("every tool with a requirement is dispatched"),
         },
     };
     Ok(result.unwrap_or_else(|err| tool_error(&err, state)))
+}
+
+/// The recogniser place the gate took for this `transcribe` call, if it took one.
+fn reserved_place(
+    context: &RequestContext<RoleServer>,
+) -> Option<crate::service::transcription::Place> {
+    context
+        .extensions
+        .get::<axum::http::request::Parts>()?
+        .extensions
+        .get::<crate::mcp::auth::ReservedPlace>()?
+        .take()
 }
 
 /// A successful result: `content` for people and models, `structured` for programs (it

@@ -1,6 +1,7 @@
 //! `transcribe`: `POST /v1/transcriptions` for agents, storing a capture with `source = "agent"`.
 //!
-//! The same service call as REST: a place in the recogniser's queue first, then the
+//! The same service call as REST: a place in the recogniser's queue first (taken by the gate,
+//! `mcp::auth::admit`, before the message was read), then the
 //! idempotency key, the audio (decoded from `audio_base64` under the same limits, or fetched
 //! from `audio_url`), recognition and the capture. Base64 audio is fingerprinted exactly as REST
 //! fingerprints its `audio` field, and the stored answer is REST's, so a key answers for the
@@ -18,7 +19,7 @@ use crate::http::routes::transcriptions::{OPERATION, TranscriptionResult, answer
 use crate::mcp::url_audio::fetch_audio_url;
 use crate::service::Principal;
 use crate::service::idempotency::{Keyed, fingerprint};
-use crate::service::transcription::{self as service, Incoming, Outcome};
+use crate::service::transcription::{self as service, Incoming, Outcome, Place};
 
 /// The capture `source` of everything this door transcribes.
 pub const SOURCE: &str = "agent";
@@ -37,12 +38,17 @@ pub async fn transcribe(
     state: &AppState,
     principal: &Principal,
     mut args: JsonObject,
+    reserved: Option<Place>,
 ) -> Result<CallToolResult, ServiceError> {
     args.only(&["audio_base64", "audio_url", "idempotency_key"])?;
     let key = idempotency_key(&args)?;
     let audio = source(&mut args, state.allow_loopback_fetch)?;
-    // Admission before work: the place is taken before the audio is decoded or fetched.
-    let place = service::take_place(&state.asr)?;
+    // Admission before work: the gate took the place before it read the audio (a call it did
+    // not see as `transcribe` takes one here, still before the audio is decoded or fetched).
+    let place = match reserved {
+        Some(place) => place,
+        None => service::take_place(&state.asr, principal)?,
+    };
     let wants_fingerprint = key.is_some();
     let (incoming_audio, fingerprint, param) = match audio {
         Audio::Base64(text) => {

@@ -4,7 +4,10 @@
 //! The client and its exact redirect URI are checked first: when either is wrong the user sees
 //! an error page and is never redirected (an attacker could otherwise bounce users anywhere).
 //! Every later fault goes back to the client's redirect URI as `error`, `error_description`,
-//! `state` and `iss` (RFC 9207).
+//! `state` and `iss` (RFC 9207), but only when that redirect URI is proven: the client has
+//! redeemed a code issued to it (`store::oauth::prove_redirect`). Anyone can register a client
+//! naming any https redirect URI, so a registered URI alone would make this server an open
+//! redirector (RFC 9700 §4.11.2); an unproven one gets the error page instead.
 
 use sqlx::PgPool;
 use url::Url;
@@ -36,11 +39,13 @@ pub enum RequestError {
     Redirect(String),
 }
 
-/// Checks an authorization request given as its query string.
+/// Checks an authorization request given as its query string, sent from `from` (the client
+/// address: a metadata document fetched for the request counts against it).
 pub async fn validate(
     oauth: &OAuthSettings,
     pool: &PgPool,
     query: &str,
+    from: Option<std::net::IpAddr>,
 ) -> Result<AuthorizationRequest, RequestError> {
     let params = Params::parse(query);
     let client_id = params
@@ -49,7 +54,7 @@ pub async fn validate(
         .ok_or_else(|| RequestError::Page("The request names no client_id.".into()))?;
     let client = oauth
         .clients
-        .resolve(pool, client_id)
+        .resolve(pool, client_id, from)
         .await
         .map_err(RequestError::Page)?;
     let redirect_uri = match params.single("redirect_uri") {
@@ -72,9 +77,26 @@ pub async fn validate(
             ));
         }
     };
-    // From here on the client is told what went wrong.
+    // From here on the client is told what went wrong, at a proven redirect URI; the user
+    // reads it on the error page otherwise.
+    let proven = match store::oauth::redirect_proven(pool, &client.id, &redirect_uri).await {
+        Ok(proven) => proven,
+        Err(err) => {
+            tracing::error!(error = %err, "looking up a proven redirect URI failed");
+            return Err(RequestError::Page(
+                "The service is temporarily unavailable; retry shortly.".into(),
+            ));
+        }
+    };
     let state = params.single("state").ok().flatten().map(str::to_owned);
     let back = |error: &str, description: &str| {
+        if !proven {
+            return RequestError::Page(format!(
+                "{} sent an authorization request this server cannot accept ({error}): \
+                 {description}",
+                client.name
+            ));
+        }
         RequestError::Redirect(error_location(
             &redirect_uri,
             error,

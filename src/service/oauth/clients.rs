@@ -1,17 +1,17 @@
 //! OAuth clients: dynamic registration (RFC 7591, public clients only) and client ID metadata
 //! documents (an `https` `client_id` URL whose JSON document describes the client, fetched
 //! through the SSRF-guarded [`crate::service::fetch`] and cached in memory).
+//!
+//! Both are open to anyone, so both are bounded ([`ClientLimits`], keyed on the client address
+//! of `http::client_addr`): registrations per address per hour and per day and from everyone
+//! per day; document fetches at most `fetches_in_flight` at once and per address per hour
+//! (a cached document costs nothing and counts nothing).
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::num::NonZeroU32;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use governor::clock::Clock;
-use governor::middleware::NoOpMiddleware;
-use governor::state::keyed::DefaultKeyedStateStore;
-use governor::{Quota, RateLimiter};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -19,7 +19,8 @@ use url::{Host, Url};
 
 use super::OAuthError;
 use crate::domain::new_id;
-use crate::http::rate_limit::LimiterClock;
+use crate::http::quota::{NamedQuota, address_key, retry_after_secs};
+use crate::http::rate_limit::SharedGcra;
 use crate::service::fetch::{self, FetchPolicy};
 use crate::store;
 
@@ -58,12 +59,31 @@ const MAX_REDIRECT_URIS: usize = 20;
 const MAX_URI_CHARS: usize = 2000;
 const MAX_NAME_CHARS: usize = 200;
 
-type Keyed = RateLimiter<
-    String,
-    DefaultKeyedStateStore<String>,
-    LimiterClock,
-    NoOpMiddleware<governor::nanos::Nanos>,
->;
+const HOUR: Duration = Duration::from_secs(3600);
+const DAY: Duration = Duration::from_secs(24 * 3600);
+
+/// The bounds of the two open endpoints (settings `oauth_registrations_*` and
+/// `oauth_metadata_fetches_*`).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientLimits {
+    pub registrations_per_hour: u32,
+    pub registrations_per_address_per_day: u32,
+    pub registrations_per_day: u32,
+    pub fetches_in_flight: u32,
+    pub fetches_per_address_per_hour: u32,
+}
+
+impl Default for ClientLimits {
+    fn default() -> Self {
+        Self {
+            registrations_per_hour: 20,
+            registrations_per_address_per_day: 50,
+            registrations_per_day: 1000,
+            fetches_in_flight: 4,
+            fetches_per_address_per_hour: 60,
+        }
+    }
+}
 
 enum Cached {
     Found(Client, Instant),
@@ -73,29 +93,60 @@ enum Cached {
 /// Registered clients (PostgreSQL) and metadata documents (fetched, cached here).
 pub struct ClientDirectory {
     allow_loopback_fetch: bool,
-    registrations: Keyed,
+    registrations_hourly: NamedQuota,
+    registrations_daily: NamedQuota,
+    registrations_all: NamedQuota,
+    fetches: Arc<tokio::sync::Semaphore>,
+    fetches_per_address: NamedQuota,
     documents: Mutex<HashMap<String, Cached>>,
 }
 
 impl ClientDirectory {
-    pub fn new(allow_loopback_fetch: bool, registrations_per_hour: u32) -> Self {
-        let per_hour = NonZeroU32::new(registrations_per_hour.max(1)).expect("positive");
-        let quota = Quota::with_period(Duration::from_secs(3600) / per_hour.get())
-            .expect("positive period")
-            .allow_burst(per_hour);
+    pub fn new(allow_loopback_fetch: bool, limits: ClientLimits) -> Self {
         Self {
             allow_loopback_fetch,
-            registrations: RateLimiter::dashmap_with_clock(
-                quota,
-                LimiterClock::Real(Instant::now()),
+            registrations_hourly: NamedQuota::real(
+                "oauth-register",
+                limits.registrations_per_hour,
+                HOUR,
+            ),
+            registrations_daily: NamedQuota::real(
+                "oauth-register-day",
+                limits.registrations_per_address_per_day,
+                DAY,
+            ),
+            registrations_all: NamedQuota::real(
+                "oauth-register-all",
+                limits.registrations_per_day,
+                DAY,
+            ),
+            fetches: Arc::new(tokio::sync::Semaphore::new(
+                limits.fetches_in_flight.max(1) as usize
+            )),
+            fetches_per_address: NamedQuota::real(
+                "oauth-metadata-fetch",
+                limits.fetches_per_address_per_hour,
+                HOUR,
             ),
             documents: Mutex::new(HashMap::new()),
         }
     }
 
+    /// Counts in Redis too (`redis_url`), so that every serve process shares the bounds.
+    pub fn with_redis(mut self, shared: Option<Arc<SharedGcra>>) -> Self {
+        self.registrations_hourly = self.registrations_hourly.with_redis(shared.clone());
+        self.registrations_daily = self.registrations_daily.with_redis(shared.clone());
+        self.registrations_all = self.registrations_all.with_redis(shared.clone());
+        self.fetches_per_address = self.fetches_per_address.with_redis(shared);
+        self
+    }
+
     /// Drops limiter state that has refilled and documents past their time; call periodically.
     pub fn shrink(&self) {
-        self.registrations.retain_recent();
+        self.registrations_hourly.shrink();
+        self.registrations_daily.shrink();
+        self.registrations_all.shrink();
+        self.fetches_per_address.shrink();
         let now = Instant::now();
         self.documents
             .lock()
@@ -106,10 +157,16 @@ impl ClientDirectory {
     }
 
     /// The client named by `client_id`, or why it cannot be used (a sentence for the error
-    /// page; never a redirect).
-    pub async fn resolve(&self, pool: &PgPool, client_id: &str) -> Result<Client, String> {
+    /// page; never a redirect). `from` is the address of whoever sent the request (documents
+    /// fetched for it are counted against it).
+    pub async fn resolve(
+        &self,
+        pool: &PgPool,
+        client_id: &str,
+        from: Option<IpAddr>,
+    ) -> Result<Client, String> {
         if client_id.starts_with("https://") || client_id.starts_with("http://") {
-            return self.metadata_document(client_id).await;
+            return self.metadata_document(client_id, from).await;
         }
         if client_id.is_empty() || client_id.len() > 200 {
             return Err("The request names no valid client_id.".into());
@@ -133,7 +190,11 @@ impl ClientDirectory {
         }
     }
 
-    async fn metadata_document(&self, client_id: &str) -> Result<Client, String> {
+    async fn metadata_document(
+        &self,
+        client_id: &str,
+        from: Option<IpAddr>,
+    ) -> Result<Client, String> {
         let now = Instant::now();
         if let Some(entry) = self.documents.lock().expect("not poisoned").get(client_id) {
             match entry {
@@ -141,6 +202,23 @@ impl ClientDirectory {
                 Cached::Failed(reason, until) if *until > now => return Err(reason.clone()),
                 _ => {}
             }
+        }
+        // A fetch: only so many at once, and counted against the address (neither refusal is
+        // cached: it says nothing about the document; a refusal for being busy costs nothing).
+        let Ok(_turn) = self.fetches.clone().try_acquire_owned() else {
+            metrics::counter!("voiced_oauth_metadata_fetch_refusals_total").increment(1);
+            return Err(
+                "The server is fetching too many client metadata documents right now; retry in a \
+                 moment."
+                    .into(),
+            );
+        };
+        if let Err(wait) = self.fetches_per_address.check(&address_key(from)).await {
+            return Err(format!(
+                "Too many new client metadata documents were requested from this address; retry \
+                 in {} seconds.",
+                retry_after_secs(wait)
+            ));
         }
         let (outcome, ttl) = match self.fetch_document(client_id).await {
             Ok((client, ttl)) => (Ok(client), ttl),
@@ -190,19 +268,22 @@ impl ClientDirectory {
     }
 
     /// `POST /oauth/register` (RFC 7591): a public client (no secret). At most
-    /// `oauth_registrations_per_hour` per client address.
+    /// `oauth_registrations_per_hour` and `oauth_registrations_per_address_per_day` per client
+    /// address, and `oauth_registrations_per_day` from everyone.
     pub async fn register(
         &self,
         pool: &PgPool,
         client: Option<IpAddr>,
         body: &[u8],
     ) -> Result<Value, OAuthError> {
-        let key = client.map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
-        if let Err(not_until) = self.registrations.check_key(&key) {
-            let wait = not_until.wait_time_from(self.registrations.clock().now());
-            return Err(OAuthError::rate_limited(
-                wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
-            ));
+        let key = address_key(client);
+        let counted = async {
+            self.registrations_hourly.check(&key).await?;
+            self.registrations_daily.check(&key).await?;
+            self.registrations_all.check("all").await
+        };
+        if let Err(wait) = counted.await {
+            return Err(OAuthError::rate_limited(retry_after_secs(wait)));
         }
         let request: RegistrationRequest = serde_json::from_slice(body).map_err(|err| {
             OAuthError::invalid_client_metadata(format!(

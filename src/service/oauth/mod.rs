@@ -33,10 +33,10 @@ pub struct OAuthSettings {
 }
 
 impl OAuthSettings {
-    pub fn new(issuer: &str, allow_loopback_fetch: bool, registrations_per_hour: u32) -> Self {
+    pub fn new(issuer: &str, clients: clients::ClientDirectory) -> Self {
         Self {
             issuer: issuer.trim_end_matches('/').to_owned(),
-            clients: clients::ClientDirectory::new(allow_loopback_fetch, registrations_per_hour),
+            clients,
         }
     }
 
@@ -203,7 +203,8 @@ impl OAuthError {
             StatusCode::TOO_MANY_REQUESTS,
             "rate_limit_exceeded",
             format!(
-                "Too many registrations from this address; retry after {retry_after_secs} seconds."
+                "Too many client registrations from this address or in all; retry after \
+                 {retry_after_secs} seconds."
             ),
         );
         err.retry_after_secs = Some(retry_after_secs.max(1));
@@ -244,7 +245,10 @@ mod tests {
             vec![Scope::VoiceRead]
         );
         assert!(parse_scope_param(Some("voice:read admin")).is_err());
-        let oauth = OAuthSettings::new("https://voice.example.com/", false, 10);
+        let oauth = OAuthSettings::new(
+            "https://voice.example.com/",
+            clients::ClientDirectory::new(false, clients::ClientLimits::default()),
+        );
         assert_eq!(oauth.issuer, "https://voice.example.com");
         assert_eq!(
             oauth

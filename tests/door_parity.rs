@@ -1,0 +1,539 @@
+//! The door-parity matrix (issue 23, item 2): the same refusal through every door that can
+//! express it answers the same stable `code` and status, each door in its own envelope
+//! (problem+json on `/v1`, OpenAI's `{"error": …}` on `/v1/audio/speech`, an HTTP problem
+//! document or a tool error carrying the problem's members on `/mcp`), and changes nothing.
+//!
+//! A rule added to one door and not to another fails here. The console has no form that
+//! speaks or transcribes, so none of these cases can be expressed through it (the playground
+//! of issue 30 joins this table when it exists).
+
+mod common;
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use chrono::Utc;
+use common::{TestApp, json};
+use serde_json::{Value, json};
+use voiced::domain::oauth::{ACCESS_TOKEN_PREFIX, OAuthSecret};
+use voiced::domain::{EngineId, Plan, Scope, new_id};
+use voiced::store;
+
+/// The doors a case is sent through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Door {
+    /// `POST /v1/speech`
+    Speech,
+    /// `POST /v1/audio/speech` (OpenAI's dialect)
+    OpenAiSpeech,
+    /// `POST /v1/transcriptions`
+    Transcriptions,
+    /// `/mcp` tool `speak`
+    McpSpeak,
+    /// `/mcp` tool `transcribe`
+    McpTranscribe,
+}
+
+const SPEECH_DOORS: &[Door] = &[Door::Speech, Door::OpenAiSpeech, Door::McpSpeak];
+const TRANSCRIPTION_DOORS: &[Door] = &[Door::Transcriptions, Door::McpTranscribe];
+const ALL_DOORS: &[Door] = &[
+    Door::Speech,
+    Door::OpenAiSpeech,
+    Door::Transcriptions,
+    Door::McpSpeak,
+    Door::McpTranscribe,
+];
+
+/// What a case sends, beyond its credential.
+#[derive(Clone, Default)]
+struct Input {
+    /// The voice named by the speech doors.
+    voice: String,
+    temperature: Option<f64>,
+    /// A body past the door's limit.
+    oversized: bool,
+    /// The clip the transcription doors send (a valid tone when `None`).
+    audio: Option<Vec<u8>>,
+}
+
+/// One row of the matrix.
+struct Case {
+    name: &'static str,
+    credential: String,
+    input: Input,
+    doors: &'static [Door],
+    status: u16,
+    code: &'static str,
+}
+
+/// What a door answered: the HTTP status and, from whichever envelope it used, the code and
+/// the status the error states.
+#[derive(Debug)]
+struct Refusal {
+    http_status: u16,
+    status: u16,
+    code: String,
+}
+
+#[tokio::test]
+async fn every_door_refuses_the_same_input_with_the_same_code() {
+    let app = TestApp::start_with(
+        0,
+        &[
+            // One queued generation fills an account (the pending-cap row).
+            ("VOICED_MAX_PENDING_PER_ACCOUNT", "1"),
+            // The chatterbox engine is left out of this deployment (the engine row).
+            ("VOICED_MODELS_DIR", &models_without_chatterbox()),
+        ],
+    )
+    .await;
+    let cases = cases(&app).await;
+    let before = counts(&app).await;
+    let mut failures = Vec::new();
+    for case in &cases {
+        for &door in case.doors {
+            let refusal = send(&app, door, &case.credential, &case.input).await;
+            if (refusal.status, refusal.code.as_str()) != (case.status, case.code) {
+                failures.push(format!(
+                    "{} through {door:?}: expected {} {}, got {} {} (HTTP {})",
+                    case.name,
+                    case.status,
+                    case.code,
+                    refusal.status,
+                    refusal.code,
+                    refusal.http_status
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "doors disagree:\n{}",
+        failures.join("\n")
+    );
+    assert_eq!(
+        counts(&app).await,
+        before,
+        "a refused request created a generation or a capture"
+    );
+    app.stop().await;
+}
+
+/// A models dir holding every installed model but chatterbox's (symbolic links to the real
+/// one), so that a voice on `chatterbox` names an engine this deployment lacks.
+fn models_without_chatterbox() -> String {
+    let real = std::path::PathBuf::from(
+        std::env::var("VOICED_MODELS_DIR")
+            .unwrap_or_else(|_| format!("{}/.cache/voiced/models", env!("HOME"))),
+    );
+    let dir = std::env::temp_dir().join(format!("voiced-parity-models-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(&real).expect("the models dir") {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with("chatterbox") {
+            continue;
+        }
+        std::os::unix::fs::symlink(entry.path(), dir.join(&name)).unwrap();
+    }
+    dir.to_string_lossy().into_owned()
+}
+
+async fn cases(app: &TestApp) -> Vec<Case> {
+    let normal = |voice: &str| Input {
+        voice: voice.to_owned(),
+        ..Input::default()
+    };
+
+    // An account for each row, each with a kokoro voice named "Mine".
+    let paid = |plan| async move {
+        let account = app.account(plan).await;
+        app.voice(&account, "Mine", EngineId::Kokoro, "af_heart")
+            .await;
+        account
+    };
+
+    let free = paid(Plan::None).await;
+    let (_, free_key) = app.key(&free, &Scope::ALL).await;
+
+    let reader_account = paid(Plan::Pro).await;
+    let (_, reader) = app.key(&reader_account, &[Scope::VoiceRead]).await;
+
+    let revoked_account = paid(Plan::Pro).await;
+    let (revoked_id, revoked) = app.key(&revoked_account, &Scope::ALL).await;
+    assert!(store::keys::revoke(&app.pool, &revoked_id).await.unwrap());
+
+    let token_account = paid(Plan::Pro).await;
+    let read_token = access_token(app, &token_account, &[Scope::VoiceRead]).await;
+
+    let ceiling_account = paid(Plan::Pro).await;
+    let (ceiling_id, ceiling_key) = app
+        .key_with_ceiling(&ceiling_account, &Scope::ALL, Some(1))
+        .await;
+    charge(app, &ceiling_account, Some(&ceiling_id), 60_000).await;
+
+    let spent_account = paid(Plan::Pro).await;
+    let (_, spent_key) = app.key(&spent_account, &Scope::ALL).await;
+    charge(app, &spent_account, None, 120 * 60_000).await;
+
+    let busy_account = paid(Plan::Pro).await;
+    let (_, busy_key) = app.key(&busy_account, &Scope::ALL).await;
+    let queued = app
+        .post("/v1/speech")
+        .header("x-api-key", &busy_key)
+        .json(&json!({"text": "Waiting in the queue.", "voice_name": "Mine"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(queued.status(), 202, "the pending-cap row's first request");
+
+    let (owner, key) = app.pro_user().await;
+    app.voice(&owner, "Mine", EngineId::Kokoro, "af_heart")
+        .await;
+    app.voice(&owner, "Absent", EngineId::Chatterbox, "default")
+        .await;
+
+    let case = |name, credential: &str, input, doors, status, code| Case {
+        name,
+        credential: credential.to_owned(),
+        input,
+        doors,
+        status,
+        code,
+    };
+    vec![
+        case(
+            "no plan",
+            &free_key,
+            normal("Mine"),
+            ALL_DOORS,
+            403,
+            "pro_plan_required",
+        ),
+        case(
+            "read-only key",
+            &reader,
+            normal("Mine"),
+            ALL_DOORS,
+            403,
+            "insufficient_scope",
+        ),
+        case(
+            "revoked key",
+            &revoked,
+            normal("Mine"),
+            ALL_DOORS,
+            401,
+            "invalid_api_key",
+        ),
+        case(
+            "OAuth token without voice:generate",
+            &read_token,
+            normal("Mine"),
+            ALL_DOORS,
+            403,
+            "insufficient_scope",
+        ),
+        case(
+            "key ceiling reached",
+            &ceiling_key,
+            normal("Mine"),
+            SPEECH_DOORS,
+            429,
+            "key_ceiling_exceeded",
+        ),
+        case(
+            "plan allowance used",
+            &spent_key,
+            normal("Mine"),
+            SPEECH_DOORS,
+            429,
+            "quota_exhausted",
+        ),
+        case(
+            "pending cap reached",
+            &busy_key,
+            normal("Mine"),
+            SPEECH_DOORS,
+            429,
+            "rate_limit_exceeded",
+        ),
+        case(
+            "oversized body",
+            &key,
+            Input {
+                oversized: true,
+                ..normal("Mine")
+            },
+            ALL_DOORS,
+            413,
+            "payload_too_large",
+        ),
+        case(
+            "unknown voice",
+            &key,
+            normal("Nobody"),
+            SPEECH_DOORS,
+            400,
+            "invalid_request",
+        ),
+        case(
+            "engine not installed",
+            &key,
+            normal("Absent"),
+            SPEECH_DOORS,
+            400,
+            "invalid_request",
+        ),
+        case(
+            "temperature on an engine without one",
+            &key,
+            Input {
+                temperature: Some(0.7),
+                ..normal("Mine")
+            },
+            SPEECH_DOORS,
+            400,
+            "invalid_request",
+        ),
+        case(
+            "hostile audio (a wav claiming 4 GHz)",
+            &key,
+            Input {
+                audio: Some(wav_at(u32::MAX)),
+                ..normal("Mine")
+            },
+            TRANSCRIPTION_DOORS,
+            400,
+            "invalid_request",
+        ),
+    ]
+}
+
+/// A live access token of a fresh authorization of `account` for both resources (`/v1` and
+/// `/mcp`), holding `scopes`.
+async fn access_token(app: &TestApp, account: &str, scopes: &[Scope]) -> String {
+    let public = &app.config.public_base_url;
+    let client_id = new_id("client");
+    store::oauth::insert_client(
+        &app.pool,
+        &client_id,
+        "Parity",
+        &["http://127.0.0.1/callback".to_owned()],
+        None,
+    )
+    .await
+    .unwrap();
+    let scopes: Vec<String> = scopes.iter().map(|s| s.as_str().to_owned()).collect();
+    let resources = vec![format!("{public}/v1"), format!("{public}/mcp")];
+    let grant = store::oauth::Grant {
+        account_id: account,
+        client_id: &client_id,
+        client_name: "Parity",
+        scopes: &scopes,
+        resources: &resources,
+    };
+    let authorization = new_id("authz");
+    let token = OAuthSecret::generate(ACCESS_TOKEN_PREFIX);
+    let mut conn = app.pool.acquire().await.unwrap();
+    store::oauth::insert_authorization(&mut conn, &authorization, &grant)
+        .await
+        .unwrap();
+    store::oauth::insert_token(
+        &mut conn,
+        &token.hash(),
+        store::oauth::TokenKind::Access,
+        &authorization,
+        &scopes,
+        &resources,
+        Utc::now() + chrono::Duration::hours(1),
+    )
+    .await
+    .unwrap();
+    token.into_string()
+}
+
+/// Charges `audio_ms` of completed audio to the account (and the key, when given) this month.
+async fn charge(app: &TestApp, account: &str, key_id: Option<&str>, audio_ms: i64) {
+    let voice: String =
+        sqlx::query_scalar("SELECT id FROM voice_profiles WHERE account_id = $1 LIMIT 1")
+            .bind(account)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    let generation = new_id("gen");
+    sqlx::query(
+        "INSERT INTO generations (id, account_id, api_key_id, voice_id, engine, text, seed, format, status, duration_ms, finished_at)
+         VALUES ($1, $2, $3, $4, 'kokoro', 'earlier', 1, 'wav', 'completed', $5, now())",
+    )
+    .bind(&generation)
+    .bind(account)
+    .bind(key_id)
+    .bind(&voice)
+    .bind(audio_ms)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO usage_ledger (account_id, api_key_id, generation_id, month, audio_ms)
+         VALUES ($1, $2, $3, date_trunc('month', now() AT TIME ZONE 'UTC')::date, $4)",
+    )
+    .bind(account)
+    .bind(key_id)
+    .bind(&generation)
+    .bind(audio_ms)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+}
+
+/// Generations and captures in the database.
+async fn counts(app: &TestApp) -> (i64, i64) {
+    let count = |table: &'static str| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(&format!("SELECT count(*) FROM {table}"))
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    (count("generations").await, count("captures").await)
+}
+
+/// A short 16 kHz mono wav whose header claims `rate` samples a second.
+fn wav_at(rate: u32) -> Vec<u8> {
+    let mut wav = STANDARD.decode(common::tone_wav_base64()).unwrap();
+    wav[24..28].copy_from_slice(&rate.to_le_bytes());
+    wav
+}
+
+/// The text of an oversized speech body: past every speech door's 1 MiB body limit.
+fn oversized_text() -> String {
+    "a".repeat(2 * 1024 * 1024)
+}
+
+/// The base64 of an oversized upload: past the transcription doors' limit (25 MiB of audio).
+fn oversized_audio() -> String {
+    "A".repeat(voiced::audio::MAX_AUDIO_BYTES / 3 * 4 + 2 * 1024 * 1024)
+}
+
+/// Sends `input` through `door` with `credential`; the refusal as the door rendered it.
+async fn send(app: &TestApp, door: Door, credential: &str, input: &Input) -> Refusal {
+    let text = if input.oversized {
+        oversized_text()
+    } else {
+        "Parity is a promise.".to_owned()
+    };
+    let audio = if input.oversized {
+        oversized_audio()
+    } else {
+        STANDARD.encode(
+            input
+                .audio
+                .clone()
+                .unwrap_or_else(|| STANDARD.decode(common::tone_wav_base64()).unwrap()),
+        )
+    };
+    let mut speech = json!({"text": text, "voice_name": input.voice});
+    let mut openai = json!({"model": "tts-1", "input": text, "voice": input.voice,
+                            "response_format": "wav"});
+    let mut speak = json!({"text": text, "voice": input.voice});
+    if let Some(t) = input.temperature {
+        for body in [&mut speech, &mut openai, &mut speak] {
+            body["temperature"] = json!(t);
+        }
+    }
+    let (path, body) = match door {
+        Door::Speech => ("/v1/speech", speech),
+        Door::OpenAiSpeech => ("/v1/audio/speech", openai),
+        Door::Transcriptions => ("/v1/transcriptions", json!({"audio": audio})),
+        Door::McpSpeak => ("/mcp", tools_call("speak", speak)),
+        Door::McpTranscribe => (
+            "/mcp",
+            tools_call("transcribe", json!({"audio_base64": audio})),
+        ),
+    };
+    let mut request = app
+        .post(path)
+        .header("authorization", format!("Bearer {credential}"))
+        .timeout(Duration::from_secs(60))
+        .json(&body);
+    if path == "/mcp" {
+        request = request
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    let response = request
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{door:?}: {e}"));
+    let http_status = response.status().as_u16();
+    let (_, body) = json(response).await;
+    refusal(door, http_status, &body)
+}
+
+fn tools_call(tool: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+           "params": {"name": tool, "arguments": arguments}})
+}
+
+/// Reads the refusal out of whichever envelope the door used.
+fn refusal(door: Door, http_status: u16, body: &Value) -> Refusal {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let accepted = match door {
+        Door::McpSpeak | Door::McpTranscribe => {
+            http_status == 200 && body["result"]["isError"] != true
+        }
+        _ => http_status < 400,
+    };
+    if accepted {
+        // Not refused at all: the matrix reports it beside the other rows.
+        return Refusal {
+            http_status,
+            status: http_status,
+            code: format!("(accepted: {body})"),
+        };
+    }
+    match door {
+        Door::OpenAiSpeech => {
+            // OpenAI's envelope carries no status member: the HTTP status is the error's.
+            let error = &body["error"];
+            assert!(
+                error["message"].as_str().is_some_and(|m| !m.is_empty()),
+                "{door:?}: {body}"
+            );
+            Refusal {
+                http_status,
+                status: http_status,
+                code: text(&error["code"]),
+            }
+        }
+        Door::McpSpeak | Door::McpTranscribe if http_status == 200 => {
+            // Admitted: a tool error whose text is the problem document.
+            let result = &body["result"];
+            assert_eq!(result["isError"], true, "{door:?}: {body}");
+            let problem: Value = serde_json::from_str(
+                result["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{door:?}: {body}")),
+            )
+            .expect("a tool error's text is a problem document");
+            Refusal {
+                http_status,
+                status: problem["status"].as_u64().unwrap_or_default() as u16,
+                code: text(&problem["code"]),
+            }
+        }
+        _ => {
+            assert_eq!(body["status"], http_status, "{door:?}: {body}");
+            Refusal {
+                http_status,
+                status: http_status,
+                code: text(&body["code"]),
+            }
+        }
+    }
+}
