@@ -355,7 +355,7 @@ async fn access_token(app: &TestApp, account: &str, scopes: &[Scope]) -> String 
     token.into_string()
 }
 
-/// Charges `audio_ms` of completed audio to the account (and the key, when given) this month.
+/// Charges `audio_ms` to the account (and the key, when given) on its first voice.
 async fn charge(app: &TestApp, account: &str, key_id: Option<&str>, audio_ms: i64) {
     let voice: String =
         sqlx::query_scalar("SELECT id FROM voice_profiles WHERE account_id = $1 LIMIT 1")
@@ -363,30 +363,7 @@ async fn charge(app: &TestApp, account: &str, key_id: Option<&str>, audio_ms: i6
             .fetch_one(&app.pool)
             .await
             .unwrap();
-    let generation = new_id("gen");
-    sqlx::query(
-        "INSERT INTO generations (id, account_id, api_key_id, voice_id, engine, text, seed, format, status, duration_ms, finished_at)
-         VALUES ($1, $2, $3, $4, 'kokoro', 'earlier', 1, 'wav', 'completed', $5, now())",
-    )
-    .bind(&generation)
-    .bind(account)
-    .bind(key_id)
-    .bind(&voice)
-    .bind(audio_ms)
-    .execute(&app.pool)
-    .await
-    .unwrap();
-    sqlx::query(
-        "INSERT INTO usage_ledger (account_id, api_key_id, generation_id, month, audio_ms)
-         VALUES ($1, $2, $3, date_trunc('month', now() AT TIME ZONE 'UTC')::date, $4)",
-    )
-    .bind(account)
-    .bind(key_id)
-    .bind(&generation)
-    .bind(audio_ms)
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    app.charge(account, key_id, &voice, audio_ms).await;
 }
 
 /// Generations and captures in the database.

@@ -841,7 +841,8 @@ async fn audience_scopes_plan_and_limits_of_tokens_on_v1() {
             .await
             .unwrap();
     assert_eq!(key_of, None);
-    charge_month(&app, &account, &voice, Some(&key_id)).await;
+    app.charge(&account, Some(&key_id), &voice, 120 * 60_000)
+        .await;
     let (status, body) = speak(("token", writer.access.clone())).await;
     assert_eq!(
         (status, body["code"].as_str()),
@@ -858,34 +859,6 @@ async fn audience_scopes_plan_and_limits_of_tokens_on_v1() {
         (403, Some("pro_plan_required"))
     );
     app.stop().await;
-}
-
-/// Charges the account its whole monthly allowance (one completed generation).
-async fn charge_month(app: &TestApp, account: &str, voice: &str, key_id: Option<&str>) {
-    let generation = voiced::domain::new_id("gen");
-    sqlx::query(
-        "INSERT INTO generations (id, account_id, api_key_id, voice_id, engine, text, seed, format, status, duration_ms, finished_at)
-         VALUES ($1, $2, $3, $4, 'kokoro', 'earlier', 1, 'wav', 'completed', $5, now())",
-    )
-    .bind(&generation)
-    .bind(account)
-    .bind(key_id)
-    .bind(voice)
-    .bind(120 * 60_000_i64)
-    .execute(&app.pool)
-    .await
-    .unwrap();
-    sqlx::query(
-        "INSERT INTO usage_ledger (account_id, api_key_id, generation_id, month, audio_ms)
-         VALUES ($1, $2, $3, date_trunc('month', now() AT TIME ZONE 'UTC')::date, $4)",
-    )
-    .bind(account)
-    .bind(key_id)
-    .bind(&generation)
-    .bind(120 * 60_000_i64)
-    .execute(&app.pool)
-    .await
-    .unwrap();
 }
 
 /// Serves `document` at `/client.json` on a port-0 loopback listener; returns its URL.

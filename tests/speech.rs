@@ -474,33 +474,6 @@ async fn scope_and_feature_gates() {
     app.stop().await;
 }
 
-async fn charge(app: &TestApp, account: &str, key_id: Option<&str>, voice: &str, audio_ms: i64) {
-    let generation = new_id("gen");
-    sqlx::query(
-        "INSERT INTO generations (id, account_id, api_key_id, voice_id, engine, text, seed, format, status, duration_ms, finished_at)
-         VALUES ($1, $2, $3, $4, 'kokoro', 'earlier', 1, 'wav', 'completed', $5, now())",
-    )
-    .bind(&generation)
-    .bind(account)
-    .bind(key_id)
-    .bind(voice)
-    .bind(audio_ms)
-    .execute(&app.pool)
-    .await
-    .unwrap();
-    sqlx::query(
-        "INSERT INTO usage_ledger (account_id, api_key_id, generation_id, month, audio_ms)
-         VALUES ($1, $2, $3, date_trunc('month', now() AT TIME ZONE 'UTC')::date, $4)",
-    )
-    .bind(account)
-    .bind(key_id)
-    .bind(&generation)
-    .bind(audio_ms)
-    .execute(&app.pool)
-    .await
-    .unwrap();
-}
-
 #[tokio::test]
 async fn allowance_and_key_ceiling_with_in_flight_overshoot() {
     let app = TestApp::start_with_workers(1).await;
@@ -509,7 +482,7 @@ async fn allowance_and_key_ceiling_with_in_flight_overshoot() {
     let voice = app
         .voice(&spent, "Narrator", EngineId::Kokoro, "jf_alpha")
         .await;
-    charge(&app, &spent, None, &voice, 120 * 60_000).await;
+    app.charge(&spent, None, &voice, 120 * 60_000).await;
     let (status, body) = speak(
         &app,
         &spent_secret,
@@ -532,7 +505,7 @@ async fn allowance_and_key_ceiling_with_in_flight_overshoot() {
         .voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
         .await;
     let (key_id, secret) = app.key_with_ceiling(&account, &Scope::ALL, Some(1)).await;
-    charge(&app, &account, Some(&key_id), &voice, 59_000).await;
+    app.charge(&account, Some(&key_id), &voice, 59_000).await;
     let (s1, a) = speak(
         &app,
         &secret,
