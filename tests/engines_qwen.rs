@@ -298,7 +298,7 @@ fn a_qwen_voice_print_speaks_like_its_reference_clip() {
             voice_print: Some(b"LUXVP1\0\0garbage"),
             ..input(text, "ignored", 3)
         }),
-        Err(EngineError::InvalidInput(_))
+        Err(EngineError::DamagedPrint)
     ));
 }
 
