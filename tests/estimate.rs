@@ -30,8 +30,13 @@ const BOUND: f64 = 1.5;
 fn the_estimate_bounds_what_kokoro_speaks_on_adversarial_texts() {
     let dir = models_dir();
     let registry = EngineRegistry::new(dir.clone(), 1);
-    let mut engine =
-        KokoroEngine::load(&KokoroConfig::from_models_dir(&dir)).expect("run the fetch first");
+    // Both cores for the one session: the test synthesises about 7 minutes of audio, and only
+    // its length is looked at.
+    let config = KokoroConfig {
+        intra_threads: 2,
+        ..KokoroConfig::from_models_dir(&dir)
+    };
+    let mut engine = KokoroEngine::load(&config).expect("run the fetch first");
     println!(
         "| text | characters | by characters (s) | estimate (s) | spoken (s) | spoken / estimate | estimating / synthesis time |"
     );
