@@ -22,6 +22,7 @@ restart, and a network's ipam subnet and ip_range. Everything else is refused, s
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -45,6 +46,8 @@ def podman(*args: str, check: bool = True, capture: bool = False) -> str:
     result = subprocess.run(
         [ENGINE, *args], check=False, text=True,
         stdout=subprocess.PIPE if capture else None,
+        # A probe (check=False) that finds nothing says so through its answer, not stderr.
+        stderr=subprocess.DEVNULL if not check else None,
     )
     if check and result.returncode != 0:
         raise SystemExit(f"{ENGINE} {' '.join(args[:3])}… failed ({result.returncode})")
@@ -90,6 +93,13 @@ class Compose:
                 raise SystemExit(f"compose.yaml {name}: not understood here: {sorted(unknown)}")
         self.network = f"{self.project}_default"
         self.state = Path(os.environ.get("VOICED_CTR_WORK", "/tmp")) / "compose"
+        self.pool = None
+
+    def address(self, container: str) -> str:
+        """The container's address on the project network ("" when absent)."""
+        return podman("inspect", "--format",
+                      "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                      container, check=False, capture=True).strip()
 
     def replicas(self, name: str) -> list[str]:
         count = int(self.services[name].get("deploy", {}).get("replicas", 1))
@@ -118,6 +128,11 @@ class Compose:
             ranges.append(f"--subnet={config['subnet']}")
             if "ip_range" in config:
                 ranges.append(f"--ip-range={config['ip_range']}")
+                # podman 4.3 records the range but allocates from the whole subnet (a worker
+                # took nginx's address): hand out the range's addresses here instead.
+                taken = {self.address(c) for n in self.services for c in self.replicas(n)}
+                self.pool = (str(a) for a in ipaddress.ip_network(config["ip_range"]).hosts()
+                             if str(a) not in taken)
         if exists("network", self.network).returncode != 0:
             podman("network", "create", *ranges, self.network, capture=True)
         for volume in self.file.get("volumes", {}) or {}:
@@ -131,7 +146,10 @@ class Compose:
                 self.run(name, container, host_ports)
 
     def wait_for_dependencies(self, name: str) -> None:
-        for dep, how in (self.services[name].get("depends_on") or {}).items():
+        depends = self.services[name].get("depends_on") or {}
+        if isinstance(depends, list):
+            depends = {dep: {} for dep in depends}
+        for dep, how in depends.items():
             condition = (how or {}).get("condition", "service_started")
             for container in self.replicas(dep):
                 if condition == "service_healthy":
@@ -139,7 +157,7 @@ class Compose:
                 elif condition == "service_completed_successfully":
                     code = podman("wait", container, capture=True).strip()
                     if code != "0":
-                        podman("logs", container, check=False)
+                        podman("logs", container)
                         raise SystemExit(f"{container} exited with {code}")
 
     def wait_healthy(self, name: str, container: str) -> None:
@@ -152,7 +170,7 @@ class Compose:
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
                 return
             time.sleep(interval)
-        podman("logs", "--tail", "30", container, check=False)
+        podman("logs", "--tail", "30", container)
         raise SystemExit(f"{container} is not healthy")
 
     def run(self, name: str, container: str, host_ports: dict[str, str]) -> None:
@@ -164,6 +182,8 @@ class Compose:
                 "--network-alias", name, "--label", f"com.docker.compose.project={self.project}",
                 "--label", f"com.docker.compose.service={name}"]
         address = ((service.get("networks") or {}).get("default") or {}).get("ipv4_address")
+        if not address and self.pool is not None:
+            address = next(self.pool)
         if address:
             args += ["--ip", address]
         if "stop_grace_period" in service:
