@@ -45,6 +45,10 @@ fn main() {
             .unwrap_or_else(|e| panic!("cannot fetch the CTranslate2 library: {e}")),
     };
     let library = lib_dir.join(ctranslate2::LIBRARY);
+    // The library is fetched as a side effect of this script: should it go (a fresh models dir
+    // beside a kept target dir, as in a container build with a cached target), run again to
+    // fetch it instead of linking a binary that cannot start.
+    println!("cargo:rerun-if-changed={}", library.display());
     assert!(
         library.is_file(),
         "{} is missing (VOICED_CT2_LIB_DIR)",
