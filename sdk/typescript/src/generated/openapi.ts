@@ -55,7 +55,9 @@ export interface paths {
          *     A failure after the first byte closes the connection before the end of the chunked body (an
          *     incomplete transfer); the generation is then `failed` and not charged. A client that
          *     disconnects, or a request that runs past the server's time limit, cancels the generation: it
-         *     never runs, or stops at its next sentence boundary, and is not charged.
+         *     never runs, or stops inside the piece it is rendering, and is not charged. A duplicate of the
+         *     request (the same `Idempotency-Key` while the first runs) answers with the same audio and never
+         *     cancels it.
          */
         post: operations["create_openai_speech"];
         delete?: never;
@@ -744,6 +746,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `rate_limit_exceeded`: this link already has `downloads_per_link` downloads in flight (4 by default); `Retry-After` says when to try again */
+            429: {
+                headers: {
+                    /** @description Seconds to wait */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `service_unavailable` */
             503: {
                 headers: {
@@ -1100,7 +1113,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `rate_limit_exceeded` */
+            /** @description `rate_limit_exceeded`: the key's request rate, or the account already has `max_transcriptions_per_account` transcriptions in progress (answered before the upload is read; see `Retry-After`) */
             429: {
                 headers: {
                     [name: string]: unknown;
