@@ -15,8 +15,8 @@ use crate::console::limiter::SignInLimiter;
 use crate::engines::registry::EngineRegistry;
 use crate::engines::whisper::{ComputeType, WhisperConfig};
 use crate::http::error::ErrorLinks;
-use crate::http::rate_limit::RateLimits;
 use crate::http::{self, AppState};
+use crate::limits::RateLimits;
 use crate::models::whisper::WhisperModel;
 use crate::service::speech::AdmissionPolicy;
 use crate::signing::AudioSigner;
@@ -152,7 +152,7 @@ pub async fn state(
     let sign_up_limiter = crate::console::limiter::SignUpLimiter::new(
         config.signup_per_address_per_hour,
         config.signup_per_hour,
-        crate::http::rate_limit::LimiterClock::Real(std::time::Instant::now()),
+        crate::limits::LimiterClock::Real(std::time::Instant::now()),
     )
     .with_redis(limits.redis());
     let clients = crate::service::oauth::clients::ClientDirectory::new(

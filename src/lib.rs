@@ -8,6 +8,7 @@ pub mod console;
 pub mod domain;
 pub mod engines;
 pub mod http;
+pub mod limits;
 pub mod mcp;
 pub mod models;
 pub mod oauth;

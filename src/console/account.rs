@@ -18,7 +18,7 @@ use super::page::{Chrome, PageError, ok, render, see_other};
 use super::session::{self, SignedIn, check_csrf};
 use crate::http::AppState;
 use crate::http::client_addr::ClientAddr;
-use crate::http::quota::retry_after_secs;
+use crate::limits::quota::retry_after_secs;
 use crate::service::accounts;
 
 #[derive(Template)]

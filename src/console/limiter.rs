@@ -12,8 +12,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::http::quota::{NamedQuota, address_key};
-use crate::http::rate_limit::{LimiterClock, SharedGcra};
+use crate::limits::quota::{NamedQuota, address_key};
+use crate::limits::{LimiterClock, SharedGcra};
 
 pub const ATTEMPTS: u32 = 10;
 pub const WINDOW: Duration = Duration::from_secs(15 * 60);

@@ -8,7 +8,6 @@ pub mod idempotency;
 pub mod json;
 pub mod models;
 pub mod principal_check;
-pub mod quota;
 pub mod rate_limit;
 pub mod routes;
 
@@ -38,6 +37,7 @@ use utoipa_axum::routes;
 
 use crate::domain::{Feature, Scope};
 use crate::engines::registry::EngineRegistry;
+use crate::limits::RateLimits;
 use crate::service::speech::AdmissionPolicy;
 use crate::signing::AudioSigner;
 use crate::store::blobs::BlobStore;
@@ -47,7 +47,6 @@ use crate::worker::health::WorkerHealth;
 use crate::worker::streams::Streams;
 use auth::Requirement;
 use error::ErrorLinks;
-use rate_limit::RateLimits;
 
 /// Largest JSON body on routes that do not say otherwise.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;

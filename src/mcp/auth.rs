@@ -46,7 +46,7 @@ use crate::http::AppState;
 use crate::http::auth::{AuthResource, resolve_principal};
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::json;
-use crate::http::rate_limit::RateClass;
+use crate::limits::RateClass;
 use crate::service::Principal;
 use crate::service::principal::Requirement;
 use crate::service::transcription::{self, Place};

@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 
 use voiced::config::Config;
 use voiced::domain::{ApiKeySecret, EngineId, Plan, Scope, new_id};
-use voiced::http::rate_limit::{LimiterClock, RateLimits};
+use voiced::limits::{LimiterClock, RateLimits};
 use voiced::signing::AudioSigner;
 use voiced::store;
 

@@ -19,8 +19,8 @@ use url::{Host, Url};
 
 use super::OAuthError;
 use crate::domain::new_id;
-use crate::http::quota::{NamedQuota, address_key, retry_after_secs};
-use crate::http::rate_limit::SharedGcra;
+use crate::limits::SharedGcra;
+use crate::limits::quota::{NamedQuota, address_key, retry_after_secs};
 use crate::service::fetch::{self, FetchPolicy};
 use crate::store;
 

@@ -2,7 +2,7 @@
 //! (`governor`), or in Redis when `redis_url` is set ([`SharedGcra`], the same script as the
 //! API's limits; while Redis does not answer each process counts alone). The limiters of the
 //! anonymous doors (console sign-in and sign-up, OAuth registration and metadata fetches) are
-//! made of these, keyed on the client address of [`super::client_addr`]. Redis keys are
+//! made of these, keyed on the client address of the client address (`http::client_addr`). Redis keys are
 //! `voiced:<policy without dashes>:<SHA-256 of the key>` (`voiced:signin:…`): never the key
 //! itself (an email, an address).
 
@@ -16,7 +16,7 @@ use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 use sha2::{Digest, Sha256};
 
-use super::rate_limit::{Decision, LimiterClock, SharedGcra};
+use super::{Decision, LimiterClock, SharedGcra};
 
 type Keyed = RateLimiter<
     String,
