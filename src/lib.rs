@@ -1,5 +1,6 @@
 //! voiced: a hosted voice API. See README.md for the shape of the whole.
 
+pub mod api;
 pub mod app;
 pub mod audio;
 pub mod cli;

@@ -169,7 +169,7 @@ pub fn main() -> ExitCode {
         };
     }
     if matches!(command, Command::Openapi) {
-        let doc = crate::http::openapi_document();
+        let doc = crate::api::openapi_document();
         println!("{}", doc.to_pretty_json().expect("OpenAPI serialises"));
         return ExitCode::SUCCESS;
     }

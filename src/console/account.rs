@@ -16,7 +16,7 @@ use tower_sessions::Session;
 use super::anonymous::AnonymousCsrf;
 use super::page::{Chrome, PageError, ok, render, see_other};
 use super::session::{self, SignedIn, check_csrf};
-use crate::http::AppState;
+use crate::console::ConsoleState;
 use crate::http::client_addr::ClientAddr;
 use crate::limits::quota::retry_after_secs;
 use crate::service::accounts;
@@ -111,7 +111,7 @@ pub struct Changed {
 }
 
 pub async fn sign_in_page(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     csrf: AnonymousCsrf,
     Query(next): Query<Next>,
 ) -> Result<Response, PageError> {
@@ -127,7 +127,7 @@ pub async fn sign_in_page(
 /// Wrong email and wrong password get the same page after the same work
 /// (`service::accounts::sign_in`).
 pub async fn sign_in(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     ClientAddr(client): ClientAddr,
     csrf: AnonymousCsrf,
     session: Session,
@@ -168,7 +168,7 @@ pub async fn sign_in(
 }
 
 pub async fn sign_up_page(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     csrf: AnonymousCsrf,
     Query(next): Query<Next>,
 ) -> Result<Response, PageError> {
@@ -194,7 +194,7 @@ fn signup_closed() -> PageError {
 /// Checks the form, counts the sign-up against the client address and everyone (429 page, no
 /// account made, when either is spent), then hashes the password and makes the account.
 pub async fn sign_up(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     ClientAddr(client): ClientAddr,
     csrf: AnonymousCsrf,
     session: Session,
@@ -267,7 +267,7 @@ pub async fn account_page(
 /// redirect to the account page (a reload does not post the form again); a refused change
 /// shows the page with the reason and changes nothing.
 pub async fn change_password(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     user: SignedIn,
     Form(form): Form<PasswordChange>,
 ) -> Result<Response, PageError> {

@@ -21,7 +21,7 @@ use sha2::Sha256;
 use tower_sessions::cookie::{Cookie, SameSite};
 
 use super::page::PageError;
-use crate::http::AppState;
+use crate::console::ConsoleState;
 
 /// Name of the anonymous CSRF cookie.
 pub const CSRF_COOKIE: &str = "voiced_csrf";
@@ -49,12 +49,12 @@ fn mac(key: &[u8; 32], nonce: &str) -> Hmac<Sha256> {
     mac
 }
 
-impl FromRequestParts<AppState> for AnonymousCsrf {
+impl FromRequestParts<ConsoleState> for AnonymousCsrf {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(
         parts: &mut Parts,
-        state: &AppState,
+        state: &ConsoleState,
     ) -> Result<Self, Self::Rejection> {
         let sent = parts
             .headers

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use super::format_time;
 use super::page::{Chrome, PageError, ok};
 use super::session::SignedIn;
-use crate::http::AppState;
+use crate::console::ConsoleState;
 use crate::store;
 
 pub const PAGE_SIZE: i64 = 20;
@@ -88,7 +88,7 @@ fn duration_of(ms: Option<i64>) -> String {
 }
 
 pub async fn history(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     user: SignedIn,
     Query(pages): Query<Pages>,
 ) -> Result<Response, PageError> {

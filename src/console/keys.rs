@@ -14,8 +14,8 @@ use super::flash;
 use super::page::{Chrome, PageError, ok, render, see_other};
 use super::session::{SignedIn, check_csrf};
 use super::{format_minutes, format_time};
+use crate::console::ConsoleState;
 use crate::domain::Scope;
-use crate::http::AppState;
 use crate::service::ServiceError;
 use crate::store;
 
@@ -100,7 +100,7 @@ struct RevokePage {
     key: KeyView,
 }
 
-async fn views(state: &AppState, account_id: &str) -> Result<Vec<KeyView>, PageError> {
+async fn views(state: &ConsoleState, account_id: &str) -> Result<Vec<KeyView>, PageError> {
     let month = store::usage::month_of(chrono::Utc::now());
     Ok(store::keys::list(&state.pool, account_id, month)
         .await?
@@ -110,7 +110,10 @@ async fn views(state: &AppState, account_id: &str) -> Result<Vec<KeyView>, PageE
         .collect())
 }
 
-pub async fn list(State(state): State<AppState>, user: SignedIn) -> Result<Response, PageError> {
+pub async fn list(
+    State(state): State<ConsoleState>,
+    user: SignedIn,
+) -> Result<Response, PageError> {
     let created = flash::take_secret(&user.session, &state.console.flash_key, &user.account_id)
         .await?
         .map(|(name, secret)| NewSecret { name, secret });
@@ -152,7 +155,7 @@ fn ceiling_field(value: &str) -> Result<Option<u32>, ServiceError> {
 /// the session until then, never stored in clear, never shown again). A refused form shows the
 /// page with the reason and creates nothing.
 pub async fn create(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     user: SignedIn,
     Form(form): Form<CreateForm>,
 ) -> Result<Response, PageError> {
@@ -203,7 +206,11 @@ pub async fn create(
     ))
 }
 
-async fn owned_key(state: &AppState, account_id: &str, key_id: &str) -> Result<KeyView, PageError> {
+async fn owned_key(
+    state: &ConsoleState,
+    account_id: &str,
+    key_id: &str,
+) -> Result<KeyView, PageError> {
     views(state, account_id)
         .await?
         .into_iter()
@@ -213,7 +220,7 @@ async fn owned_key(state: &AppState, account_id: &str, key_id: &str) -> Result<K
 
 /// The confirmation page (no JavaScript needed to confirm).
 pub async fn confirm_revoke(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     user: SignedIn,
     Path(key_id): Path<String>,
 ) -> Result<Response, PageError> {
@@ -231,7 +238,7 @@ pub struct CsrfForm {
 }
 
 pub async fn revoke(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     user: SignedIn,
     Path(key_id): Path<String>,
     Form(form): Form<CsrfForm>,
@@ -253,7 +260,7 @@ pub struct CeilingForm {
 
 /// Sets, changes or (empty field) removes the ceiling; takes effect on the key's next request.
 pub async fn set_ceiling(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     user: SignedIn,
     Path(key_id): Path<String>,
     Form(form): Form<CeilingForm>,

@@ -22,16 +22,17 @@ mod voices;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::header;
+use std::sync::Arc;
+
 use axum::response::{IntoResponse, Redirect};
 use axum::routing::get;
 use chrono::{DateTime, Utc};
-use sqlx::PgPool;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::cookie::time::Duration as CookieDuration;
 use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::domain::Plan;
-use crate::http::AppState;
+
 use crate::store::sessions::PgSessionStore;
 use limiter::{SignInLimiter, SignUpLimiter};
 
@@ -54,18 +55,33 @@ pub struct ConsoleSettings {
     pub max_cloned_voices: u32,
 }
 
+/// What console pages hold: the core, and the console's own settings.
+#[derive(Clone)]
+pub struct ConsoleState {
+    pub core: crate::service::Core,
+    pub console: Arc<ConsoleSettings>,
+}
+
+impl std::ops::Deref for ConsoleState {
+    type Target = crate::service::Core;
+
+    fn deref(&self) -> &crate::service::Core {
+        &self.core
+    }
+}
+
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "voiced_session";
 /// A session ends after this long without a request.
 pub const SESSION_IDLE_DAYS: i64 = 7;
 
-/// The `/console` and `/errors` routes, merged into the application by `http::router`.
-pub fn router(pool: PgPool, secure_cookies: bool) -> Router<AppState> {
-    let sessions = SessionManagerLayer::new(PgSessionStore::new(pool))
+/// The `/console` and `/errors` routes, merged into the application by `app::router`.
+pub fn router(state: ConsoleState) -> Router {
+    let sessions = SessionManagerLayer::new(PgSessionStore::new(state.pool.clone()))
         .with_name(SESSION_COOKIE)
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
-        .with_secure(secure_cookies)
+        .with_secure(state.console.secure_cookies)
         .with_path("/console")
         .with_expiry(Expiry::OnInactivity(CookieDuration::days(
             SESSION_IDLE_DAYS,
@@ -125,6 +141,7 @@ pub fn router(pool: PgPool, secure_cookies: bool) -> Router<AppState> {
         .route("/assets/console.js", get(script))
         .route("/errors", get(error_pages::list))
         .route("/errors/{code}", get(error_pages::page))
+        .with_state(state)
 }
 
 async fn stylesheet() -> impl IntoResponse {

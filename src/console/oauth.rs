@@ -17,8 +17,8 @@ use serde::Deserialize;
 use super::format_time;
 use super::page::{Chrome, PageError, ok, render, see_other};
 use super::session::{SignedIn, check_csrf};
+use crate::console::ConsoleState;
 use crate::domain::Scope;
-use crate::http::AppState;
 use crate::http::client_addr::ClientAddr;
 use crate::service::oauth::authorize::{
     self, AuthorizationRequest, RequestError, redirect_host, redirect_origin,
@@ -103,7 +103,7 @@ fn describe(scope: Scope) -> &'static str {
     }
 }
 
-fn describe_resource(state: &AppState, resource: &str) -> String {
+fn describe_resource(state: &ConsoleState, resource: &str) -> String {
     let oauth = &state.oauth;
     if resource == oauth.api_resource() {
         format!("the API ({resource})")
@@ -115,7 +115,7 @@ fn describe_resource(state: &AppState, resource: &str) -> String {
 }
 
 async fn checked(
-    state: &AppState,
+    state: &ConsoleState,
     query: &str,
     client: Option<std::net::IpAddr>,
 ) -> Result<AuthorizationRequest, Response> {
@@ -129,7 +129,7 @@ async fn checked(
 
 /// `GET /console/authorize?<the authorization request>`: sign in first, then the consent page.
 pub async fn consent(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     ClientAddr(client): ClientAddr,
     user: Result<SignedIn, PageError>,
     RawQuery(query): RawQuery,
@@ -198,7 +198,7 @@ pub struct ConsentForm {
 /// `POST /console/authorize`: `decision=allow` issues a code and redirects to the client with
 /// `code`, `state` and `iss`; `decision=deny` redirects with `error=access_denied`.
 pub async fn decide(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     ClientAddr(client): ClientAddr,
     user: SignedIn,
     Form(form): Form<ConsentForm>,
@@ -222,7 +222,7 @@ pub async fn decide(
 /// `GET /console/applications`: the applications this account authorized that still hold a
 /// live token.
 pub async fn applications(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     user: SignedIn,
 ) -> Result<Response, PageError> {
     let applications = store::oauth::list_authorizations(&state.pool, &user.account_id)
@@ -261,7 +261,7 @@ pub struct CsrfForm {
 /// `POST /console/applications/{id}/revoke`: every token of that authorization is refused from
 /// its next request on.
 pub async fn revoke(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     user: SignedIn,
     Path(id): Path<String>,
     Form(form): Form<CsrfForm>,

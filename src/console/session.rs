@@ -13,7 +13,7 @@ use subtle::ConstantTimeEq;
 use tower_sessions::Session;
 
 use super::page::PageError;
-use crate::http::AppState;
+use crate::console::ConsoleState;
 use crate::store;
 
 const ACCOUNT_KEY: &str = "account_id";
@@ -79,10 +79,13 @@ pub struct SignedIn {
     pub csrf: String,
 }
 
-impl FromRequestParts<AppState> for SignedIn {
+impl FromRequestParts<ConsoleState> for SignedIn {
     type Rejection = PageError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, PageError> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &ConsoleState,
+    ) -> Result<Self, PageError> {
         let session = Session::from_request_parts(parts, state)
             .await
             .map_err(|(_, msg)| PageError::internal(msg))?;

@@ -12,8 +12,8 @@ use super::format_minutes;
 use super::keys::KeyView;
 use super::page::{Chrome, PageError, ok};
 use super::session::SignedIn;
+use crate::console::ConsoleState;
 use crate::domain::Plan;
-use crate::http::AppState;
 use crate::store;
 
 #[derive(Template)]
@@ -94,7 +94,10 @@ pub fn chart_svg(month: NaiveDate, days: &[store::usage::DayUsage]) -> String {
     svg
 }
 
-pub async fn usage(State(state): State<AppState>, user: SignedIn) -> Result<Response, PageError> {
+pub async fn usage(
+    State(state): State<ConsoleState>,
+    user: SignedIn,
+) -> Result<Response, PageError> {
     let now = chrono::Utc::now();
     let month = store::usage::month_of(now);
     let plan: Plan = user.plan.parse().map_err(PageError::internal)?;
@@ -132,7 +135,10 @@ pub async fn usage(State(state): State<AppState>, user: SignedIn) -> Result<Resp
     }))
 }
 
-pub async fn billing(State(state): State<AppState>, user: SignedIn) -> Result<Response, PageError> {
+pub async fn billing(
+    State(state): State<ConsoleState>,
+    user: SignedIn,
+) -> Result<Response, PageError> {
     let plan: Plan = user.plan.parse().map_err(PageError::internal)?;
     let contact = state.console.billing_contact.clone();
     Ok(ok(&BillingPage {

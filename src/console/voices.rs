@@ -12,8 +12,8 @@ use serde::Deserialize;
 
 use super::page::{Chrome, PageError, render, see_other};
 use super::session::{SignedIn, check_csrf};
+use crate::console::ConsoleState;
 use crate::domain::{EngineId, Seed, Temperature};
-use crate::http::AppState;
 use crate::service::cloning::{self, NewClone};
 use crate::service::voices::{self, NewPresetVoice};
 use crate::service::{ErrorCode, ServiceError};
@@ -53,7 +53,7 @@ struct VoicesPage {
 }
 
 async fn page(
-    state: &AppState,
+    state: &ConsoleState,
     user: &SignedIn,
     status: StatusCode,
     error: String,
@@ -135,7 +135,10 @@ async fn page(
     ))
 }
 
-pub async fn list(State(state): State<AppState>, user: SignedIn) -> Result<Response, PageError> {
+pub async fn list(
+    State(state): State<ConsoleState>,
+    user: SignedIn,
+) -> Result<Response, PageError> {
     page(&state, &user, StatusCode::OK, String::new()).await
 }
 
@@ -155,7 +158,7 @@ pub struct AddForm {
 }
 
 pub async fn add(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     user: SignedIn,
     Form(form): Form<AddForm>,
 ) -> Result<Response, PageError> {
@@ -258,7 +261,7 @@ async fn read_clone_form(multipart: &mut Multipart) -> Result<CloneForm, Service
 /// recording, and leaves the voice print to a generation worker (the voice's list entry says
 /// when it is ready; generations sent meanwhile wait for it).
 pub async fn clone(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     user: SignedIn,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, PageError> {
@@ -285,7 +288,7 @@ pub async fn clone(
 }
 
 async fn clone_from(
-    state: &AppState,
+    state: &ConsoleState,
     user: &SignedIn,
     form: CloneForm,
 ) -> Result<store::voices::VoiceRow, ServiceError> {
@@ -366,7 +369,7 @@ fn pins(form: &PinsForm) -> Result<(Option<Seed>, Option<Temperature>), ServiceE
 
 /// Empty fields clear the pin or the prompt.
 pub async fn update(
-    State(state): State<AppState>,
+    State(state): State<ConsoleState>,
     user: SignedIn,
     Path(voice_id): Path<String>,
     Form(form): Form<PinsForm>,

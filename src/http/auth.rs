@@ -27,10 +27,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sqlx::PgPool;
 
-use super::AppState;
 use super::error::{ApiError, ErrorCode};
 use crate::domain::oauth::ACCESS_TOKEN_PREFIX;
 use crate::domain::{Scope, SecretHash};
+use crate::service::Core;
 pub use crate::service::principal::{Credential, Principal, Requirement};
 use crate::service::principal_cache::{CredentialCheck, PrincipalCache};
 use crate::store;
@@ -135,7 +135,7 @@ fn presented_credential(headers: &HeaderMap) -> Result<&str, ApiError> {
 }
 
 /// What authentication needs: the database, this process's principals, and what a challenge
-/// names. Its own small state (one `Arc` per request), not the whole [`AppState`].
+/// names. Its own small state (one `Arc` per request), not the whole [`Core`].
 pub struct AuthState {
     pub pool: PgPool,
     pub principals: Arc<PrincipalCache>,
@@ -144,7 +144,7 @@ pub struct AuthState {
 }
 
 impl AuthState {
-    pub fn of(state: &AppState) -> AuthState {
+    pub fn of(state: &Core) -> AuthState {
         AuthState {
             pool: state.pool.clone(),
             principals: state.principals.clone(),
@@ -208,7 +208,7 @@ pub async fn authenticate(
 /// audience includes `resource`. Anything else is 401 `invalid_api_key` (without the
 /// challenge header: see [`www_authenticate`]). Always looked up in the database.
 pub async fn resolve_principal(
-    state: &AppState,
+    state: &Core,
     headers: &HeaderMap,
     resource: AuthResource,
 ) -> Result<Principal, ApiError> {

@@ -42,11 +42,11 @@ use serde_json::value::RawValue;
 use super::peek::{self, Head, Scan};
 use super::tools;
 use crate::domain::Scope;
-use crate::http::AppState;
 use crate::http::auth::{AuthResource, resolve_principal};
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::json;
 use crate::limits::RateClass;
+use crate::mcp::McpState;
 use crate::service::Principal;
 use crate::service::principal::Requirement;
 use crate::service::transcription::{self, Place};
@@ -79,7 +79,7 @@ impl ReservedPlace {
 #[derive(Clone)]
 struct Peeked(Head);
 
-pub async fn gate(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn gate(State(state): State<McpState>, request: Request, next: Next) -> Response {
     let principal = match resolve_principal(&state, request.headers(), AuthResource::Mcp).await {
         Ok(principal) => principal,
         Err(err) => return unauthenticated(&state, request.headers(), err),
@@ -147,7 +147,7 @@ async fn read_head(body: Body) -> Result<(Head, Body), ApiError> {
 
 /// After the rate limit (as on `/v1`): the tool's scope and feature, then the body within its
 /// limit, a `transcribe` call's place taken first.
-pub async fn admit(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn admit(State(state): State<McpState>, request: Request, next: Next) -> Response {
     let extensions = request.extensions();
     let (Some(principal), Some(Peeked(head))) = (
         extensions.get::<Arc<Principal>>().cloned(),
@@ -245,7 +245,7 @@ fn too_large(transcribe: bool) -> ApiError {
 /// The body, at most `limit` bytes. Beyond the limit: 413, what was read is dropped, and the
 /// rest is discarded behind the answer ([`discard`]).
 async fn read_within(
-    state: &AppState,
+    state: &McpState,
     headers: &HeaderMap,
     body: Body,
     limit: usize,
@@ -269,8 +269,8 @@ async fn read_within(
 /// A refused body is not read: it is thrown away behind the answer, at most
 /// [`super::BODY_LIMIT`] bytes of it and within the request time limit, nothing kept (a client
 /// still sending would otherwise see its connection reset instead of the answer).
-fn discard(state: &AppState, body: Body) {
-    crate::http::routes::transcriptions::discard(body, super::BODY_LIMIT, state.request_timeout);
+fn discard(state: &McpState, body: Body) {
+    crate::api::transcriptions::discard(body, super::BODY_LIMIT, state.request_timeout);
 }
 
 /// A `tools/call` of `transcribe` whose arguments' values are read as raw text (borrowed, no
@@ -330,7 +330,7 @@ async fn check_transcribe(body: &Bytes) -> Result<(), ApiError> {
 }
 
 /// 401 with the challenge that leads an OAuth client to the protected-resource metadata.
-fn unauthenticated(state: &AppState, headers: &HeaderMap, err: ApiError) -> Response {
+fn unauthenticated(state: &McpState, headers: &HeaderMap, err: ApiError) -> Response {
     if err.code != ErrorCode::InvalidApiKey {
         return err.into_response();
     }
@@ -351,7 +351,7 @@ fn unauthenticated(state: &AppState, headers: &HeaderMap, err: ApiError) -> Resp
 }
 
 /// 403 naming the scope the tool needs.
-fn insufficient_scope(state: &AppState, scope: Scope, err: ApiError) -> Response {
+fn insufficient_scope(state: &McpState, scope: Scope, err: ApiError) -> Response {
     let challenge = format!(
         "Bearer error=\"insufficient_scope\", scope=\"{scope}\", resource_metadata=\"{}\"",
         super::resource_metadata_url(&state.public_base_url),

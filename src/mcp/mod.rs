@@ -31,7 +31,7 @@ use axum::middleware::from_fn_with_state;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use crate::http::{AppState, rate_limit};
+use crate::http::rate_limit;
 
 /// Where the agent interface is served.
 pub const PATH: &str = "/mcp";
@@ -39,15 +39,30 @@ pub const PATH: &str = "/mcp";
 /// Largest request body: a `transcribe` call with as much base64 audio as
 /// `POST /v1/transcriptions` takes, and the JSON-RPC around it. Every other message is held to
 /// [`auth::SMALL_BODY_LIMIT`] by the gate; rmcp's own limit stays this.
-pub const BODY_LIMIT: usize = crate::http::routes::transcriptions::BODY_LIMIT;
+pub const BODY_LIMIT: usize = crate::api::transcriptions::BODY_LIMIT;
 
 /// Whether a request path is the agent interface's.
 pub fn is_mcp_path(path: &str) -> bool {
     path == PATH
 }
 
+/// What the agent interface holds: the core, and the links its error results name.
+#[derive(Clone)]
+pub struct McpState {
+    pub core: crate::service::Core,
+    pub links: Arc<crate::http::error::ErrorLinks>,
+}
+
+impl std::ops::Deref for McpState {
+    type Target = crate::service::Core;
+
+    fn deref(&self) -> &crate::service::Core {
+        &self.core
+    }
+}
+
 /// The `/mcp` route with its gate and rate limit.
-pub fn router(state: &AppState) -> Router<AppState> {
+pub fn router(state: McpState) -> Router {
     let factory_state = state.clone();
     let service = StreamableHttpService::new(
         move || Ok(server::VoicedMcp::new(factory_state.clone())),
@@ -64,6 +79,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
             rate_limit::rate_limit,
         ))
         .layer(from_fn_with_state(state.clone(), auth::gate))
+        .with_state(state)
 }
 
 /// Stateless for every protocol revision, JSON answers unless a tool sends progress (then the

@@ -10,7 +10,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use super::tools;
-use crate::http::AppState;
+use crate::mcp::McpState;
 use crate::service::Principal;
 
 const INSTRUCTIONS: &str = "voiced speaks text in the account's voice profiles and transcribes audio. \
@@ -22,11 +22,11 @@ capture, listed by list_captures.";
 /// One per request (the transport is stateless); cloning the state is cheap.
 #[derive(Clone)]
 pub struct VoicedMcp {
-    state: AppState,
+    state: McpState,
 }
 
 impl VoicedMcp {
-    pub fn new(state: AppState) -> Self {
+    pub fn new(state: McpState) -> Self {
         Self { state }
     }
 }

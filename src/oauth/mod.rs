@@ -22,15 +22,15 @@ use serde_json::{Value, json};
 
 use crate::console::oauth::{CONSENT_PATH, error_page, to_client};
 use crate::domain::Scope;
-use crate::http::AppState;
 use crate::http::auth::AuthResource;
 use crate::http::client_addr::ClientAddr;
 use crate::http::error::OwnFormat;
+use crate::service::Core;
 use crate::service::oauth::authorize::{self, RequestError};
 use crate::service::oauth::{OAuthError, tokens};
 
-/// The routes, merged into the application by `http::router`.
-pub fn router() -> Router<AppState> {
+/// The routes, merged into the application by `app::router`.
+pub fn router(core: Core) -> Router {
     Router::new()
         .route(
             "/.well-known/oauth-authorization-server",
@@ -38,20 +38,20 @@ pub fn router() -> Router<AppState> {
         )
         .route(
             "/.well-known/oauth-protected-resource",
-            get(|State(state): State<AppState>| async move {
+            get(|State(state): State<Core>| async move {
                 protected_resource(&state, state.oauth.issuer.clone(), "voiced")
             }),
         )
         .route(
             "/.well-known/oauth-protected-resource/v1",
-            get(|State(state): State<AppState>| async move {
+            get(|State(state): State<Core>| async move {
                 let resource = AuthResource::Api.identifier(&state.public_base_url);
                 protected_resource(&state, resource, "voiced API")
             }),
         )
         .route(
             "/.well-known/oauth-protected-resource/mcp",
-            get(|State(state): State<AppState>| async move {
+            get(|State(state): State<Core>| async move {
                 let resource = AuthResource::Mcp.identifier(&state.public_base_url);
                 protected_resource(&state, resource, "voiced agent interface (MCP)")
             }),
@@ -60,6 +60,7 @@ pub fn router() -> Router<AppState> {
         .route("/oauth/authorize", get(authorize))
         .route("/oauth/token", post(token))
         .route("/oauth/revoke", post(revoke))
+        .with_state(core)
 }
 
 fn scopes_supported() -> Vec<&'static str> {
@@ -75,7 +76,7 @@ fn document(value: Value) -> Response {
         .into_response()
 }
 
-async fn authorization_server_metadata(State(state): State<AppState>) -> Response {
+async fn authorization_server_metadata(State(state): State<Core>) -> Response {
     let issuer = &state.oauth.issuer;
     document(json!({
         "issuer": issuer,
@@ -96,7 +97,7 @@ async fn authorization_server_metadata(State(state): State<AppState>) -> Respons
 }
 
 /// RFC 9728 §2: `resource` is the identifier the document's address was made from.
-fn protected_resource(state: &AppState, resource: String, name: &str) -> Response {
+fn protected_resource(state: &Core, resource: String, name: &str) -> Response {
     document(json!({
         "resource": resource,
         "resource_name": name,
@@ -185,7 +186,7 @@ fn basic_client_id(headers: &HeaderMap) -> Result<Option<String>, OAuthError> {
     Ok(Some(id).filter(|id| !id.is_empty()))
 }
 
-async fn token(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+async fn token(State(state): State<Core>, headers: HeaderMap, body: Bytes) -> Response {
     let result = async {
         form_content(&headers)?;
         let basic = basic_client_id(&headers)?;
@@ -198,7 +199,7 @@ async fn token(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -
     }
 }
 
-async fn revoke(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+async fn revoke(State(state): State<Core>, headers: HeaderMap, body: Bytes) -> Response {
     let result = async {
         form_content(&headers)?;
         tokens::revoke(&state.pool, &body).await
@@ -211,7 +212,7 @@ async fn revoke(State(state): State<AppState>, headers: HeaderMap, body: Bytes) 
 }
 
 async fn register(
-    State(state): State<AppState>,
+    State(state): State<Core>,
     ClientAddr(client): ClientAddr,
     body: Bytes,
 ) -> Response {
@@ -229,7 +230,7 @@ async fn register(
 /// Checks the request (an error page for a bad client or redirect URI, the client's redirect
 /// for anything else), then hands over to the console, where the session lives.
 async fn authorize(
-    State(state): State<AppState>,
+    State(state): State<Core>,
     ClientAddr(client): ClientAddr,
     RawQuery(query): RawQuery,
 ) -> Response {

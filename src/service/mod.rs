@@ -5,6 +5,7 @@
 
 pub mod accounts;
 pub mod cloning;
+pub mod core;
 pub mod error;
 pub mod fetch;
 pub mod idempotency;
@@ -16,5 +17,6 @@ pub mod speech;
 pub mod transcription;
 pub mod voices;
 
+pub use core::Core;
 pub use error::{ErrorCode, ServiceError, SettingsPage};
 pub use principal::Principal;

@@ -122,7 +122,7 @@ impl TestApp {
         let worker_handles = voiced::app::spawn_workers(&config, &deps, workers, &shutdown);
         let completions = state.completions.clone();
         let asr = state.asr.clone();
-        let (app, _) = voiced::http::router(state);
+        let (app, _) = voiced::app::router(&state);
         let (tx, rx) = oneshot::channel();
         let serve_config = config.clone();
         let server = tokio::spawn(async move {

@@ -21,9 +21,9 @@ use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::{Map, Value, json};
 
 use crate::domain::Feature;
-use crate::http::AppState;
 use crate::http::error::{ServiceError, SettingsPage};
 use crate::http::json::JsonObject;
+use crate::mcp::McpState;
 use crate::service::Principal;
 use crate::service::principal::Requirement;
 
@@ -108,7 +108,7 @@ fn tool(
 
 /// Runs a tool call for `principal`.
 pub async fn call(
-    state: &AppState,
+    state: &McpState,
     principal: &Principal,
     request: CallToolRequestParams,
     context: &RequestContext<RoleServer>,
@@ -163,7 +163,7 @@ fn json_result(structured: Value) -> CallToolResult {
 
 /// A tool error: a JSON object with the members of the REST problem document (`code`,
 /// `detail`, `param`, `required_scope`, `settings_url`, …), `instance` aside.
-fn tool_error(err: &ServiceError, state: &AppState) -> CallToolResult {
+fn tool_error(err: &ServiceError, state: &McpState) -> CallToolResult {
     let code = err.code.as_str();
     let mut doc = json!({
         "type": format!("{}/{code}", state.links.errors_url),

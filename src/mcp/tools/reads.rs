@@ -5,17 +5,17 @@ use rmcp::model::{CallToolResult, ContentBlock, Resource};
 use serde_json::json;
 
 use super::{bounded_int, json_result, success};
-use crate::http::AppState;
+use crate::api::generations::{check_id_field, present};
+use crate::api::reads::{DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET};
 use crate::http::error::ServiceError;
 use crate::http::json::JsonObject;
 use crate::http::models::{CaptureList, Generation, VoiceList};
-use crate::http::routes::generations::{check_id_field, present};
-use crate::http::routes::reads::{DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET};
+use crate::mcp::McpState;
 use crate::service::Principal;
 use crate::store;
 
 pub async fn list_voices(
-    state: &AppState,
+    state: &McpState,
     principal: &Principal,
     args: &JsonObject,
 ) -> Result<CallToolResult, ServiceError> {
@@ -29,7 +29,7 @@ pub async fn list_voices(
 }
 
 pub async fn list_captures(
-    state: &AppState,
+    state: &McpState,
     principal: &Principal,
     args: &JsonObject,
 ) -> Result<CallToolResult, ServiceError> {
@@ -48,7 +48,7 @@ pub async fn list_captures(
 }
 
 pub async fn get_generation(
-    state: &AppState,
+    state: &McpState,
     principal: &Principal,
     args: &JsonObject,
 ) -> Result<CallToolResult, ServiceError> {

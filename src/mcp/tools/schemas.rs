@@ -5,9 +5,9 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::api::generations::MAX_ID_CHARS;
+use crate::api::reads::{DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET};
 use crate::domain::{MAX_SEED, MAX_TEXT_CHARS};
-use crate::http::routes::generations::MAX_ID_CHARS;
-use crate::http::routes::reads::{DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET};
 use crate::service::idempotency::MAX_KEY_CHARS;
 
 /// Longest wait `speak` accepts, and its default.

@@ -20,15 +20,15 @@ use tokio::time::Instant;
 use super::reads::audio_link;
 use super::schemas::{DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS};
 use super::{bounded_int, flag, idempotency_key, success};
-use crate::http::AppState;
-use crate::http::error::{ErrorCode, ServiceError};
-use crate::http::json::JsonObject;
-use crate::http::models::Generation;
-use crate::http::routes::generations::present;
-use crate::http::routes::speech::{
+use crate::api::generations::present;
+use crate::api::speech::{
     OPERATION, accepted_answer, accepted_generation, parse_format, parse_seed, parse_temperature,
     parse_text,
 };
+use crate::http::error::{ErrorCode, ServiceError};
+use crate::http::json::JsonObject;
+use crate::http::models::Generation;
+use crate::mcp::McpState;
 use crate::service::Principal;
 use crate::service::idempotency::{Keyed, fingerprint_json};
 use crate::service::speech::{self as service, Created, Fields, SpeechRequest, VoiceChoice};
@@ -62,7 +62,7 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 const RECHECK: Duration = Duration::from_secs(5);
 
 pub async fn speak(
-    state: &AppState,
+    state: &McpState,
     principal: &Principal,
     args: JsonObject,
     context: &RequestContext<RoleServer>,
@@ -154,7 +154,7 @@ fn rest_form(args: &JsonObject) -> Value {
 /// Waits until the generation has ended, `wait` has passed, the caller cancelled or went away,
 /// or the server is shutting down, whichever comes first.
 async fn wait_for(
-    state: &AppState,
+    state: &McpState,
     id: &str,
     wait: Duration,
     context: &RequestContext<RoleServer>,
@@ -229,7 +229,7 @@ impl Progress {
 }
 
 async fn completed(
-    state: &AppState,
+    state: &McpState,
     generation: &Generation,
     replayed: bool,
     inline: bool,
@@ -263,7 +263,7 @@ async fn completed(
 }
 
 /// The audio itself, base64, when it is small enough; a note otherwise.
-async fn inline_audio(state: &AppState, id: &str) -> Result<ContentBlock, ServiceError> {
+async fn inline_audio(state: &McpState, id: &str) -> Result<ContentBlock, ServiceError> {
     let key = store::generations::for_download(&state.pool, id)
         .await?
         .and_then(|d| d.audio_key)

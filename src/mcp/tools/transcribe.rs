@@ -11,11 +11,11 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
 use super::{idempotency_key, success};
+use crate::api::transcriptions::{OPERATION, TranscriptionResult, answer};
 use crate::audio::MAX_AUDIO_BYTES;
-use crate::http::AppState;
 use crate::http::error::ServiceError;
 use crate::http::json::JsonObject;
-use crate::http::routes::transcriptions::{OPERATION, TranscriptionResult, answer};
+use crate::mcp::McpState;
 use crate::mcp::url_audio::fetch_audio_url;
 use crate::service::Principal;
 use crate::service::idempotency::{Keyed, fingerprint};
@@ -35,7 +35,7 @@ enum Audio {
 }
 
 pub async fn transcribe(
-    state: &AppState,
+    state: &McpState,
     principal: &Principal,
     mut args: JsonObject,
     reserved: Option<Place>,

@@ -12,12 +12,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::domain::EngineId;
-use crate::http::AppState;
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::idempotency;
 use crate::http::json::JsonObject;
 use crate::http::models::{Problem, Voice};
+use crate::service::Core;
 use crate::service::idempotency::{self as idem, Begun};
 use crate::service::principal_cache::CredentialCheck;
 use crate::service::voices::{self as service, NewPresetVoice};
@@ -106,7 +106,7 @@ fn optional_str<'a>(body: &'a JsonObject, name: &str) -> Result<&'a str, ApiErro
         (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn create_voice(
-    State(state): State<AppState>,
+    State(state): State<Core>,
     Extension(principal): Extension<Arc<Principal>>,
     headers: HeaderMap,
     body: JsonObject,
@@ -186,7 +186,7 @@ pub async fn create_voice(
         (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn list_presets(
-    State(state): State<AppState>,
+    State(state): State<Core>,
     Extension(check): Extension<Arc<CredentialCheck>>,
 ) -> Result<Json<VoicePresetList>, ApiError> {
     // Nothing to read from the database but the key's own state (one round trip).

@@ -12,12 +12,12 @@ use utoipa::ToSchema;
 
 use crate::audio::AudioFormat;
 use crate::domain::{Seed, SpeechText, Temperature};
-use crate::http::AppState;
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::idempotency;
 use crate::http::json::JsonObject;
 use crate::http::models::Problem;
+use crate::service::Core;
 use crate::service::idempotency::{Keyed, StoredResponse};
 use crate::service::speech::{self as service, Admitted, Created, Fields, VoiceChoice};
 
@@ -112,7 +112,7 @@ const FIELDS: [&str; 5] = [
         (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn create_speech(
-    State(state): State<AppState>,
+    State(state): State<Core>,
     Extension(principal): Extension<Arc<Principal>>,
     headers: HeaderMap,
     body: JsonObject,

@@ -1,9 +1,9 @@
 use axum::Json;
 use axum::extract::State;
 
-use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::models::Health;
+use crate::service::Core;
 
 /// Liveness: the process answers.
 #[utoipa::path(get, path = "/healthz", tag = "health",
@@ -21,7 +21,7 @@ pub async fn healthz() -> Json<Health> {
         (status = 503, description = "`service_unavailable`: the database does not answer, or a generation worker's engine cannot start (`detail` says which)",
             body = crate::http::models::Problem, content_type = "application/problem+json"),
     ))]
-pub async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
+pub async fn readyz(State(state): State<Core>) -> Result<Json<Health>, ApiError> {
     if let Some(problem) = state.health.problem() {
         return Err(ApiError::new(
             ErrorCode::ServiceUnavailable,

@@ -17,11 +17,11 @@ use utoipa::ToSchema;
 
 use super::speech;
 use crate::domain::EngineId;
-use crate::http::AppState;
 use crate::http::auth::Principal;
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::idempotency;
 use crate::http::json::JsonObject;
+use crate::service::Core;
 use crate::service::idempotency::{self as idem, Begun, Render, StoredResponse};
 use crate::service::speech::{
     self as service, Admitted, CANCELLED_SHUTDOWN, CANCELLED_TIME_LIMIT, CancelOnDrop, Fields,
@@ -208,7 +208,7 @@ fn refuse_unsupported(body: &JsonObject) -> Result<(), ApiError> {
         (status = 503, description = "`service_unavailable`: database unavailable, or the generation ran past the server's time limit (it is cancelled)", body = crate::http::models::OpenAiError),
     ))]
 pub async fn create_openai_speech(
-    State(state): State<AppState>,
+    State(state): State<Core>,
     Extension(principal): Extension<Arc<Principal>>,
     headers: HeaderMap,
     body: JsonObject,
@@ -328,7 +328,7 @@ pub async fn create_openai_speech(
 /// disconnected) cancels the generation; so does running past the time limit, or the server
 /// shutting down.
 async fn deliver(
-    state: &AppState,
+    state: &Core,
     id: &str,
     model: &str,
     replayed: bool,
@@ -389,7 +389,7 @@ struct Stops {
 }
 
 impl Stops {
-    fn new(state: &AppState) -> Self {
+    fn new(state: &Core) -> Self {
         let mut shutdown = state.shutdown_deadline.clone();
         let shutting_down = async move {
             let deadline = loop {
@@ -505,7 +505,7 @@ fn audio_response(
 
 /// The answer once the generation has ended: its audio, or a failure naming only its id.
 async fn answer(
-    state: &AppState,
+    state: &Core,
     id: &str,
     model: &str,
     replayed: bool,

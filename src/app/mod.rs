@@ -5,19 +5,26 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod application;
+mod router;
+mod state;
+
+pub use application::{Application, Parts};
+pub use router::router;
+pub use state::AppState;
+
 use anyhow::Context;
 use rand::RngCore;
 use sqlx::PgPool;
-use tokio::net::TcpListener;
 
 use crate::config::Config;
 use crate::console::limiter::SignInLimiter;
 use crate::engines::registry::EngineRegistry;
 use crate::engines::whisper::{ComputeType, WhisperConfig};
 use crate::http::error::ErrorLinks;
-use crate::http::{self, AppState};
 use crate::limits::RateLimits;
 use crate::models::whisper::WhisperModel;
+use crate::service::Core;
 use crate::service::speech::AdmissionPolicy;
 use crate::signing::AudioSigner;
 use crate::store;
@@ -169,7 +176,7 @@ pub async fn state(
     let csrf_key = signer.derive_key("console anonymous csrf");
     let flash_key = signer.derive_key("console key flash");
     let reads = Arc::new(ReadPool::new(pool.clone()));
-    Ok(AppState {
+    let core = Core {
         asr: asr(config)?,
         blobs: blob_store(config, &pool)?,
         blob_redirect: config.blob_redirect,
@@ -179,11 +186,6 @@ pub async fn state(
         pool,
         signer,
         public_base_url: config.public_base_url.as_str().into(),
-        links: Arc::new(ErrorLinks {
-            errors_url: config.errors_url.clone(),
-            billing_url: config.billing_url.clone(),
-            console_url: config.console_url.clone(),
-        }),
         limits: Arc::new(limits),
         request_timeout: Duration::from_secs(config.request_timeout_secs),
         admission: AdmissionPolicy {
@@ -194,6 +196,24 @@ pub async fn state(
         },
         health,
         shutdown_deadline,
+        allow_loopback_fetch: config.oauth_allow_loopback_fetch,
+        oauth: Arc::new(crate::service::oauth::OAuthSettings::new(
+            &config.public_base_url,
+            clients,
+        )),
+        principals: Arc::default(),
+        reads,
+        downloads: Arc::new(crate::service::core::DownloadSlots::new(
+            config.downloads_per_link as usize,
+        )),
+    };
+    Ok(AppState {
+        core,
+        links: Arc::new(ErrorLinks {
+            errors_url: config.errors_url.clone(),
+            billing_url: config.billing_url.clone(),
+            console_url: config.console_url.clone(),
+        }),
         console: Arc::new(crate::console::ConsoleSettings {
             signup: config.signup,
             signup_plan: config.signup_plan,
@@ -209,17 +229,7 @@ pub async fn state(
             flash_key,
             max_cloned_voices: config.max_cloned_voices_per_account,
         }),
-        allow_loopback_fetch: config.oauth_allow_loopback_fetch,
-        oauth: Arc::new(crate::service::oauth::OAuthSettings::new(
-            &config.public_base_url,
-            clients,
-        )),
-        principals: Arc::default(),
-        reads,
         trusted_proxies: Arc::new(config.trusted_proxies.clone()),
-        downloads: Arc::new(crate::http::routes::audio::DownloadSlots::new(
-            config.downloads_per_link as usize,
-        )),
     })
 }
 
@@ -341,118 +351,10 @@ async fn stop_workers(
 
 /// `voiced serve`: until SIGINT/SIGTERM, then drain and stop the private cluster.
 pub async fn serve(config: Config) -> anyhow::Result<()> {
-    let database = Database::open(&config, 16 + 2 * config.workers).await?;
-    let signer = AudioSigner::new(signing_secret(&config)?);
-    let mut limits = RateLimits::real(
-        config.rate_limit_writes_per_hour,
-        config.rate_limit_reads_per_minute,
-    );
-    if let Some(url) = &config.redis_url {
-        limits = limits
-            .shared(url)
-            .map_err(|e| anyhow::anyhow!("setting redis_url: {e}"))?;
-    }
-    let (announce_shutdown, shutdown_deadline) = tokio::sync::watch::channel(None);
-    let state = state(
-        &config,
-        database.pool.clone(),
-        signer,
-        limits,
-        shutdown_deadline,
-    )
-    .await?;
-    if let Some(addr) = config.metrics_bind {
-        crate::telemetry::metrics_listener::spawn(
-            addr,
-            database.pool.clone(),
-            Some(state.asr.clone()),
-            state.health.clone(),
-        )
-        .await?;
-    }
-    if state.asr.is_installed() {
-        // Load and warm the recogniser before the listener binds.
-        if let Err(err) = state.asr.transcribe(vec![0.0; 16_000]).await {
-            tracing::error!(error = %err, "the Whisper model does not load; transcriptions will fail");
-        }
-    } else {
-        tracing::warn!(model = %config.whisper_model, "no Whisper model installed: POST /v1/transcriptions answers 503 (run `voiced models fetch {}`)", config.whisper_model);
-    }
-    let (stop, shutdown) = tokio::sync::watch::channel(Shutdown::Running);
-    let workers = spawn_workers(
-        &config,
-        &worker_deps(
-            &config,
-            &database.pool,
-            state.blobs.clone(),
-            state.health.clone(),
-            state.streams.clone(),
-        ),
-        config.workers,
-        &shutdown,
-    );
-    let purge_pool = database.pool.clone();
-    let limits = state.limits.clone();
-    let console = state.console.clone();
-    let oauth = state.oauth.clone();
-    crate::service::accounts::warm_up().await;
-    let shrink = tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(60));
-        loop {
-            tick.tick().await;
-            limits.shrink();
-            console.sign_in_limiter.shrink();
-            console.sign_up_limiter.shrink();
-            oauth.clients.shrink();
-            if let Err(err) = store::oauth::purge_expired(&purge_pool).await {
-                tracing::warn!(error = %err, "deleting expired OAuth codes and tokens failed");
-            }
-            if let Err(err) = store::sessions::delete_expired(&purge_pool).await {
-                tracing::warn!(error = %err, "deleting expired console sessions failed");
-            }
-            if let Err(err) = store::idempotency::purge(&purge_pool).await {
-                tracing::warn!(error = %err, "purging idempotency records failed");
-            }
-        }
-    });
-    let (app, _) = http::router(state);
-    let listener = TcpListener::bind(config.bind)
+    Application::build(config)
+        .await?
+        .run_until_stopped(shutdown_signal())
         .await
-        .with_context(|| format!("cannot listen on {} (setting bind)", config.bind))?;
-    tracing::info!(address = %listener.local_addr()?, "voiced listening");
-    // On SIGTERM/SIGINT the listener stops accepting, in-flight requests and running generations
-    // get `shutdown_grace_secs` between them, and whatever still runs is handed back.
-    let signalled = Arc::new(tokio::sync::Notify::new());
-    let on_signal = signalled.clone();
-    let signal = async move {
-        shutdown_signal().await;
-        on_signal.notify_one();
-    };
-    // Work stops a little before the grace ends, so that closing the database and the private
-    // cluster still fits inside `shutdown_grace_secs`.
-    let grace = Duration::from_secs(config.shutdown_grace_secs).saturating_sub(CLOSING_TIME);
-    let draining = {
-        let signalled = signalled.clone();
-        tokio::spawn(async move {
-            signalled.notified().await;
-            tracing::info!(grace_secs = grace.as_secs(), "shutting down");
-            // Requests waiting on a generation answer (503) a second before the grace ends.
-            let _ = announce_shutdown.send(Some(
-                tokio::time::Instant::now() + grace.saturating_sub(Duration::from_secs(1)),
-            ));
-            stop_workers(&stop, workers, tokio::time::Instant::now() + grace).await;
-        })
-    };
-    let options = http::ServeOptions {
-        grace,
-        ..http::ServeOptions::from_config(&config)
-    };
-    let served = http::serve(listener, app, signal, options).await;
-    signalled.notify_one(); // in case serving ended without a signal
-    shrink.abort();
-    let _ = draining.await;
-    database.close(true).await?;
-    served.context("server error")
 }
 
 /// Resolves on SIGINT or SIGTERM.

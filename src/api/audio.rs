@@ -1,7 +1,6 @@
 //! `GET /v1/audio/{generationId}?sig=…`: the signed, key-less download.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
@@ -9,62 +8,13 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
+use crate::api::generations::check_id;
 use crate::domain::Plan;
-use crate::http::AppState;
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::models::Problem;
-use crate::http::routes::generations::check_id;
+use crate::service::Core;
 use crate::store;
 use crate::store::blobs;
-
-/// Downloads of one generation's audio in flight at once, per process
-/// (`downloads_per_link`): parallel downloads of one link would otherwise take every blob-read
-/// connection. Beyond it a download is refused with 429 `rate_limit_exceeded`.
-pub struct DownloadSlots {
-    per_link: usize,
-    busy: Arc<Mutex<HashMap<String, usize>>>,
-}
-
-/// One download's place; given back when its body is finished or dropped.
-pub struct DownloadSlot {
-    id: String,
-    busy: Arc<Mutex<HashMap<String, usize>>>,
-}
-
-impl DownloadSlots {
-    pub fn new(per_link: usize) -> Self {
-        Self {
-            per_link,
-            busy: Arc::default(),
-        }
-    }
-
-    /// A place for a download of generation `id`, or `None` when it has `per_link` already.
-    pub fn take(&self, id: &str) -> Option<DownloadSlot> {
-        let mut busy = self.busy.lock().expect("not poisoned");
-        let count = busy.entry(id.to_owned()).or_default();
-        if *count >= self.per_link {
-            return None;
-        }
-        *count += 1;
-        Some(DownloadSlot {
-            id: id.to_owned(),
-            busy: self.busy.clone(),
-        })
-    }
-}
-
-impl Drop for DownloadSlot {
-    fn drop(&mut self) {
-        let mut busy = self.busy.lock().expect("not poisoned");
-        if let Some(count) = busy.get_mut(&self.id) {
-            *count -= 1;
-            if *count == 0 {
-                busy.remove(&self.id);
-            }
-        }
-    }
-}
 
 /// Seconds a download refused for its link's concurrency is told to wait.
 const BUSY_RETRY_AFTER_SECS: u64 = 1;
@@ -100,7 +50,7 @@ fn invalid_signature() -> ApiError {
         (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn download_audio(
-    State(state): State<AppState>,
+    State(state): State<Core>,
     Path(id): Path<String>,
     Query(query): Query<HashMap<String, String>>,
     method: Method,

@@ -15,12 +15,12 @@ use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
 use crate::audio;
-use crate::http::AppState;
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::idempotency;
 use crate::http::json;
 use crate::http::models::Problem;
+use crate::service::Core;
 use crate::service::idempotency::{self as idem, Keyed, StoredResponse};
 use crate::service::transcription::{self as service, Incoming, Outcome, Transcribed};
 
@@ -72,7 +72,7 @@ pub struct TranscriptionResult {
         (status = 503, description = "`service_unavailable`: the recogniser's queue is full (answered before the upload is decoded; see `Retry-After`), no model is installed, or the database is unavailable", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn create_transcription(
-    State(state): State<AppState>,
+    State(state): State<Core>,
     Extension(principal): Extension<Arc<Principal>>,
     request: Request,
 ) -> Result<Response, ApiError> {

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::{Extension, Json};
 
-use crate::http::AppState;
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::models::{Generation, Problem};
+use crate::service::Core;
 use crate::service::principal_cache::CredentialCheck;
 use crate::store;
 use crate::store::generations::GenerationRow;
@@ -47,7 +47,7 @@ pub fn check_id_field(id: &str, field: &str) -> Result<(), ApiError> {
         (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn get_generation(
-    State(state): State<AppState>,
+    State(state): State<Core>,
     Extension(principal): Extension<Arc<Principal>>,
     Extension(check): Extension<Arc<CredentialCheck>>,
     Path(id): Path<String>,
@@ -67,7 +67,7 @@ pub async fn get_generation(
 }
 
 /// The API view of a generation, with a freshly signed link when there is audio.
-pub fn present(state: &AppState, row: GenerationRow) -> Generation {
+pub fn present(state: &Core, row: GenerationRow) -> Generation {
     let audio_url = (row.status == "completed" && row.has_audio).then(|| {
         let sig = state.signer.sign(&row.id, chrono::Utc::now().timestamp());
         format!("{}/v1/audio/{}?sig={sig}", state.public_base_url, row.id)

@@ -1,0 +1,165 @@
+//! The core: the shared handles every door's operations run on (TEI's `Infer`). A door holds a
+//! `Core` (cheap to clone: handles and `Arc`s) and calls the operations of `service::*` with it;
+//! it never reaches past the core into a store or an engine.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::FromRef;
+use sqlx::PgPool;
+
+use crate::engines::registry::EngineRegistry;
+use crate::limits::RateLimits;
+use crate::service::oauth::OAuthSettings;
+use crate::service::principal_cache::PrincipalCache;
+use crate::service::speech::AdmissionPolicy;
+use crate::signing::AudioSigner;
+use crate::store::blobs::BlobStore;
+use crate::store::read_pool::ReadPool;
+use crate::worker::asr::AsrService;
+use crate::worker::completions::Completions;
+use crate::worker::health::WorkerHealth;
+use crate::worker::streams::Streams;
+
+/// Everything the operations share, whatever door called them.
+#[derive(Clone)]
+pub struct Core {
+    pub pool: PgPool,
+    pub signer: AudioSigner,
+    /// Shared: the core is cloned for every request.
+    pub public_base_url: Arc<str>,
+    pub limits: Arc<RateLimits>,
+    pub request_timeout: Duration,
+    pub blobs: Arc<dyn BlobStore>,
+    /// Downloads of audio in S3 redirect to a presigned URL (`blob_redirect`).
+    pub blob_redirect: bool,
+    pub engines: Arc<EngineRegistry>,
+    pub completions: Completions,
+    /// The audio of generations this process's workers are rendering, as it is produced.
+    pub streams: Streams,
+    pub asr: AsrService,
+    pub admission: AdmissionPolicy,
+    /// What this process's generation workers report (for `/readyz`).
+    pub health: Arc<WorkerHealth>,
+    /// Set when the process is shutting down: the moment by which requests that wait on a
+    /// generation must have answered.
+    pub shutdown_deadline: tokio::sync::watch::Receiver<Option<tokio::time::Instant>>,
+    /// Test allowance of the fetches of URLs a client names (OAuth client metadata documents,
+    /// `transcribe`'s `audio_url`): `http` and loopback addresses (`oauth_allow_loopback_fetch`).
+    pub allow_loopback_fetch: bool,
+    /// The OAuth authorization server's settings and state (`/oauth`, docs/oauth.md).
+    pub oauth: Arc<OAuthSettings>,
+    /// Principals of recent keys, for reads (each read's statement confirms its principal).
+    pub principals: Arc<PrincipalCache>,
+    /// Connections of the authenticated reads (one exchange per read).
+    pub reads: Arc<ReadPool>,
+    /// Downloads in flight per audio link (`downloads_per_link`).
+    pub downloads: Arc<DownloadSlots>,
+}
+
+impl Core {
+    /// Where asynchronous speech is admitted (`service::speech::create`, for every door).
+    pub fn speech_desk(&self) -> crate::service::speech::Desk<'_> {
+        crate::service::speech::Desk {
+            pool: &self.pool,
+            engines: &self.engines,
+            policy: self.admission,
+            abandoned_after: self.request_timeout,
+        }
+    }
+
+    /// Where transcriptions run (`service::transcription::run`, for every door).
+    pub fn transcription_desk(&self) -> crate::service::transcription::Desk<'_> {
+        crate::service::transcription::Desk {
+            pool: &self.pool,
+            asr: &self.asr,
+            abandoned_after: self.request_timeout,
+        }
+    }
+
+    /// Resolves when the process is shutting down and a request that waits on a generation must
+    /// answer now (never, while it runs).
+    pub fn shutting_down(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut shutdown = self.shutdown_deadline.clone();
+        async move {
+            let deadline = loop {
+                if let Some(deadline) = *shutdown.borrow_and_update() {
+                    break deadline;
+                }
+                if shutdown.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::time::sleep_until(deadline).await;
+        }
+    }
+}
+
+impl FromRef<Core> for PgPool {
+    fn from_ref(core: &Core) -> Self {
+        core.pool.clone()
+    }
+}
+
+impl FromRef<Core> for Arc<RateLimits> {
+    fn from_ref(core: &Core) -> Self {
+        core.limits.clone()
+    }
+}
+
+impl FromRef<Core> for Arc<ReadPool> {
+    fn from_ref(core: &Core) -> Self {
+        core.reads.clone()
+    }
+}
+
+/// Downloads of one generation's audio in flight at once, per process
+/// (`downloads_per_link`): parallel downloads of one link would otherwise take every blob-read
+/// connection. Beyond it a download is refused with 429 `rate_limit_exceeded`.
+pub struct DownloadSlots {
+    per_link: usize,
+    busy: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// One download's place; given back when its body is finished or dropped.
+pub struct DownloadSlot {
+    id: String,
+    busy: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+impl DownloadSlots {
+    pub fn new(per_link: usize) -> Self {
+        Self {
+            per_link,
+            busy: Arc::default(),
+        }
+    }
+
+    /// A place for a download of generation `id`, or `None` when it has `per_link` already.
+    pub fn take(&self, id: &str) -> Option<DownloadSlot> {
+        let mut busy = self.busy.lock().expect("not poisoned");
+        let count = busy.entry(id.to_owned()).or_default();
+        if *count >= self.per_link {
+            return None;
+        }
+        *count += 1;
+        Some(DownloadSlot {
+            id: id.to_owned(),
+            busy: self.busy.clone(),
+        })
+    }
+}
+
+impl Drop for DownloadSlot {
+    fn drop(&mut self) {
+        let mut busy = self.busy.lock().expect("not poisoned");
+        if let Some(count) = busy.get_mut(&self.id) {
+            *count -= 1;
+            if *count == 0 {
+                busy.remove(&self.id);
+            }
+        }
+    }
+}
