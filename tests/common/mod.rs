@@ -4,6 +4,7 @@
 
 pub mod browser;
 pub mod child;
+pub mod client;
 pub mod db;
 
 use std::os::unix::fs::PermissionsExt;
@@ -374,6 +375,30 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Says that `test` did not exercise its subject, and why, on the real standard error (a
+/// `SKIPPED:` line that `cargo test` shows even when it captures the test's output).
+pub fn skip(test: &str, reason: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {reason}");
+}
+
+/// Whether a root-only `test` can run here. When not root it is skipped visibly, or fails where
+/// `VOICED_REQUIRE_ROOT_TESTS=1` says that root-only tests must run (a CI job as root).
+pub fn root_or_skip(test: &str) -> bool {
+    if running_as_root() {
+        return true;
+    }
+    assert!(
+        std::env::var("VOICED_REQUIRE_ROOT_TESTS").as_deref() != Ok("1"),
+        "{test} needs root, and VOICED_REQUIRE_ROOT_TESTS=1 requires it to run"
+    );
+    skip(
+        test,
+        "needs root (set VOICED_REQUIRE_ROOT_TESTS=1 to fail instead)",
+    );
+    false
 }
 
 pub fn running_as_root() -> bool {
