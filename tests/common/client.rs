@@ -125,6 +125,35 @@ impl TestApp {
         json(request.send().await.unwrap()).await
     }
 
+    /// `method path` with a JSON `body` and `secret` as the bearer, sent to the app's router
+    /// in-process (`tower::ServiceExt::oneshot`: no socket, no HTTP parsing), for validation
+    /// matrices whose answers come from the router's own layers and handlers: status and JSON.
+    pub async fn oneshot(
+        &self,
+        method: &str,
+        path: &str,
+        secret: &str,
+        body: &Value,
+    ) -> (u16, Value) {
+        use tower::ServiceExt as _;
+        let request = axum::http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("authorization", format!("Bearer {secret}"))
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(serde_json::to_vec(body).unwrap()))
+            .unwrap();
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status().as_u16();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let body = serde_json::from_slice(&bytes).unwrap_or_else(|err| {
+            panic!("a JSON body ({err}): {}", String::from_utf8_lossy(&bytes))
+        });
+        (status, body)
+    }
+
     /// How many generations the database holds, every account's.
     pub async fn generation_count(&self) -> i64 {
         sqlx::query_scalar("SELECT count(*) FROM generations")

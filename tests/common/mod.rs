@@ -41,6 +41,8 @@ pub struct TestApp {
     pub streams: voiced::worker::streams::Streams,
     /// The segments its workers' engine threads share.
     pub board: std::sync::Arc<voiced::worker::pieces::Board>,
+    /// The router the server serves, for requests sent without a socket ([`TestApp::oneshot`]).
+    pub router: axum::Router,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,
     stop_workers: tokio::sync::watch::Sender<voiced::worker::Shutdown>,
@@ -124,6 +126,7 @@ impl TestApp {
         let completions = state.completions.clone();
         let asr = state.asr.clone();
         let (app, _) = voiced::http::router(state);
+        let router = app.clone();
         let (tx, rx) = oneshot::channel();
         let serve_config = config.clone();
         let server = tokio::spawn(async move {
@@ -152,6 +155,7 @@ impl TestApp {
             asr,
             streams,
             board,
+            router,
             shutdown: Some(tx),
             server: Some(server),
             stop_workers,
