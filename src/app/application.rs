@@ -33,6 +33,9 @@ pub struct Parts {
     pub limits: Option<RateLimits>,
     /// A bound listener; otherwise the application binds `bind`.
     pub listener: Option<TcpListener>,
+    /// Skip loading the recogniser and the password hasher before serving (they load on first
+    /// use instead): the tests start hundreds of servers.
+    pub cold: bool,
 }
 
 /// A built application: state made, recogniser warmed, listener bound, nothing served yet.
@@ -91,13 +94,13 @@ impl Application {
             )
             .await?;
         }
-        if state.asr.is_installed() {
+        if !state.asr.is_installed() {
+            tracing::warn!(model = %config.whisper_model, "no Whisper model installed: POST /v1/transcriptions answers 503 (run `voiced models fetch {}`)", config.whisper_model);
+        } else if !parts.cold {
             // Load and warm the recogniser before the listener binds.
             if let Err(err) = state.asr.transcribe(vec![0.0; 16_000]).await {
                 tracing::error!(error = %err, "the Whisper model does not load; transcriptions will fail");
             }
-        } else {
-            tracing::warn!(model = %config.whisper_model, "no Whisper model installed: POST /v1/transcriptions answers 503 (run `voiced models fetch {}`)", config.whisper_model);
         }
         let workers = worker_deps(
             &config,
@@ -106,7 +109,9 @@ impl Application {
             state.health.clone(),
             state.streams.clone(),
         );
-        crate::service::accounts::warm_up().await;
+        if !parts.cold {
+            crate::service::accounts::warm_up().await;
+        }
         let listener = match parts.listener {
             Some(listener) => listener,
             None => TcpListener::bind(config.bind)

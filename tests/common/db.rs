@@ -8,7 +8,7 @@
 //!   `$HOME/.cache/voiced/test-pg`), started by the first test that needs it (same code as
 //!   `voiced serve`'s embedded cluster, so as root it runs as `postgres`) and **left running**
 //!   for the test processes after it. CI stops it at the end with [`stop_shared_cluster`]
-//!   (e.g. `cargo test --test db -- --ignored stop_shared_test_cluster`); by hand:
+//!   (e.g. `cargo test --test api -- --ignored --exact db::stop_shared_test_cluster`); by hand:
 //!   `pg_ctl stop -m fast -D ~/.cache/voiced/test-pg/pg` (as root: `runuser -u postgres --
 //!   /usr/lib/postgresql/15/bin/pg_ctl …`, and if `test-pg/pg.location` exists the cluster is
 //!   in `<that dir>/pg`).

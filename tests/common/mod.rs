@@ -4,6 +4,7 @@
 
 pub mod browser;
 pub mod child;
+pub mod client;
 pub mod db;
 
 use std::os::unix::fs::PermissionsExt;
@@ -40,10 +41,10 @@ pub struct TestApp {
     pub streams: voiced::worker::streams::Streams,
     /// The segments its workers' engine threads share.
     pub board: std::sync::Arc<voiced::worker::pieces::Board>,
+    /// The router the server serves, for requests sent without a socket ([`TestApp::oneshot`]).
+    pub router: axum::Router,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,
-    stop_workers: tokio::sync::watch::Sender<voiced::worker::Shutdown>,
-    worker_handles: Vec<tokio::task::JoinHandle<()>>,
 }
 
 /// Default configuration, the models dir from the environment, and `extra` settings.
@@ -97,45 +98,39 @@ impl TestApp {
         if self_addressed {
             settings.push(("VOICED_PUBLIC_BASE_URL", &base));
         }
-        let config = test_config(&settings);
+        let mut config = test_config(&settings);
+        config.workers = workers;
         let clock = FakeRelativeClock::default();
-        let state = voiced::app::state(
-            &config,
-            pool.clone(),
-            AudioSigner::new(SIGNING_SECRET.to_vec()),
-            RateLimits::new(LimiterClock::Manual(clock.clone())),
-            tokio::sync::watch::channel(None).1,
+        // Built as `voiced serve` builds it, with the test's database, secret, still-clock limits
+        // and port-0 listener handed in.
+        let application = voiced::app::Application::build_with(
+            config.clone(),
+            voiced::app::Parts {
+                pool: Some(pool.clone()),
+                signer: Some(AudioSigner::new(SIGNING_SECRET.to_vec())),
+                limits: Some(RateLimits::new(LimiterClock::Manual(clock.clone()))),
+                listener: Some(listener),
+                cold: true,
+            },
         )
         .await
-        .expect("application state");
-        let (stop_workers, shutdown) =
-            tokio::sync::watch::channel(voiced::worker::Shutdown::Running);
-        let deps = voiced::worker::WorkerDeps {
-            pool: pool.clone(),
-            blobs: state.blobs.clone(),
-            registry: state.engines.clone(),
-            health: state.health.clone(),
-            streams: state.streams.clone(),
-            board: Default::default(),
-        };
-        let (streams, board) = (deps.streams.clone(), deps.board.clone());
-        let worker_handles = voiced::app::spawn_workers(&config, &deps, workers, &shutdown);
-        let completions = state.completions.clone();
-        let asr = state.asr.clone();
-        let (app, _) = voiced::app::router(&state);
+        .expect("application");
+        let state = application.state();
+        let (completions, asr, streams) = (
+            state.completions.clone(),
+            state.asr.clone(),
+            state.streams.clone(),
+        );
+        let board = application.worker_deps().board.clone();
+        let router = application.router();
         let (tx, rx) = oneshot::channel();
-        let serve_config = config.clone();
         let server = tokio::spawn(async move {
-            voiced::http::serve(
-                listener,
-                app,
-                async {
+            application
+                .run_until_stopped(async {
                     let _ = rx.await;
-                },
-                voiced::http::ServeOptions::from_config(&serve_config),
-            )
-            .await
-            .expect("server runs");
+                })
+                .await
+                .expect("server runs");
         });
         TestApp {
             base,
@@ -151,10 +146,9 @@ impl TestApp {
             asr,
             streams,
             board,
+            router,
             shutdown: Some(tx),
             server: Some(server),
-            stop_workers,
-            worker_handles,
         }
     }
 
@@ -167,10 +161,6 @@ impl TestApp {
     }
 
     pub async fn stop(mut self) {
-        let _ = self.stop_workers.send(voiced::worker::Shutdown::Drain);
-        for handle in std::mem::take(&mut self.worker_handles) {
-            let _ = handle.await;
-        }
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
@@ -374,6 +364,30 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Says that `test` did not exercise its subject, and why, on the real standard error (a
+/// `SKIPPED:` line that `cargo test` shows even when it captures the test's output).
+pub fn skip(test: &str, reason: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {reason}");
+}
+
+/// Whether a root-only `test` can run here. When not root it is skipped visibly, or fails where
+/// `VOICED_REQUIRE_ROOT_TESTS=1` says that root-only tests must run (a CI job as root).
+pub fn root_or_skip(test: &str) -> bool {
+    if running_as_root() {
+        return true;
+    }
+    assert!(
+        std::env::var("VOICED_REQUIRE_ROOT_TESTS").as_deref() != Ok("1"),
+        "{test} needs root, and VOICED_REQUIRE_ROOT_TESTS=1 requires it to run"
+    );
+    skip(
+        test,
+        "needs root (set VOICED_REQUIRE_ROOT_TESTS=1 to fail instead)",
+    );
+    false
 }
 
 pub fn running_as_root() -> bool {

@@ -1,7 +1,7 @@
 //! Texts that speak much longer than their characters suggest, for the admission estimate
 //! (issue 23 item 7): emoji read by name, ordinals, long numbers, fractions, currency, dates,
 //! abbreviations, and plain prose to compare with. Generated (no randomness), so that the test
-//! (`tests/estimate.rs`) and the calibration (`cargo run --example calibrate_estimate`) read the
+//! (`tests/engines/estimate.rs`) and the calibration (`cargo run --example calibrate_estimate`) read the
 //! same corpus. A text of emoji alone is not here: it has no letters, and admission refuses it
 //! as unreadable before any estimate.
 

@@ -1,19 +1,11 @@
 //! `POST /v1/voices` and `GET /v1/voices/presets`: real PostgreSQL, the real Kokoro voices
 //! (`voiced models fetch kokoro` installs kokoro-js's 54).
 
-mod common;
+use crate::common;
 
-use common::{TestApp, assert_problem, json};
+use crate::common::{TestApp, assert_problem, json};
 use serde_json::{Value, json};
 use voiced::domain::{Plan, Scope};
-
-async fn create(app: &TestApp, secret: &str, key: Option<&str>, body: Value) -> (u16, Value) {
-    let mut request = app.post("/v1/voices").bearer_auth(secret).json(&body);
-    if let Some(key) = key {
-        request = request.header("Idempotency-Key", key);
-    }
-    json(request.send().await.unwrap()).await
-}
 
 #[tokio::test]
 async fn presets_list_all_54_kokoro_voices_with_language_and_gender() {
@@ -121,13 +113,13 @@ async fn a_preset_voice_is_added_once_and_listed_as_specified() {
     assert_eq!(created["generation_count"], 0);
     assert_eq!(created["has_personality"], false);
 
-    let (status, explicit) = create(
-        &app,
-        &writer,
-        None,
-        json!({"name": "Sara", "engine": "kokoro", "preset": "if_sara", "language": "IT"}),
-    )
-    .await;
+    let (status, explicit) = app
+        .create_voice(
+            &writer,
+            None,
+            json!({"name": "Sara", "engine": "kokoro", "preset": "if_sara", "language": "IT"}),
+        )
+        .await;
     assert_eq!(status, 201, "{explicit}");
     assert_eq!(explicit["language"], "it");
 
@@ -145,26 +137,26 @@ async fn a_preset_voice_is_added_once_and_listed_as_specified() {
     assert_eq!(list["data"][1], explicit);
 
     // The same name again, whatever the preset: 409 conflict naming `name`.
-    let (status, body) = create(
-        &app,
-        &writer,
-        None,
-        json!({"name": "Emma", "engine": "kokoro", "preset": "af_heart"}),
-    )
-    .await;
+    let (status, body) = app
+        .create_voice(
+            &writer,
+            None,
+            json!({"name": "Emma", "engine": "kokoro", "preset": "af_heart"}),
+        )
+        .await;
     assert_eq!(status, 409, "{body}");
     assert_problem(&body, 409, "conflict", "/v1/voices");
     assert_eq!(body["param"], "name");
 
     // Another account may use the name.
     let (_, other) = app.pro_user().await;
-    let (status, body) = create(
-        &app,
-        &other,
-        None,
-        json!({"name": "Emma", "engine": "kokoro", "preset": "bf_emma"}),
-    )
-    .await;
+    let (status, body) = app
+        .create_voice(
+            &other,
+            None,
+            json!({"name": "Emma", "engine": "kokoro", "preset": "bf_emma"}),
+        )
+        .await;
     assert_eq!(status, 201, "{body}");
     app.stop().await;
 }
@@ -213,25 +205,22 @@ async fn invalid_voices_are_refused_naming_the_field() {
         ),
         (with("samples", json!(["UklGRg=="])), "samples"),
     ] {
-        let (status, problem) = create(&app, &writer, None, body.clone()).await;
+        // The router alone answers these: no socket needed for each case.
+        let (status, problem) = app.oneshot("POST", "/v1/voices", &writer, &body).await;
         assert_eq!(status, 400, "{body} → {problem}");
         assert_problem(&problem, 400, "invalid_request", "/v1/voices");
         assert_eq!(problem["param"], param, "{body} → {problem}");
     }
-    let (status, problem) = create(
-        &app,
-        &writer,
-        None,
-        with("reference_audio", json!("UklGRg==")),
-    )
-    .await;
+    let (status, problem) = app
+        .create_voice(&writer, None, with("reference_audio", json!("UklGRg==")))
+        .await;
     assert_eq!(status, 400);
     assert!(
         problem["detail"].as_str().unwrap().contains("not cloned"),
         "{problem}"
     );
 
-    let (status, problem) = create(&app, &reader, None, base.clone()).await;
+    let (status, problem) = app.create_voice(&reader, None, base.clone()).await;
     assert_eq!(status, 403, "{problem}");
     assert_problem(&problem, 403, "insufficient_scope", "/v1/voices");
     assert_eq!(problem["required_scope"], "voice:generate");
@@ -280,32 +269,32 @@ async fn adding_a_voice_is_idempotent() {
     assert_eq!(status, 201);
     assert_eq!(replayed, created);
 
-    let (status, problem) = create(
-        &app,
-        &secret,
-        Some("add-heart"),
-        json!({"name": "Other", "engine": "kokoro", "preset": "af_heart"}),
-    )
-    .await;
+    let (status, problem) = app
+        .create_voice(
+            &secret,
+            Some("add-heart"),
+            json!({"name": "Other", "engine": "kokoro", "preset": "af_heart"}),
+        )
+        .await;
     assert_eq!(status, 422, "{problem}");
     assert_eq!(problem["code"], "idempotency_key_reused");
 
     // A refused request releases its key: the corrected retry with the same key succeeds.
-    let (status, _) = create(
-        &app,
-        &secret,
-        Some("retry"),
-        json!({"name": "Heart", "engine": "kokoro", "preset": "af_bella"}),
-    )
-    .await;
+    let (status, _) = app
+        .create_voice(
+            &secret,
+            Some("retry"),
+            json!({"name": "Heart", "engine": "kokoro", "preset": "af_bella"}),
+        )
+        .await;
     assert_eq!(status, 409);
-    let (status, body) = create(
-        &app,
-        &secret,
-        Some("retry"),
-        json!({"name": "Bella", "engine": "kokoro", "preset": "af_bella"}),
-    )
-    .await;
+    let (status, body) = app
+        .create_voice(
+            &secret,
+            Some("retry"),
+            json!({"name": "Bella", "engine": "kokoro", "preset": "af_bella"}),
+        )
+        .await;
     assert_eq!(status, 201, "{body}");
 
     let (_, list) = json(

@@ -1,12 +1,12 @@
 //! A `voiced worker` process killed with SIGKILL in the middle of a job: its lease expires, a
 //! second worker takes the job over, and it is completed and charged exactly once.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{TestApp, json};
+use crate::common::{TestApp, json};
 use serde_json::json;
 use voiced::domain::EngineId;
 

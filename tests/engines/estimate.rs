@@ -3,9 +3,9 @@
 //! fractions, currency, dates, abbreviations) and plain prose, the measured duration never
 //! exceeds the estimate by more than 1.5×. A ratio of audio to estimate, not a timing. The table
 //! it prints is the one in docs/benchmarks.md ("Admission estimate"):
-//! `cargo test --test estimate -- --nocapture`.
+//! `cargo test --test engines estimate:: -- --nocapture`.
 
-mod corpus;
+use crate::corpus;
 
 use std::path::PathBuf;
 use std::time::Instant;

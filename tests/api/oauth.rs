@@ -3,14 +3,12 @@
 //! (or a client ID metadata document), the console's sign-in and consent pages, PKCE, refresh
 //! rotation, revocation. See docs/oauth.md.
 
-mod common;
-
 use std::collections::HashMap;
 
+use crate::common::browser::{Browser, PASSWORD, Page, consent_page, csrf_of, field_of};
+use crate::common::{TestApp, json};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use common::browser::{Browser, PASSWORD, Page, consent_page, csrf_of, field_of};
-use common::{TestApp, json};
 use rand::RngCore;
 use reqwest::header::{CACHE_CONTROL, LOCATION, WWW_AUTHENTICATE};
 use reqwest::redirect;

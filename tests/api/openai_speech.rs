@@ -1,9 +1,7 @@
 //! `POST /v1/audio/speech` (OpenAI-compatible): refusals by name in OpenAI's error envelope, and
 //! the synchronous answer with real audio.
 
-mod common;
-
-use common::{TestApp, json};
+use crate::common::{TestApp, json};
 use serde_json::{Value, json};
 use voiced::audio::{DecodeLimits, decode_for_asr};
 use voiced::domain::{EngineId, Plan, Scope};

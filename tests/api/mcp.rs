@@ -3,17 +3,15 @@
 //! real models (audio decoded, speech transcribed back), credentials, scopes, plans, tenancy,
 //! the DNS-rebinding guard, idempotency shared with REST, and metering once per generation.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::browser::{Browser, PASSWORD, consent_page, csrf_of, field_of};
+use crate::common::client::{McpClient, mcp_call, mcp_tools_call};
+use crate::common::{TestApp, assert_problem, json};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use common::browser::{Browser, PASSWORD, consent_page, csrf_of, field_of};
-use common::{TestApp, assert_problem, json};
-use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ProtocolVersion, Tool};
-use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService};
+use rmcp::service::{ClientInitializeError, ClientLifecycleMode, ClientServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::auth::{AuthClient, AuthorizationManager, AuthorizationRequest, OAuthState};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -21,48 +19,18 @@ use serde_json::{Map, Value, json};
 use voiced::audio::{DecodeLimits, decode_for_asr};
 use voiced::domain::{EngineId, Plan, Scope};
 
-type Client = RunningService<RoleClient, ()>;
+type Client = McpClient;
 
 /// The public base URL the test server hands out (the default configuration's).
 const PUBLIC: &str = "http://127.0.0.1:8080";
 const SENTENCE: &str = "The quick brown fox jumps over the lazy dog.";
-
-/// The SDK's client on `/mcp` with `secret` as its bearer credential.
-async fn connect(
-    app: &TestApp,
-    secret: &str,
-    lifecycle: ClientLifecycleMode,
-) -> Result<Client, ClientInitializeError> {
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", app.base))
-            .auth_header(secret),
-    );
-    ().serve_with_lifecycle(transport, lifecycle).await
-}
-
-/// A client on the 2025-11-25 handshake (`initialize`).
-async fn legacy_client(app: &TestApp, secret: &str) -> Client {
-    connect(app, secret, ClientLifecycleMode::Initialize)
-        .await
-        .expect("initialize")
-}
 
 /// A client on the 2026-07-28 revision (`server/discover`, no handshake).
 async fn modern_client(app: &TestApp, secret: &str) -> Client {
     let lifecycle = ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     };
-    connect(app, secret, lifecycle).await.expect("discover")
-}
-
-async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
-    let Value::Object(arguments) = arguments else {
-        panic!("arguments are an object")
-    };
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
-        .await
-        .unwrap_or_else(|e| panic!("{tool}: {e}"))
+    app.mcp_connect(secret, lifecycle).await.expect("discover")
 }
 
 fn structured(result: &CallToolResult) -> &Value {
@@ -92,37 +60,12 @@ fn tool_error(result: &CallToolResult) -> Value {
     error
 }
 
-/// A raw JSON-RPC POST to `/mcp` (2025-11-25 headers, no session), with extra headers.
-async fn rpc(app: &TestApp, headers: &[(&str, &str)], body: Value) -> reqwest::Response {
-    let mut request = app
-        .post("/mcp")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
-        .json(&body);
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    request.send().await.unwrap()
-}
-
-fn tools_call(tool: &str, arguments: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-           "params": {"name": tool, "arguments": arguments}})
-}
-
 fn header(response: &reqwest::Response, name: &str) -> String {
     response
         .headers()
         .get(name)
         .map(|v| v.to_str().unwrap().to_owned())
         .unwrap_or_default()
-}
-
-async fn generations(app: &TestApp) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM generations")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
 }
 
 /// Downloads through `audio_url` (its path and query, against the test server).
@@ -184,7 +127,7 @@ async fn every_tool_on_both_revisions_with_real_audio() {
         .await;
 
     // The 2025-11-25 handshake: who the server is, and its tools.
-    let client = legacy_client(&app, &secret).await;
+    let client = app.mcp_client(&secret).await;
     let info = client.peer_info().expect("server info");
     assert_eq!(info.server_info.as_ref().unwrap().name, "voiced");
     assert_eq!(info.protocol_version, ProtocolVersion::V_2025_11_25);
@@ -209,12 +152,12 @@ async fn every_tool_on_both_revisions_with_real_audio() {
         assert_eq!(annotations.read_only_hint, Some(reads), "{}", tool.name);
     }
 
-    let voices = call(&client, "list_voices", json!({})).await;
+    let voices = mcp_call(&client, "list_voices", json!({})).await;
     assert_eq!(structured(&voices)["total"], 1);
     assert_eq!(structured(&voices)["data"][0]["name"], "Agent Voice");
 
     // speak: waits for the audio and links it; the link downloads and decodes.
-    let spoken = call(
+    let spoken = mcp_call(
         &client,
         "speak",
         json!({"text": SENTENCE, "voice": "Agent Voice", "format": "wav", "wait_seconds": 120}),
@@ -242,7 +185,7 @@ async fn every_tool_on_both_revisions_with_real_audio() {
     );
 
     // The same speech through transcribe (base64), stored as an agent capture.
-    let heard = call(
+    let heard = mcp_call(
         &client,
         "transcribe",
         json!({"audio_base64": STANDARD.encode(&wav)}),
@@ -263,14 +206,14 @@ async fn every_tool_on_both_revisions_with_real_audio() {
     assert_eq!(listed["total"], 1);
     assert_eq!(listed["data"][0]["id"], transcript["capture_id"]);
     assert_eq!(listed["data"][0]["source"], "agent");
-    let captures = call(&client, "list_captures", json!({"limit": 1})).await;
+    let captures = mcp_call(&client, "list_captures", json!({"limit": 1})).await;
     assert_eq!(structured(&captures)["data"][0]["source"], "agent");
     assert_eq!(structured(&captures)["limit"], 1);
 
     // The same speech by URL: fetched through the SSRF guard (loopback admitted by the test
     // allowance), transcribed, stored as an agent capture.
     let served = serve_audio(wav.clone()).await;
-    let heard = call(&client, "transcribe", json!({"audio_url": served})).await;
+    let heard = mcp_call(&client, "transcribe", json!({"audio_url": served})).await;
     let by_url = structured(&heard).clone();
     let missing = missing_words(SENTENCE, by_url["text"].as_str().unwrap());
     assert!(missing.len() <= 1, "missed {missing:?} in {by_url}");
@@ -294,7 +237,7 @@ async fn every_tool_on_both_revisions_with_real_audio() {
     assert_eq!(stored["transcript_raw"], by_url["text"], "{stored}");
     // The allowance is loopback only: a private address stays refused, before any connection.
     let error = tool_error(
-        &call(
+        &mcp_call(
             &client,
             "transcribe",
             json!({"audio_url": "http://10.1.2.3/a.wav"}),
@@ -317,7 +260,7 @@ async fn every_tool_on_both_revisions_with_real_audio() {
 
     // The 2026-07-28 revision: no handshake, the same tools.
     let client = modern_client(&app, &secret).await;
-    let generation = call(
+    let generation = mcp_call(
         &client,
         "get_generation",
         json!({"generation_id": out["generation_id"]}),
@@ -332,7 +275,7 @@ async fn every_tool_on_both_revisions_with_real_audio() {
     );
 
     // Inline audio on request: an Ogg Opus clip in the result that decodes.
-    let inline = call(
+    let inline = mcp_call(
         &client,
         "speak",
         json!({"text": "Short.", "voice": "Agent Voice", "format": "opus", "inline_audio": true, "wait_seconds": 120}),
@@ -353,7 +296,7 @@ async fn every_tool_on_both_revisions_with_real_audio() {
     assert!(decoded.duration_ms > 200, "{}", decoded.duration_ms);
 
     // wait_seconds 0: the id to poll, at once.
-    let queued = call(
+    let queued = mcp_call(
         &client,
         "speak",
         json!({"text": "Later.", "voice": "Agent Voice", "wait_seconds": 0}),
@@ -366,7 +309,7 @@ async fn every_tool_on_both_revisions_with_real_audio() {
         .wait(&id, Duration::from_secs(5))
         .await
         .unwrap();
-    let polled = call(&client, "get_generation", json!({"generation_id": id})).await;
+    let polled = mcp_call(&client, "get_generation", json!({"generation_id": id})).await;
     assert_eq!(structured(&polled)["status"], "completed");
     client.cancel().await.unwrap();
     app.stop().await;
@@ -378,13 +321,13 @@ async fn one_idempotency_key_one_generation_one_charge_across_doors() {
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Agent Voice", EngineId::Kokoro, "af_heart")
         .await;
-    let client = legacy_client(&app, &secret).await;
+    let client = app.mcp_client(&secret).await;
     let args = json!({"text": "Once only.", "voice": "Agent Voice", "format": "wav",
                       "wait_seconds": 120, "idempotency_key": "mcp-first"});
 
     // MCP first, then MCP again, then REST with the same key and the same request.
-    let first = structured(&call(&client, "speak", args.clone()).await).clone();
-    let again = structured(&call(&client, "speak", args.clone()).await).clone();
+    let first = structured(&mcp_call(&client, "speak", args.clone()).await).clone();
+    let again = structured(&mcp_call(&client, "speak", args.clone()).await).clone();
     assert_eq!(again["generation_id"], first["generation_id"]);
     assert_eq!(
         (first["replayed"].clone(), again["replayed"].clone()),
@@ -406,7 +349,7 @@ async fn one_idempotency_key_one_generation_one_charge_across_doors() {
     // The same key with another request is refused, and nothing is made.
     let mut other = args.clone();
     other["text"] = json!("Twice?");
-    let refused = tool_error(&call(&client, "speak", other).await);
+    let refused = tool_error(&mcp_call(&client, "speak", other).await);
     assert_eq!(refused["code"], "idempotency_key_reused", "{refused}");
 
     // REST first, then MCP.
@@ -421,7 +364,7 @@ async fn one_idempotency_key_one_generation_one_charge_across_doors() {
     let (status, accepted) = json(rest).await;
     assert_eq!(status, 202);
     let via_mcp = structured(
-        &call(
+        &mcp_call(
             &client,
             "speak",
             json!({"text": "From REST.", "voice": "Agent Voice", "idempotency_key": "rest-first", "wait_seconds": 120}),
@@ -432,7 +375,7 @@ async fn one_idempotency_key_one_generation_one_charge_across_doors() {
     assert_eq!(via_mcp["generation_id"], accepted["id"]);
     assert_eq!(via_mcp["replayed"], true);
     assert_eq!(via_mcp["status"], "completed");
-    assert_eq!(generations(&app).await, 2);
+    assert_eq!(app.generation_count().await, 2);
 
     // Metered once each: the usage page's ledger holds one row per generation, summing to the
     // audio made.
@@ -460,7 +403,7 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
     let metadata = format!("{PUBLIC}/.well-known/oauth-protected-resource/mcp");
 
     // No credential: 401 with the challenge that leads to the OAuth metadata.
-    let response = rpc(&app, &[], list.clone()).await;
+    let response = app.mcp_rpc(&[], list.clone()).await;
     assert_eq!(response.status(), 401);
     assert_eq!(
         header(&response, "www-authenticate"),
@@ -469,12 +412,9 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
     let (_, body) = json(response).await;
     assert_eq!(body["code"], "invalid_api_key");
     // A bad one: the same, with error="invalid_token".
-    let response = rpc(
-        &app,
-        &[("authorization", "Bearer vk_not_a_key")],
-        list.clone(),
-    )
-    .await;
+    let response = app
+        .mcp_rpc(&[("authorization", "Bearer vk_not_a_key")], list.clone())
+        .await;
     assert_eq!(response.status(), 401);
     assert_eq!(
         header(&response, "www-authenticate"),
@@ -483,7 +423,7 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
         )
     );
     assert!(
-        connect(&app, "vk_not_a_key", ClientLifecycleMode::Initialize)
+        app.mcp_connect("vk_not_a_key", ClientLifecycleMode::Initialize)
             .await
             .is_err(),
         "the SDK client cannot connect with a bad key"
@@ -496,12 +436,16 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
         .await;
     let (_, reader) = app.key(&account, &[Scope::VoiceRead]).await;
     let bearer = format!("Bearer {reader}");
-    let response = rpc(&app, &[("authorization", &bearer)], list.clone()).await;
+    let response = app
+        .mcp_rpc(&[("authorization", &bearer)], list.clone())
+        .await;
     assert_eq!(response.status(), 200);
     // Reads count against the read-burst policy, generating calls against writes.
     assert!(header(&response, "ratelimit").starts_with("\"read-burst\""));
-    let speak = tools_call("speak", json!({"text": "Hi.", "voice": "Mine"}));
-    let response = rpc(&app, &[("authorization", &bearer)], speak.clone()).await;
+    let speak = mcp_tools_call("speak", json!({"text": "Hi.", "voice": "Mine"}));
+    let response = app
+        .mcp_rpc(&[("authorization", &bearer)], speak.clone())
+        .await;
     assert_eq!(response.status(), 403);
     assert_eq!(
         header(&response, "www-authenticate"),
@@ -513,9 +457,9 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
     let (_, body) = json(response).await;
     assert_eq!(body["code"], "insufficient_scope");
     assert_eq!(body["required_scope"], "voice:generate");
-    let client = legacy_client(&app, &reader).await;
+    let client = app.mcp_client(&reader).await;
     assert_eq!(
-        structured(&call(&client, "list_voices", json!({})).await)["total"],
+        structured(&mcp_call(&client, "list_voices", json!({})).await)["total"],
         1
     );
     let refused = client
@@ -525,17 +469,17 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
         )
         .await;
     assert!(refused.is_err(), "{refused:?}");
-    assert_eq!(generations(&app).await, 0);
+    assert_eq!(app.generation_count().await, 0);
     client.cancel().await.unwrap();
 
     // A generate-only key cannot read.
     let (_, writer) = app.key(&account, &[Scope::VoiceGenerate]).await;
-    let response = rpc(
-        &app,
-        &[("authorization", &format!("Bearer {writer}"))],
-        tools_call("list_voices", json!({})),
-    )
-    .await;
+    let response = app
+        .mcp_rpc(
+            &[("authorization", &format!("Bearer {writer}"))],
+            mcp_tools_call("list_voices", json!({})),
+        )
+        .await;
     assert_eq!(response.status(), 403);
     assert!(header(&response, "www-authenticate").contains("scope=\"voice:read\""));
 
@@ -611,17 +555,17 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
             "audio_url",
         ),
     ] {
-        let error = tool_error(&call(&client, tool, arguments.clone()).await);
+        let error = tool_error(&mcp_call(&client, tool, arguments.clone()).await);
         assert_eq!(
             error["code"], "invalid_request",
             "{tool} {arguments}: {error}"
         );
         assert_eq!(error["param"], param, "{tool} {arguments}: {error}");
     }
-    assert_eq!(generations(&app).await, 0);
+    assert_eq!(app.generation_count().await, 0);
     // The loopback refusal is the SSRF guard's, made before any connection.
     let error = tool_error(
-        &call(
+        &mcp_call(
             &client,
             "transcribe",
             json!({"audio_url": "https://127.0.0.1:9/a.wav"}),
@@ -636,13 +580,13 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
     let unknown = client.call_tool(CallToolRequestParams::new("sing")).await;
     assert!(unknown.is_err());
     assert_eq!(
-        structured(&call(&client, "list_voices", json!({})).await)["total"],
+        structured(&mcp_call(&client, "list_voices", json!({})).await)["total"],
         1
     );
 
     // Tenancy: another account's generation is not found, like a missing one.
     let queued = structured(
-        &call(
+        &mcp_call(
             &client,
             "speak",
             json!({"text": "Mine only.", "voice": voice, "wait_seconds": 0}),
@@ -653,11 +597,12 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
     let (_, stranger) = app.pro_user().await;
     let other = modern_client(&app, &stranger).await;
     for id in [queued["generation_id"].as_str().unwrap(), "gen_missing"] {
-        let error = tool_error(&call(&other, "get_generation", json!({"generation_id": id})).await);
+        let error =
+            tool_error(&mcp_call(&other, "get_generation", json!({"generation_id": id})).await);
         assert_eq!(error["code"], "not_found", "{error}");
     }
     assert_eq!(
-        structured(&call(&other, "list_captures", json!({})).await)["total"],
+        structured(&mcp_call(&other, "list_captures", json!({})).await)["total"],
         0
     );
     other.cancel().await.unwrap();
@@ -668,50 +613,51 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
     // cannot even connect.
     let unpaid = app.account(Plan::None).await;
     let (_, unpaid_key) = app.key(&unpaid, &Scope::ALL).await;
-    let response = rpc(
-        &app,
-        &[("authorization", &format!("Bearer {unpaid_key}"))],
-        tools_call("list_voices", json!({})),
-    )
-    .await;
+    let response = app
+        .mcp_rpc(
+            &[("authorization", &format!("Bearer {unpaid_key}"))],
+            mcp_tools_call("list_voices", json!({})),
+        )
+        .await;
     assert_eq!(response.status(), 403);
     let (_, problem) = json(response).await;
     assert_eq!(problem["code"], "pro_plan_required");
     assert_eq!(problem["settings_url"], format!("{PUBLIC}/console/billing"));
     assert!(
-        connect(&app, &unpaid_key, ClientLifecycleMode::Initialize)
+        app.mcp_connect(&unpaid_key, ClientLifecycleMode::Initialize)
             .await
             .is_err()
     );
 
     // DNS rebinding: a foreign Host or Origin is refused; the public origin is accepted.
     let auth = format!("Bearer {secret}");
-    let response = rpc(
-        &app,
-        &[("authorization", &auth), ("host", "evil.example")],
-        list.clone(),
-    )
-    .await;
+    let response = app
+        .mcp_rpc(
+            &[("authorization", &auth), ("host", "evil.example")],
+            list.clone(),
+        )
+        .await;
     assert_eq!(response.status(), 403);
-    let response = rpc(
-        &app,
-        &[("authorization", &auth), ("origin", "http://evil.example")],
-        list.clone(),
-    )
-    .await;
+    let response = app
+        .mcp_rpc(
+            &[("authorization", &auth), ("origin", "http://evil.example")],
+            list.clone(),
+        )
+        .await;
     assert_eq!(response.status(), 403);
-    let response = rpc(
-        &app,
-        &[("authorization", &auth), ("origin", PUBLIC)],
-        list.clone(),
-    )
-    .await;
+    let response = app
+        .mcp_rpc(
+            &[("authorization", &auth), ("origin", PUBLIC)],
+            list.clone(),
+        )
+        .await;
     assert_eq!(response.status(), 200);
     // Base64 audio well past rmcp's default 4 MiB body limit reaches the tool (this clip is
     // not audio, so the tool refuses it by name); a body past the 25 MiB audio limit is 413.
     let not_audio = STANDARD.encode(vec![0u8; 6 * 1024 * 1024]);
     let client = modern_client(&app, &secret).await;
-    let error = tool_error(&call(&client, "transcribe", json!({"audio_base64": not_audio})).await);
+    let error =
+        tool_error(&mcp_call(&client, "transcribe", json!({"audio_base64": not_audio})).await);
     assert_eq!(
         (error["code"].as_str(), error["param"].as_str()),
         (Some("invalid_request"), Some("audio_base64")),
@@ -719,12 +665,12 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
     );
     client.cancel().await.unwrap();
     let huge = STANDARD.encode(vec![0u8; 26 * 1024 * 1024]);
-    let response = rpc(
-        &app,
-        &[("authorization", &auth)],
-        tools_call("transcribe", json!({"audio_base64": huge})),
-    )
-    .await;
+    let response = app
+        .mcp_rpc(
+            &[("authorization", &auth)],
+            mcp_tools_call("transcribe", json!({"audio_base64": huge})),
+        )
+        .await;
     assert_eq!(response.status(), 413);
     assert_eq!(json(response).await.1["code"], "payload_too_large");
     // Stateless: no session stream to open.
@@ -808,12 +754,9 @@ async fn admission_comes_before_the_message_is_read() {
     .await;
     assert_eq!(problem["settings_url"], format!("{PUBLIC}/console/billing"));
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
-    let response = rpc(
-        &app,
-        &[("authorization", &format!("Bearer {unpaid_key}"))],
-        list,
-    )
-    .await;
+    let response = app
+        .mcp_rpc(&[("authorization", &format!("Bearer {unpaid_key}"))], list)
+        .await;
     mcp_problem(response, 403, "pro_plan_required").await;
 
     // A paid reader: any message but transcribe is at most 1 MiB. 2 MiB of list_voices is 413
@@ -928,7 +871,7 @@ async fn admission_comes_before_the_message_is_read() {
         .await
         .unwrap();
     assert!(response.status().is_client_error(), "{response:?}");
-    assert_eq!(generations(&app).await, 0);
+    assert_eq!(app.generation_count().await, 0);
 
     // A transcribe call when every recogniser place is taken: 503 with Retry-After, answered
     // before the audio is read (the upload is drained afterwards, never buffered).
@@ -943,7 +886,7 @@ async fn admission_comes_before_the_message_is_read() {
     drop(places);
     // With a place free the same call reaches the tool (this audio is not a clip).
     let client = modern_client(&app, &writer).await;
-    let error = tool_error(&call(&client, "transcribe", json!({"audio_base64": "AAAA"})).await);
+    let error = tool_error(&mcp_call(&client, "transcribe", json!({"audio_base64": "AAAA"})).await);
     assert_eq!(error["param"], "audio_base64", "{error}");
     client.cancel().await.unwrap();
     app.stop().await;
@@ -992,7 +935,7 @@ async fn transcriptions_in_flight_are_capped_per_account_on_both_doors() {
             .bearer_auth(&secret)
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2025-11-25")
-            .json(&tools_call("transcribe", json!({"audio_url": url})));
+            .json(&mcp_tools_call("transcribe", json!({"audio_url": url})));
         slow.push(tokio::spawn(async move {
             json(request.send().await.unwrap()).await
         }));
@@ -1166,7 +1109,7 @@ async fn the_sdk_oauth_client_authorizes_speaks_refreshes_and_is_revoked() {
     let client = oauth_connect(&mcp_url, auth.clone()).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();
     assert_eq!(tools.len(), 5);
-    let spoken = call(
+    let spoken = mcp_call(
         &client,
         "speak",
         json!({"text": "Signed in by OAuth.", "voice": "Agent Voice", "format": "wav", "wait_seconds": 120}),
@@ -1226,7 +1169,7 @@ async fn the_sdk_oauth_client_authorizes_speaks_refreshes_and_is_revoked() {
     let auth = AuthClient::new(reqwest_rmcp::Client::default(), manager);
     let client = oauth_connect(&mcp_url, auth.clone()).await.unwrap();
     assert_eq!(
-        structured(&call(&client, "list_voices", json!({})).await)["total"],
+        structured(&mcp_call(&client, "list_voices", json!({})).await)["total"],
         1
     );
     let (_, refresh) = held_tokens(&auth.auth_manager).await;

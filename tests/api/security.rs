@@ -2,12 +2,10 @@
 //! never reach the logs, oversized heads and bodies are refused without being buffered, and a
 //! slow-header client is cut off.
 
-mod common;
-
 use std::time::Duration;
 
-use common::child::ChildServer;
-use common::{TempDir, TestApp, json, poll_until};
+use crate::common::child::ChildServer;
+use crate::common::{TempDir, TestApp, json, poll_until};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use voiced::domain::EngineId;

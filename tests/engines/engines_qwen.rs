@@ -5,13 +5,12 @@
 //! through the real API. Needs `voiced models fetch kokoro` (ONNX Runtime, the onnx Python
 //! package, the onnxruntime wheel) in `VOICED_MODELS_DIR`, and espeak-ng.
 
-mod common;
-mod tiny;
+use crate::common;
+use crate::tiny;
 
 use std::path::Path;
-use std::time::Duration;
 
-use common::{TestApp, json};
+use crate::common::TestApp;
 use serde_json::{Value, json};
 use voiced::domain::EngineId;
 use voiced::engines::luxtts::{self, LuxConfig, LuxEngine};
@@ -517,48 +516,6 @@ fn luxtts_matches_a_python_reference_loop() {
     assert!(worst < 1e-4, "waveforms differ by {worst}");
 }
 
-async fn speak(app: &TestApp, secret: &str, body: Value) -> (u16, Value) {
-    json(
-        app.post("/v1/speech")
-            .bearer_auth(secret)
-            .json(&body)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-}
-
-async fn wav_of(app: &TestApp, secret: &str, body: Value) -> Vec<u8> {
-    let (status, accepted) = speak(app, secret, body).await;
-    assert_eq!(status, 202, "{accepted}");
-    let id = accepted["id"].as_str().unwrap();
-    tokio::time::timeout(
-        Duration::from_secs(120),
-        app.completions.wait(id, Duration::from_secs(5)),
-    )
-    .await
-    .expect("generation finishes")
-    .unwrap();
-    let (_, generation) = json(
-        app.get(&format!("/v1/generations/{id}"))
-            .bearer_auth(secret)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(generation["status"], "completed", "{generation}");
-    let url = generation["audio_url"].as_str().unwrap();
-    let response = app
-        .get(&url[url.find("/v1/audio/").unwrap()..])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    response.bytes().await.unwrap().to_vec()
-}
-
 #[tokio::test]
 async fn qwen_and_luxtts_speak_through_the_api() {
     let dir = tiny::models_dir().to_str().unwrap().to_owned();
@@ -590,7 +547,7 @@ async fn qwen_and_luxtts_speak_through_the_api() {
                 "response_format": "wav"
             })
         };
-        let a = wav_of(&app, &secret, body(3)).await;
+        let a = app.speech_audio(&secret, body(3)).await;
         let reader = hound::WavReader::new(std::io::Cursor::new(&a)).unwrap();
         assert_eq!(reader.spec().sample_rate, rate, "{name}");
         assert_eq!(reader.spec().channels, 1);
@@ -598,16 +555,20 @@ async fn qwen_and_luxtts_speak_through_the_api() {
         assert!(samples > hop, "{name}: {samples} samples");
         // Whole frames (an in-context clone's cut may leave one sample more).
         assert!(samples % hop <= 1, "{name}: {samples} samples");
-        assert_eq!(wav_of(&app, &secret, body(3)).await, a, "{name}: same seed");
+        assert_eq!(
+            app.speech_audio(&secret, body(3)).await,
+            a,
+            "{name}: same seed"
+        );
         assert_ne!(
-            wav_of(&app, &secret, body(4)).await,
+            app.speech_audio(&secret, body(4)).await,
             a,
             "{name}: other seed"
         );
         // These engines take no temperature: refused at the request, as for kokoro.
         let mut hot = body(3);
         hot["temperature"] = json!(0.7);
-        let (status, refused) = speak(&app, &secret, hot).await;
+        let (status, refused) = app.speak(&secret, hot).await;
         assert_eq!(status, 400, "{name}: {refused}");
         assert_eq!(refused["param"], "temperature", "{refused}");
     }
@@ -626,14 +587,14 @@ async fn qwen_and_luxtts_speak_through_the_api() {
         }
     };
     let prompt = "speak warmly and slowly";
-    let plain = wav_of(&app, &secret, body("Qwen Ryan")).await;
-    let narrator = wav_of(&app, &secret, body("Qwen narrator")).await;
+    let plain = app.speech_audio(&secret, body("Qwen Ryan")).await;
+    let narrator = app.speech_audio(&secret, body("Qwen narrator")).await;
     set_personality("Qwen Ryan", Some(prompt)).await;
     set_personality("Qwen narrator", Some(prompt)).await;
-    let warm = wav_of(&app, &secret, body("Qwen Ryan")).await;
+    let warm = app.speech_audio(&secret, body("Qwen Ryan")).await;
     assert!(warm != plain, "the personality prompt changes the take");
     assert!(
-        wav_of(&app, &secret, body("Qwen Ryan")).await == warm,
+        app.speech_audio(&secret, body("Qwen Ryan")).await == warm,
         "same prompt, same seed: same bytes"
     );
     // Exactly the engine's audio with the prompt as its instruction (which
@@ -652,12 +613,12 @@ async fn qwen_and_luxtts_speak_through_the_api() {
     .unwrap();
     assert!(warm == expected, "the worker passes the prompt unchanged");
     assert!(
-        wav_of(&app, &secret, body("Qwen narrator")).await == narrator,
+        app.speech_audio(&secret, body("Qwen narrator")).await == narrator,
         "Base ignores the prompt"
     );
     set_personality("Qwen Ryan", None).await;
     assert!(
-        wav_of(&app, &secret, body("Qwen Ryan")).await == plain,
+        app.speech_audio(&secret, body("Qwen Ryan")).await == plain,
         "cleared: the plain take again"
     );
     app.stop().await;

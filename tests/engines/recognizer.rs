@@ -1,8 +1,6 @@
 //! The recogniser on real models (fetched into `VOICED_MODELS_DIR` on first use).
 
-mod asr;
-
-use asr::{beckett, espeak, recognizer, wer};
+use crate::asr::{beckett, espeak, recognizer, wer};
 use voiced::models::whisper::WhisperModel::{Base, TinyEn};
 
 const BECKETT: &str = "Ever tried. Ever failed. No matter. Try again. Fail again. Fail better.";

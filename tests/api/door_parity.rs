@@ -7,14 +7,15 @@
 //! speaks or transcribes, so none of these cases can be expressed through it (the playground
 //! of issue 30 joins this table when it exists).
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
+use crate::common::client::mcp_tools_call;
+use crate::common::{TestApp, json};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use chrono::Utc;
-use common::{TestApp, json};
 use serde_json::{Value, json};
 use voiced::domain::oauth::{ACCESS_TOKEN_PREFIX, OAuthSecret};
 use voiced::domain::{EngineId, Plan, Scope, new_id};
@@ -427,10 +428,10 @@ async fn send(app: &TestApp, door: Door, credential: &str, input: &Input) -> Ref
         Door::Speech => ("/v1/speech", speech),
         Door::OpenAiSpeech => ("/v1/audio/speech", openai),
         Door::Transcriptions => ("/v1/transcriptions", json!({"audio": audio})),
-        Door::McpSpeak => ("/mcp", tools_call("speak", speak)),
+        Door::McpSpeak => ("/mcp", mcp_tools_call("speak", speak)),
         Door::McpTranscribe => (
             "/mcp",
-            tools_call("transcribe", json!({"audio_base64": audio})),
+            mcp_tools_call("transcribe", json!({"audio_base64": audio})),
         ),
     };
     let mut request = app
@@ -450,11 +451,6 @@ async fn send(app: &TestApp, door: Door, credential: &str, input: &Input) -> Ref
     let http_status = response.status().as_u16();
     let (_, body) = json(response).await;
     refusal(door, http_status, &body)
-}
-
-fn tools_call(tool: &str, arguments: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-           "params": {"name": tool, "arguments": arguments}})
 }
 
 /// Reads the refusal out of whichever envelope the door used.

@@ -2,13 +2,13 @@
 //! PostgreSQL outage under reads, speech and transcriptions, a restart with work queued, and
 //! SIGTERM under load. Loopback only; every wait polls with a deadline.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::child::ChildServer;
-use common::{TempDir, TestApp, json, poll_until};
+use crate::common::child::ChildServer;
+use crate::common::{TempDir, TestApp, json, poll_until};
 use serde_json::{Value, json};
 use voiced::domain::{ApiKeySecret, EngineId, Plan, Scope, new_id};
 use voiced::store::embedded::{EmbeddedConfig, EmbeddedPostgres};

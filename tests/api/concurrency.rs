@@ -1,11 +1,9 @@
 //! Concurrency (issue 9, item 2): one Idempotency-Key raced 50 times, the rate limiter's exact
 //! quota under concurrency, and revocation while requests are in flight.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{TestApp, json, poll_until};
+use crate::common::{TestApp, json, poll_until};
 use futures_util::StreamExt;
 use serde_json::json;
 use voiced::domain::{EngineId, Scope};

@@ -2,12 +2,12 @@
 //! the pending cap, the fair queue, cancellation of synchronous speech, idempotency that commits
 //! with the work, supervised engines, readiness, and honest errors.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::child::ChildServer;
-use common::{TestApp, assert_problem, json, poll_until};
+use crate::common::child::ChildServer;
+use crate::common::{TestApp, assert_problem, json, poll_until};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use voiced::domain::{EngineId, Plan, Scope, new_id};
@@ -21,18 +21,6 @@ fn twenty_seconds_of_text() -> String {
     let text = text[..262].trim().to_owned();
     assert_eq!(text.chars().count(), 262);
     text
-}
-
-async fn speak(app: &TestApp, secret: &str, body: Value) -> (u16, Value) {
-    json(
-        app.post("/v1/speech")
-            .bearer_auth(secret)
-            .json(&body)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
 }
 
 async fn generation_row(app: &TestApp, id: &str) -> (String, Option<String>) {
@@ -63,13 +51,8 @@ async fn a_ceiling_bounds_what_concurrent_requests_can_reserve() {
         .estimated_audio_ms(EngineId::Kokoro, "en", "jf_alpha", &text);
     assert!((15_000..=25_000).contains(&estimate), "{estimate}");
 
-    let requests = (0..50).map(|_| {
-        speak(
-            &app,
-            &secret,
-            json!({"text": text, "voice_name": "Narrator"}),
-        )
-    });
+    let requests =
+        (0..50).map(|_| app.speak(&secret, json!({"text": text, "voice_name": "Narrator"})));
     let answers = futures_util::future::join_all(requests).await;
     let admitted = answers.iter().filter(|(s, _)| *s == 202).count();
     for (status, body) in answers.iter().filter(|(s, _)| *s != 202) {
@@ -102,7 +85,7 @@ async fn the_pending_cap_refuses_one_account_not_the_others() {
     }
     let body = json!({"text": "Hi.", "voice_name": "Narrator"});
     for n in 0..32 {
-        let (status, answer) = speak(&app, &busy_secret, body.clone()).await;
+        let (status, answer) = app.speak(&busy_secret, body.clone()).await;
         assert_eq!(status, 202, "request {n}: {answer}");
     }
     let response = app
@@ -125,7 +108,7 @@ async fn the_pending_cap_refuses_one_account_not_the_others() {
         refused["detail"].as_str().unwrap().contains("32"),
         "{refused}"
     );
-    let (status, other) = speak(&app, &calm_secret, body).await;
+    let (status, other) = app.speak(&calm_secret, body).await;
     assert_eq!(status, 202, "another account is still admitted: {other}");
     app.stop().await;
 }
@@ -142,11 +125,11 @@ async fn the_queue_is_fair_across_accounts() {
     let body = json!({"text": "Hi.", "voice_name": "Narrator"});
     let mut a_ids = Vec::new();
     for _ in 0..30 {
-        let (status, accepted) = speak(&app, &a_secret, body.clone()).await;
+        let (status, accepted) = app.speak(&a_secret, body.clone()).await;
         assert_eq!(status, 202, "{accepted}");
         a_ids.push(accepted["id"].as_str().unwrap().to_owned());
     }
-    let (status, accepted) = speak(&app, &b_secret, body).await;
+    let (status, accepted) = app.speak(&b_secret, body).await;
     assert_eq!(status, 202, "{accepted}");
     let b_id = accepted["id"].as_str().unwrap().to_owned();
 
@@ -423,12 +406,12 @@ async fn a_disconnected_synchronous_request_stops_its_running_generation() {
     assert_eq!(audio, None, "no audio is stored for a cancelled generation");
 
     // The worker goes on with the next job; the asynchronous route is unaffected.
-    let (status, accepted) = speak(
-        &app,
-        &secret,
-        json!({"text": "Still here.", "voice_name": "Narrator"}),
-    )
-    .await;
+    let (status, accepted) = app
+        .speak(
+            &secret,
+            json!({"text": "Still here.", "voice_name": "Narrator"}),
+        )
+        .await;
     assert_eq!(status, 202, "{accepted}");
     let id = accepted["id"].as_str().unwrap();
     let (status, _) = final_row(&app, id).await;
@@ -476,7 +459,7 @@ fn long_unpunctuated_text() -> String {
 /// client hangs up once the first piece's audio has reached it: the worker is then inside the
 /// second piece (one engine thread, nobody to share with). The state is asserted; the time from
 /// the hang-up to `failed` is printed for docs/benchmarks.md
-/// (`cargo test --test tenants -- --nocapture a_hang_up_stops`).
+/// (`cargo test --test api -- --nocapture tenants::a_hang_up_stops`).
 #[tokio::test]
 async fn a_hang_up_stops_a_long_unpunctuated_generation_inside_its_piece() {
     use tokio::io::AsyncReadExt;
@@ -616,12 +599,9 @@ async fn completion_waiters_are_removed_when_they_give_up() {
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
         .await;
-    let (_, accepted) = speak(
-        &app,
-        &secret,
-        json!({"text": "Wait.", "voice_name": "Narrator"}),
-    )
-    .await;
+    let (_, accepted) = app
+        .speak(&secret, json!({"text": "Wait.", "voice_name": "Narrator"}))
+        .await;
     let id = accepted["id"].as_str().unwrap();
     for _ in 0..5 {
         let gave_up = tokio::time::timeout(
@@ -664,7 +644,9 @@ async fn text_the_voice_cannot_read_is_refused_before_it_is_queued() {
         ("Narrator", "😀🎉"),
         ("Kana", "日本語です"),
     ] {
-        let (status, body) = speak(&app, &secret, json!({"text": text, "voice_name": voice})).await;
+        let (status, body) = app
+            .speak(&secret, json!({"text": text, "voice_name": voice}))
+            .await;
         assert_eq!(status, 400, "{text}: {body}");
         assert_problem(&body, 400, "invalid_request", "/v1/speech");
         assert_eq!(body["param"], "text", "{body}");

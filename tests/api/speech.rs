@@ -1,68 +1,17 @@
 //! `POST /v1/speech` end to end: real PostgreSQL, the real Kokoro model, in-process workers,
 //! the signed download, idempotency, metering. Audio is checked by decoding it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::{TestApp, assert_problem, json};
+use crate::common::{TestApp, assert_problem, json};
 use serde_json::{Value, json};
 use voiced::audio::{DecodeLimits, decode_for_asr};
 use voiced::domain::{EngineId, Feature, Plan, Scope, new_id};
 use voiced::signing::{AudioSigner, LINK_LIFETIME_SECS};
 
 const SENTENCE: &str = "Hello from voiced.";
-
-/// Waits (on the completion notification, not a timer) until the generation has finished, and
-/// returns its API object.
-async fn finished(app: &TestApp, secret: &str, id: &str) -> Value {
-    tokio::time::timeout(
-        Duration::from_secs(300),
-        app.completions.wait(id, Duration::from_secs(5)),
-    )
-    .await
-    .expect("generation finishes")
-    .unwrap();
-    let (status, body) = json(
-        app.get(&format!("/v1/generations/{id}"))
-            .bearer_auth(secret)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
-    body
-}
-
-async fn speak(app: &TestApp, secret: &str, body: Value) -> (u16, Value) {
-    json(
-        app.post("/v1/speech")
-            .bearer_auth(secret)
-            .json(&body)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-}
-
-/// Downloads through `audio_url` (its path and query, against the test server).
-async fn download(app: &TestApp, audio_url: &str) -> reqwest::Response {
-    let path = &audio_url[audio_url.find("/v1/audio/").unwrap()..];
-    app.get(path).send().await.unwrap()
-}
-
-async fn completed_audio(app: &TestApp, secret: &str, body: Value) -> (Value, Vec<u8>) {
-    let (status, accepted) = speak(app, secret, body).await;
-    assert_eq!(status, 202, "{accepted}");
-    let generation = finished(app, secret, accepted["id"].as_str().unwrap()).await;
-    assert_eq!(generation["status"], "completed", "{generation}");
-    let response = download(app, generation["audio_url"].as_str().unwrap()).await;
-    assert_eq!(response.status(), 200);
-    let bytes = response.bytes().await.unwrap().to_vec();
-    (generation, bytes)
-}
 
 #[tokio::test]
 async fn create_poll_download_each_format_and_metering() {
@@ -102,13 +51,15 @@ async fn create_poll_download_each_format_and_metering() {
             json!({ "id": id, "status": "generating", "voice": "Narrator" })
         );
 
-        let generation = finished(&app, &secret, id).await;
+        let generation = app.finished(&secret, id).await;
         assert_eq!(generation["status"], "completed", "{generation}");
         assert_eq!(generation["has_audio"], true);
         assert_eq!(generation["profile"], voice);
         assert_eq!(generation["seed"], 42);
         assert_eq!(generation["format"], format);
-        let response = download(&app, generation["audio_url"].as_str().unwrap()).await;
+        let response = app
+            .download(generation["audio_url"].as_str().unwrap())
+            .await;
         assert_eq!(response.headers()["content-type"], content_type);
         let length: usize = response.headers()["content-length"]
             .to_str()
@@ -165,9 +116,9 @@ async fn same_seed_same_bytes_other_seed_other_take() {
     app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
         .await;
     let body = |seed: u64| json!({ "text": SENTENCE, "voice_name": "Narrator", "seed": seed, "response_format": "wav" });
-    let (_, first) = completed_audio(&app, &secret, body(7)).await;
-    let (_, again) = completed_audio(&app, &secret, body(7)).await;
-    let (_, other) = completed_audio(&app, &secret, body(8)).await;
+    let (_, first) = app.completed_audio(&secret, body(7)).await;
+    let (_, again) = app.completed_audio(&secret, body(7)).await;
+    let (_, other) = app.completed_audio(&secret, body(8)).await;
     assert_eq!(first, again, "same seed, same bytes");
     assert_ne!(first, other, "another seed, another take");
     let a = decode_for_asr(first.to_vec(), &DecodeLimits::default()).unwrap();
@@ -177,23 +128,23 @@ async fn same_seed_same_bytes_other_seed_other_take() {
     assert!((ra - rb).abs() / ra < 0.1, "same loudness: {ra} vs {rb}");
 
     // Without a seed: random, recorded and returned; a pinned voice seed applies.
-    let (generation, _) = completed_audio(
-        &app,
-        &secret,
-        json!({ "text": SENTENCE, "voice_name": "Narrator" }),
-    )
-    .await;
+    let (generation, _) = app
+        .completed_audio(
+            &secret,
+            json!({ "text": SENTENCE, "voice_name": "Narrator" }),
+        )
+        .await;
     assert!(generation["seed"].as_i64().is_some());
     sqlx::query("UPDATE voice_profiles SET pinned_seed = 7 WHERE name = 'Narrator'")
         .execute(&app.pool)
         .await
         .unwrap();
-    let (pinned, bytes) = completed_audio(
-        &app,
-        &secret,
-        json!({ "text": SENTENCE, "voice_name": "Narrator", "response_format": "wav" }),
-    )
-    .await;
+    let (pinned, bytes) = app
+        .completed_audio(
+            &secret,
+            json!({ "text": SENTENCE, "voice_name": "Narrator", "response_format": "wav" }),
+        )
+        .await;
     assert_eq!(pinned["seed"], 7);
     assert_eq!(
         bytes, first,
@@ -371,7 +322,7 @@ async fn bad_input_is_refused_and_creates_nothing() {
         ),
     ];
     for (body, param) in cases {
-        let (status, problem) = speak(&app, &secret, body.clone()).await;
+        let (status, problem) = app.speak(&secret, body.clone()).await;
         assert_eq!(status, 400, "{body}: {problem}");
         assert_problem(&problem, 400, "invalid_request", "/v1/speech");
         assert_eq!(problem["param"], param, "{body}");
@@ -381,12 +332,9 @@ async fn bad_input_is_refused_and_creates_nothing() {
         .execute(&app.pool)
         .await
         .unwrap();
-    let (status, problem) = speak(
-        &app,
-        &secret,
-        json!({ "text": "hi", "voice_name": "Narrator" }),
-    )
-    .await;
+    let (status, problem) = app
+        .speak(&secret, json!({ "text": "hi", "voice_name": "Narrator" }))
+        .await;
     assert_eq!(
         (status, problem["param"].as_str()),
         (400, Some("temperature")),
@@ -445,12 +393,9 @@ async fn scope_and_feature_gates() {
     app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
         .await;
     let (_, reader) = app.key(&account, &[Scope::VoiceRead]).await;
-    let (status, body) = speak(
-        &app,
-        &reader,
-        json!({ "text": "hi", "voice_name": "Narrator" }),
-    )
-    .await;
+    let (status, body) = app
+        .speak(&reader, json!({ "text": "hi", "voice_name": "Narrator" }))
+        .await;
     assert_eq!(status, 403);
     assert_problem(&body, 403, "insufficient_scope", "/v1/speech");
     assert_eq!(body["required_scope"], "voice:generate");
@@ -459,12 +404,9 @@ async fn scope_and_feature_gates() {
     voiced::store::accounts::set_features(&app.pool, &account, &[Feature::Transcription])
         .await
         .unwrap();
-    let (status, body) = speak(
-        &app,
-        &writer,
-        json!({ "text": "hi", "voice_name": "Narrator" }),
-    )
-    .await;
+    let (status, body) = app
+        .speak(&writer, json!({ "text": "hi", "voice_name": "Narrator" }))
+        .await;
     assert_eq!(status, 403);
     assert_problem(&body, 403, "feature_not_enabled", "/v1/speech");
     assert_eq!(
@@ -483,12 +425,12 @@ async fn allowance_and_key_ceiling_with_in_flight_overshoot() {
         .voice(&spent, "Narrator", EngineId::Kokoro, "jf_alpha")
         .await;
     app.charge(&spent, None, &voice, 120 * 60_000).await;
-    let (status, body) = speak(
-        &app,
-        &spent_secret,
-        json!({ "text": "hi", "voice_name": "Narrator" }),
-    )
-    .await;
+    let (status, body) = app
+        .speak(
+            &spent_secret,
+            json!({ "text": "hi", "voice_name": "Narrator" }),
+        )
+        .await;
     assert_eq!(status, 429, "{body}");
     assert_problem(&body, 429, "quota_exhausted", "/v1/speech");
     assert_eq!(
@@ -506,22 +448,22 @@ async fn allowance_and_key_ceiling_with_in_flight_overshoot() {
         .await;
     let (key_id, secret) = app.key_with_ceiling(&account, &Scope::ALL, Some(1)).await;
     app.charge(&account, Some(&key_id), &voice, 59_000).await;
-    let (s1, a) = speak(
-        &app,
-        &secret,
-        json!({ "text": SENTENCE, "voice_name": "Narrator" }),
-    )
-    .await;
+    let (s1, a) = app
+        .speak(
+            &secret,
+            json!({ "text": SENTENCE, "voice_name": "Narrator" }),
+        )
+        .await;
     assert_eq!(s1, 202, "{a}");
-    let (s2, b) = speak(
-        &app,
-        &secret,
-        json!({ "text": SENTENCE, "voice_name": "Narrator" }),
-    )
-    .await;
+    let (s2, b) = app
+        .speak(
+            &secret,
+            json!({ "text": SENTENCE, "voice_name": "Narrator" }),
+        )
+        .await;
     assert_eq!(s2, 429, "refused while the first is in flight: {b}");
     assert_problem(&b, 429, "key_ceiling_exceeded", "/v1/speech");
-    let generation = finished(&app, &secret, a["id"].as_str().unwrap()).await;
+    let generation = app.finished(&secret, a["id"].as_str().unwrap()).await;
     assert_eq!(generation["status"], "completed");
     let key_total: i64 =
         sqlx::query_scalar("SELECT sum(audio_ms)::BIGINT FROM usage_ledger WHERE api_key_id = $1")
@@ -533,52 +475,43 @@ async fn allowance_and_key_ceiling_with_in_flight_overshoot() {
         key_total > 60_000,
         "overshoot by what was in flight: {key_total}"
     );
-    let (status, body) = speak(
-        &app,
-        &secret,
-        json!({ "text": "hi", "voice_name": "Narrator" }),
-    )
-    .await;
+    let (status, body) = app
+        .speak(&secret, json!({ "text": "hi", "voice_name": "Narrator" }))
+        .await;
     assert_eq!(status, 429, "{body}");
     assert_problem(&body, 429, "key_ceiling_exceeded", "/v1/speech");
     assert_eq!(body["settings_url"], "http://127.0.0.1:8080/console/keys");
 
     // Raising the ceiling clears it; another key of the account is unaffected meanwhile.
     let (_, other_key) = app.key(&account, &Scope::ALL).await;
-    let (status, _) = speak(
-        &app,
-        &other_key,
-        json!({ "text": "hi", "voice_name": "Narrator" }),
-    )
-    .await;
+    let (status, _) = app
+        .speak(
+            &other_key,
+            json!({ "text": "hi", "voice_name": "Narrator" }),
+        )
+        .await;
     assert_eq!(status, 202);
     voiced::store::keys::set_ceiling(&app.pool, &key_id, None)
         .await
         .unwrap();
-    let (status, _) = speak(
-        &app,
-        &secret,
-        json!({ "text": "hi", "voice_name": "Narrator" }),
-    )
-    .await;
+    let (status, _) = app
+        .speak(&secret, json!({ "text": "hi", "voice_name": "Narrator" }))
+        .await;
     assert_eq!(status, 202);
     app.stop().await;
 }
 
 /// A voice whose engine is not installed here is refused before anything is queued (it used to
-/// be accepted and fail later; every door now refuses it the same way, tests/speech_admission.rs).
+/// be accepted and fail later; every door now refuses it the same way, tests/api/speech_admission.rs).
 #[tokio::test]
 async fn a_generation_on_an_engine_not_installed_is_refused_and_costs_nothing() {
     let app = TestApp::start().await;
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Qwen voice", EngineId::Qwen, "default")
         .await;
-    let (status, problem) = speak(
-        &app,
-        &secret,
-        json!({ "text": "hi", "voice_name": "Qwen voice" }),
-    )
-    .await;
+    let (status, problem) = app
+        .speak(&secret, json!({ "text": "hi", "voice_name": "Qwen voice" }))
+        .await;
     assert_eq!(status, 400, "{problem}");
     assert_problem(&problem, 400, "invalid_request", "/v1/speech");
     assert_eq!(problem["param"], "voice_name");
@@ -608,12 +541,12 @@ async fn audio_links_need_a_valid_fresh_signature_and_a_paid_plan() {
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
         .await;
-    let (generation, whole) = completed_audio(
-        &app,
-        &secret,
-        json!({ "text": SENTENCE, "voice_name": "Narrator", "response_format": "wav" }),
-    )
-    .await;
+    let (generation, whole) = app
+        .completed_audio(
+            &secret,
+            json!({ "text": SENTENCE, "voice_name": "Narrator", "response_format": "wav" }),
+        )
+        .await;
     let id = generation["id"].as_str().unwrap();
 
     // Downloads stream and answer byte ranges (browser <audio> elements seek with them).
@@ -659,9 +592,9 @@ async fn audio_links_need_a_valid_fresh_signature_and_a_paid_plan() {
     assert_eq!(body["code"], "range_not_satisfiable");
 
     // Each poll signs afresh; both links work.
-    let again = finished(&app, &secret, id).await;
+    let again = app.finished(&secret, id).await;
     assert_eq!(
-        download(&app, again["audio_url"].as_str().unwrap())
+        app.download(again["audio_url"].as_str().unwrap())
             .await
             .status(),
         200
@@ -750,12 +683,9 @@ async fn another_accounts_generation_is_404() {
     let (_, stranger) = app.pro_user().await;
     app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
         .await;
-    let (_, accepted) = speak(
-        &app,
-        &secret,
-        json!({ "text": "hi", "voice_name": "Narrator" }),
-    )
-    .await;
+    let (_, accepted) = app
+        .speak(&secret, json!({ "text": "hi", "voice_name": "Narrator" }))
+        .await;
     let id = accepted["id"].as_str().unwrap();
     let (status, body) = json(
         app.get(&format!("/v1/generations/{id}"))
@@ -779,14 +709,13 @@ async fn a_generation_past_the_time_limit_fails_and_costs_nothing() {
     // Several sentences: loading the session and synthesizing them takes well over a second.
     let text = "This paragraph is long enough that the engine cannot finish it within one second. \
                 It has a second sentence, and then a third one, so that the limit is surely passed.";
-    let (status, accepted) = speak(
-        &app,
-        &secret,
-        json!({ "text": text, "voice_name": "Narrator" }),
-    )
-    .await;
+    let (status, accepted) = app
+        .speak(&secret, json!({ "text": text, "voice_name": "Narrator" }))
+        .await;
     assert_eq!(status, 202, "{accepted}");
-    let generation = finished(&app, &secret, accepted["id"].as_str().unwrap()).await;
+    let generation = app
+        .finished(&secret, accepted["id"].as_str().unwrap())
+        .await;
     assert_eq!(generation["status"], "failed", "{generation}");
     assert!(
         generation["error"].as_str().unwrap().contains("time limit"),
@@ -811,12 +740,12 @@ async fn downloads_of_one_link_are_bounded() {
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
         .await;
-    let (generation, _) = completed_audio(
-        &app,
-        &secret,
-        json!({ "text": SENTENCE, "voice_name": "Narrator", "response_format": "wav" }),
-    )
-    .await;
+    let (generation, _) = app
+        .completed_audio(
+            &secret,
+            json!({ "text": SENTENCE, "voice_name": "Narrator", "response_format": "wav" }),
+        )
+        .await;
     let id = generation["id"].as_str().unwrap();
     let big: Vec<u8> = (0..40 * 1024 * 1024 + 7)
         .map(|i: usize| (i % 253) as u8 ^ (i >> 20) as u8)
@@ -913,7 +842,7 @@ async fn a_failed_generation_tells_a_fixed_sentence_not_the_engines_internals() 
     .await
     .unwrap();
     tx.commit().await.unwrap();
-    let failed = finished(&app, &secret, &id).await;
+    let failed = app.finished(&secret, &id).await;
     assert_eq!(failed["status"], "failed", "{failed}");
     assert_eq!(
         failed["error"],
@@ -944,15 +873,15 @@ async fn audio_of_a_generation_cancelled_after_it_was_stored_is_deleted() {
     .execute(&app.pool)
     .await
     .unwrap();
-    let (status, accepted) = speak(
-        &app,
-        &secret,
-        json!({ "text": SENTENCE, "voice_name": "Narrator", "response_format": "wav" }),
-    )
-    .await;
+    let (status, accepted) = app
+        .speak(
+            &secret,
+            json!({ "text": SENTENCE, "voice_name": "Narrator", "response_format": "wav" }),
+        )
+        .await;
     assert_eq!(status, 202, "{accepted}");
     let id = accepted["id"].as_str().unwrap();
-    let failed = finished(&app, &secret, id).await;
+    let failed = app.finished(&secret, id).await;
     assert_eq!(failed["status"], "failed", "{failed}");
     assert!(
         failed["error"].as_str().unwrap().starts_with("cancelled:"),

@@ -1,11 +1,11 @@
 //! The per-test database helper: distinct databases, in-process and across processes.
 
-mod common;
-
-use common::TempDir;
-use common::db::{fresh_database, stop_shared_cluster};
+use crate::common::db::{fresh_database, stop_shared_cluster};
+use crate::common::{self, TempDir};
 
 const CHILD_ENV: &str = "PGEMBED_TEST_CHILD";
+/// The test each child process runs (its full name in this binary).
+const CHILD_TEST: &str = "db::child_uses_a_fresh_database";
 
 #[tokio::test]
 async fn two_databases_in_one_process_are_separate() {
@@ -33,9 +33,11 @@ async fn two_databases_in_one_process_are_separate() {
 /// start, two databases.
 #[test]
 fn two_processes_start_the_shared_cluster_at_once() {
-    if std::env::var_os(CHILD_ENV).is_some()
-        || std::env::var_os("VOICED_TEST_DATABASE_URL").is_some()
-    {
+    if std::env::var_os("VOICED_TEST_DATABASE_URL").is_some() {
+        common::skip(
+            "db::two_processes_start_the_shared_cluster_at_once",
+            "VOICED_TEST_DATABASE_URL names an outside server: no shared cluster is started",
+        );
         return;
     }
     let dir = TempDir::new("shared", 0o755);
@@ -46,7 +48,8 @@ fn two_processes_start_the_shared_cluster_at_once() {
             std::process::Command::new(&exe)
                 .args([
                     "--exact",
-                    "child_uses_a_fresh_database",
+                    CHILD_TEST,
+                    "--ignored",
                     "--nocapture",
                     "--test-threads=1",
                 ])
@@ -84,11 +87,16 @@ fn two_processes_start_the_shared_cluster_at_once() {
     assert!(stopped, "the children leave the shared cluster running");
 }
 
+/// The child half of `two_processes_start_the_shared_cluster_at_once`: ignored in a normal run
+/// (that test runs it, twice at once, in processes of their own).
 #[tokio::test]
+#[ignore = "a child process of two_processes_start_the_shared_cluster_at_once"]
 async fn child_uses_a_fresh_database() {
-    if std::env::var_os(CHILD_ENV).is_none() {
-        return;
-    }
+    assert!(
+        std::env::var_os(CHILD_ENV).is_some(),
+        "run by two_processes_start_the_shared_cluster_at_once, with {CHILD_ENV} and its own \
+         VOICED_TEST_PGDATA"
+    );
     let (pool, db) = fresh_database().await;
     let name: String = sqlx::query_scalar("SELECT current_database()")
         .fetch_one(&pool)
@@ -99,10 +107,29 @@ async fn child_uses_a_fresh_database() {
     db.cleanup().await;
 }
 
-/// For CI's clean-up step: `cargo test --test db -- --ignored stop_shared_test_cluster`.
+/// For CI's clean-up step:
+/// `cargo test --test api -- --ignored --exact db::stop_shared_test_cluster`.
+/// It makes sure the cluster runs (a database made and dropped), so that the stop is exercised
+/// every time, and checks that a second stop finds no server.
 #[tokio::test]
 #[ignore = "stops the shared test cluster; run explicitly at the end of CI"]
 async fn stop_shared_test_cluster() {
-    let was_running = stop_shared_cluster().await;
-    eprintln!("shared test cluster was running: {was_running}");
+    if std::env::var_os("VOICED_TEST_DATABASE_URL").is_some() {
+        common::skip(
+            "db::stop_shared_test_cluster",
+            "VOICED_TEST_DATABASE_URL names an outside server: there is no shared cluster to stop",
+        );
+        return;
+    }
+    let (pool, db) = fresh_database().await;
+    pool.close().await;
+    db.cleanup().await;
+    assert!(
+        stop_shared_cluster().await,
+        "the shared test cluster did not run after a database was made on it"
+    );
+    assert!(
+        !stop_shared_cluster().await,
+        "the shared test cluster still runs after being stopped"
+    );
 }

@@ -3,14 +3,14 @@
 //! only: Redis listens on a unix socket in a temp dir, moto and the servers on free loopback
 //! ports; every wait polls with a deadline.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::child::ChildServer;
-use common::{TempDir, TestApp, poll_until};
+use crate::common::child::ChildServer;
+use crate::common::{TempDir, TestApp, poll_until};
 
 /// A private `redis-server` (Debian's package; `scripts/install-deps.sh`) on a unix socket, no
 /// TCP, no persistence. Killed when dropped.

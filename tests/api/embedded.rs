@@ -1,11 +1,11 @@
 //! The embedded cluster against the real PostgreSQL install: first start, restart, reuse of a
 //! running server, crash recovery, the long-path and root fallbacks, and the missing-binaries error.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 
-use common::TempDir;
+use crate::common::TempDir;
 use sqlx::{Connection, PgConnection};
 use voiced::store::embedded::{APP_DATABASE, EmbeddedConfig, EmbeddedError, EmbeddedPostgres};
 
@@ -174,8 +174,7 @@ async fn a_long_data_dir_puts_the_socket_in_tmp() {
 /// cluster to /var/lib/voiced/pg-<hash>, recorded in <data_dir>/pg.location.
 #[tokio::test]
 async fn as_root_an_unreachable_data_dir_is_relocated() {
-    if !common::running_as_root() {
-        eprintln!("skipped: not root");
+    if !common::root_or_skip("embedded::as_root_an_unreachable_data_dir_is_relocated") {
         return;
     }
     let dir = TempDir::new("private", 0o700);

@@ -1,10 +1,10 @@
 //! The developer console over real HTTP and PostgreSQL: accounts and sessions, CSRF, the
 //! sign-in limiter, keys made and managed in pages and used on /v1, and the error pages.
 
-mod common;
+use crate::common;
 
-use common::browser::{Browser, PASSWORD, Page, csrf_of};
-use common::{TestApp, json};
+use crate::common::browser::{Browser, PASSWORD, Page, csrf_of};
+use crate::common::{TestApp, json};
 use reqwest::header::{COOKIE, SET_COOKIE};
 use voiced::domain::Plan;
 use voiced::service::ErrorCode;

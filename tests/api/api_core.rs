@@ -1,11 +1,11 @@
 //! The service core against real PostgreSQL: credentials, plan gate, scopes, rate limits,
 //! reads, and error documents.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
-use common::{TestApp, assert_problem, json};
+use crate::common::{TestApp, assert_problem, json};
 use serde_json::Value;
 use voiced::domain::{EngineId, Feature, Plan, Scope, new_id};
 
@@ -852,7 +852,8 @@ async fn request_ids_health_cors_and_openapi() {
     // The served document is the committed one.
     let (status, served) = json(app.get("/openapi.json").send().await.unwrap()).await;
     assert_eq!(status, 200);
-    let committed: Value = serde_json::from_str(include_str!("../openapi/openapi.json")).unwrap();
+    let committed: Value =
+        serde_json::from_str(include_str!("../../openapi/openapi.json")).unwrap();
     assert_eq!(
         served, committed,
         "openapi/openapi.json is stale: run `cargo run -- openapi > openapi/openapi.json`"

@@ -1,9 +1,7 @@
 //! Fetching into an empty models directory downloads, verifies and assembles the pinned files;
 //! a second fetch finds them in place.
 
-mod common;
-
-use common::TempDir;
+use crate::common::TempDir;
 use voiced::models::whisper;
 
 #[test]

@@ -2,31 +2,18 @@
 //! language detection, silence, idempotency, admission control, and every refusal (none of
 //! which stores a capture).
 
-mod asr;
-mod common;
+use crate::asr;
 
 use std::path::Path;
 use std::process::Command;
 
+use crate::common::{TestApp, assert_problem, json};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
-use common::{TestApp, assert_problem, json};
 use serde_json::{Value, json};
 use voiced::domain::{Feature, Plan, Scope};
 
 const BECKETT: &str = "Ever tried. Ever failed. No matter. Try again. Fail again. Fail better.";
-
-async fn transcribe(app: &TestApp, secret: &str, audio: &str) -> (u16, Value) {
-    json(
-        app.post("/v1/transcriptions")
-            .bearer_auth(secret)
-            .json(&json!({ "audio": audio }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-}
 
 fn b64(path: &Path) -> String {
     STANDARD.encode(std::fs::read(path).unwrap())
@@ -63,7 +50,7 @@ async fn human_speech_becomes_a_listed_capture() {
         "data:audio/wav;base64,{}",
         STANDARD_NO_PAD.encode(std::fs::read(&wav).unwrap())
     );
-    let (status, result) = transcribe(&app, &secret, &audio).await;
+    let (status, result) = app.transcribe(&secret, &audio).await;
     assert_eq!(status, 200, "{result}");
     let text = result["text"].as_str().unwrap();
     let wer = asr::wer(BECKETT, text);
@@ -124,7 +111,7 @@ async fn the_same_clip_in_every_format_gives_the_same_transcript() {
     };
     let mut transcripts = Vec::new();
     for file in &files {
-        let (status, result) = transcribe(&app, &secret, &b64(file)).await;
+        let (status, result) = app.transcribe(&secret, &b64(file)).await;
         assert_eq!(status, 200, "{file:?}: {result}");
         let text = result["text"].as_str().unwrap().to_owned();
         let wer = asr::wer(BECKETT, &text);
@@ -146,14 +133,17 @@ async fn english_paragraph_german_and_silence() {
     let paragraph = "The weather was cold and windy this morning, so we stayed inside \
         and read the newspaper. In the afternoon the sun came out, and we walked to the market \
         to buy bread, apples and fresh fish for dinner.";
-    let (status, result) =
-        transcribe(&app, &secret, &b64(&asr::espeak_wav("en-us", paragraph))).await;
+    let (status, result) = app
+        .transcribe(&secret, &b64(&asr::espeak_wav("en-us", paragraph)))
+        .await;
     assert_eq!(status, 200, "{result}");
     let wer = asr::wer(paragraph, result["text"].as_str().unwrap());
     assert!(wer <= 0.15, "WER {wer}: {result}");
 
     let german = "Guten Morgen, wie geht es Ihnen heute? Das Wetter ist schön.";
-    let (status, result) = transcribe(&app, &secret, &b64(&asr::espeak_wav("de", german))).await;
+    let (status, result) = app
+        .transcribe(&secret, &b64(&asr::espeak_wav("de", german)))
+        .await;
     assert_eq!(status, 200, "{result}");
     assert_eq!(result["language"], "de", "{result}");
 
@@ -166,7 +156,7 @@ async fn english_paragraph_german_and_silence() {
         .unwrap()
         .success();
     assert!(ok);
-    let (status, result) = transcribe(&app, &secret, &b64(&silence)).await;
+    let (status, result) = app.transcribe(&secret, &b64(&silence)).await;
     assert_eq!(status, 200, "{result}");
     assert_eq!(result["text"], "", "{result}");
     assert_eq!(result["duration_ms"], 4000);
@@ -259,7 +249,7 @@ async fn bad_audio_is_refused_and_stores_nothing() {
         .unwrap()
         .success();
     assert!(ok);
-    let (status, problem) = transcribe(&app, &secret, &b64(&long)).await;
+    let (status, problem) = app.transcribe(&secret, &b64(&long)).await;
     assert_eq!(status, 400, "{problem}");
     assert_eq!(problem["param"], "audio");
     assert!(
@@ -269,7 +259,7 @@ async fn bad_audio_is_refused_and_stores_nothing() {
 
     // More than 25 MiB once decoded.
     let big = STANDARD.encode(vec![0u8; 25 * 1024 * 1024 + 3]);
-    let (status, problem) = transcribe(&app, &secret, &big).await;
+    let (status, problem) = app.transcribe(&secret, &big).await;
     assert_eq!(status, 413, "{problem}");
     assert_problem(&problem, 413, "payload_too_large", "/v1/transcriptions");
 
@@ -282,7 +272,7 @@ async fn gates_and_a_full_recogniser_queue() {
     let app = TestApp::start().await;
     let account = app.account(Plan::Pro).await;
     let (_, reader) = app.key(&account, &[Scope::VoiceRead]).await;
-    let (status, problem) = transcribe(&app, &reader, "AAAA").await;
+    let (status, problem) = app.transcribe(&reader, "AAAA").await;
     assert_eq!(status, 403);
     assert_problem(&problem, 403, "insufficient_scope", "/v1/transcriptions");
     assert_eq!(problem["required_scope"], "voice:generate");
@@ -291,7 +281,7 @@ async fn gates_and_a_full_recogniser_queue() {
     voiced::store::accounts::set_features(&app.pool, &account, &[Feature::Speech])
         .await
         .unwrap();
-    let (status, problem) = transcribe(&app, &secret, "AAAA").await;
+    let (status, problem) = app.transcribe(&secret, "AAAA").await;
     assert_eq!(status, 403);
     assert_eq!(problem["code"], "feature_not_enabled");
     voiced::store::accounts::set_features(&app.pool, &account, &Feature::ALL)
@@ -316,7 +306,7 @@ async fn gates_and_a_full_recogniser_queue() {
     let (_, problem) = json(response).await;
     assert_problem(&problem, 503, "service_unavailable", "/v1/transcriptions");
     drop(places);
-    let (status, _) = transcribe(&app, &secret, &audio).await;
+    let (status, _) = app.transcribe(&secret, &audio).await;
     assert_eq!(status, 200);
     assert_eq!(captures(&app).await, 1);
     app.stop().await;

@@ -9,16 +9,16 @@
 //! from a paid one, then 20 concurrent 32 MiB non-`transcribe` `/mcp` messages from the paid
 //! one: the server's peak memory stays below its idle memory + 1 GiB.
 
-mod asr;
-mod common;
+use crate::asr;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::{assert_problem, json};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use common::{assert_problem, json};
 use serde_json::{Value, json};
 use voiced::domain::{ApiKeySecret, Plan, Scope, new_id};
 use voiced::store;

@@ -6,14 +6,14 @@
 //! reused). Needs `voiced models fetch kokoro` (ONNX Runtime, the onnx Python package and the
 //! onnxruntime wheel) in `VOICED_MODELS_DIR`.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use common::{TestApp, json};
+use crate::common::{TestApp, json};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use voiced::domain::EngineId;
@@ -25,8 +25,8 @@ use voiced::engines::chatterbox_turbo::{
 use voiced::engines::registry::EngineRegistry;
 use voiced::engines::{Engine, EngineError, SynthesisInput};
 
-const GENERATOR: &str = include_str!("../scripts/tiny_engine_models.py");
-const SEEDER: &str = include_str!("../scripts/seed_noise_graph.py");
+const GENERATOR: &str = include_str!("../../scripts/tiny_engine_models.py");
+const SEEDER: &str = include_str!("../../scripts/seed_noise_graph.py");
 const REFERENCE: &str = "scripts/chatterbox_turbo_reference.py";
 const MULTILINGUAL_REFERENCE: &str = "scripts/chatterbox_reference.py";
 const SAMPLES_PER_TOKEN: usize = 960;
@@ -514,53 +514,6 @@ fn the_multilingual_engine_follows_seed_temperature_and_language() {
     );
 }
 
-async fn speak(app: &TestApp, secret: &str, body: Value) -> (u16, Value) {
-    json(
-        app.post("/v1/speech")
-            .bearer_auth(secret)
-            .json(&body)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-}
-
-/// The finished generation `id` (completed or failed).
-async fn finished(app: &TestApp, secret: &str, id: &str) -> Value {
-    tokio::time::timeout(
-        Duration::from_secs(120),
-        app.completions.wait(id, Duration::from_secs(5)),
-    )
-    .await
-    .expect("generation finishes")
-    .unwrap();
-    let (_, generation) = json(
-        app.get(&format!("/v1/generations/{id}"))
-            .bearer_auth(secret)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    generation
-}
-
-async fn wav_of(app: &TestApp, secret: &str, body: Value) -> Vec<u8> {
-    let (status, accepted) = speak(app, secret, body).await;
-    assert_eq!(status, 202, "{accepted}");
-    let generation = finished(app, secret, accepted["id"].as_str().unwrap()).await;
-    assert_eq!(generation["status"], "completed", "{generation}");
-    let url = generation["audio_url"].as_str().unwrap();
-    let response = app
-        .get(&url[url.find("/v1/audio/").unwrap()..])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    response.bytes().await.unwrap().to_vec()
-}
-
 /// Samples of a mono WAV at `rate`.
 fn wav_samples(bytes: &[u8], rate: u32) -> usize {
     let reader = hound::WavReader::new(std::io::Cursor::new(bytes)).unwrap();
@@ -747,22 +700,27 @@ async fn engines_speak_and_clone_through_the_api() {
     // chatterbox_turbo: 24 kHz, whole tokens of 960 samples.
     app.voice(&account, "Turbo", EngineId::ChatterboxTurbo, "default")
         .await;
-    let a = wav_of(&app, &secret, speech_body("Turbo", 3, None)).await;
+    let a = app
+        .speech_audio(&secret, speech_body("Turbo", 3, None))
+        .await;
     let samples = wav_samples(&a, SAMPLE_RATE);
     assert_eq!(samples % SAMPLES_PER_TOKEN, 0, "{samples} samples");
     assert!(samples / SAMPLES_PER_TOKEN > 3 + 4, "{samples} samples");
     assert_eq!(
-        wav_of(&app, &secret, speech_body("Turbo", 3, None)).await,
+        app.speech_audio(&secret, speech_body("Turbo", 3, None))
+            .await,
         a,
         "same seed"
     );
     assert_ne!(
-        wav_of(&app, &secret, speech_body("Turbo", 4, None)).await,
+        app.speech_audio(&secret, speech_body("Turbo", 4, None))
+            .await,
         a,
         "other seed"
     );
     assert_ne!(
-        wav_of(&app, &secret, speech_body("Turbo", 3, Some(1.7))).await,
+        app.speech_audio(&secret, speech_body("Turbo", 3, Some(1.7)))
+            .await,
         a,
         "other temperature"
     );
@@ -776,24 +734,29 @@ async fn engines_speak_and_clone_through_the_api() {
         .execute(&app.pool)
         .await
         .unwrap();
-    let m = wav_of(&app, &secret, speech_body("Multi", 3, None)).await;
+    let m = app
+        .speech_audio(&secret, speech_body("Multi", 3, None))
+        .await;
     let samples = wav_samples(&m, SAMPLE_RATE);
     assert!(
         samples > 0 && samples.is_multiple_of(SAMPLES_PER_TOKEN),
         "{samples} samples"
     );
     assert_eq!(
-        wav_of(&app, &secret, speech_body("Multi", 3, None)).await,
+        app.speech_audio(&secret, speech_body("Multi", 3, None))
+            .await,
         m,
         "same seed"
     );
     assert_ne!(
-        wav_of(&app, &secret, speech_body("Multi", 4, None)).await,
+        app.speech_audio(&secret, speech_body("Multi", 4, None))
+            .await,
         m,
         "other seed"
     );
     assert_ne!(
-        wav_of(&app, &secret, speech_body("Multi", 3, Some(0.2))).await,
+        app.speech_audio(&secret, speech_body("Multi", 3, Some(0.2)))
+            .await,
         m,
         "other temperature"
     );
@@ -882,7 +845,7 @@ async fn admin_clones_and_the_print_is_reused(
     assert_eq!(audio, std::fs::read(&clip).unwrap());
     assert_eq!(transcript.as_deref(), Some("Hello, I am Ada."));
 
-    let take = wav_of(app, secret, speech_body("Ada", 3, None)).await;
+    let take = app.speech_audio(secret, speech_body("Ada", 3, None)).await;
     wav_samples(&take, SAMPLE_RATE);
     assert_ne!(take, preset_take, "the cloned voice is not the preset's");
     // Generations never go back to the recording: with it destroyed, the same request gives
@@ -892,7 +855,10 @@ async fn admin_clones_and_the_print_is_reused(
         .execute(&app.pool)
         .await
         .unwrap();
-    assert_eq!(wav_of(app, secret, speech_body("Ada", 3, None)).await, take);
+    assert_eq!(
+        app.speech_audio(secret, speech_body("Ada", 3, None)).await,
+        take
+    );
     let after = print_row(app, &id).await;
     assert_eq!(
         (after.0.as_ref(), after.2, &after.3),
@@ -904,9 +870,9 @@ async fn admin_clones_and_the_print_is_reused(
         .execute(&app.pool)
         .await
         .unwrap();
-    let (status, accepted) = speak(app, secret, speech_body("Ada", 3, None)).await;
+    let (status, accepted) = app.speak(secret, speech_body("Ada", 3, None)).await;
     assert_eq!(status, 202, "{accepted}");
-    let failed = finished(app, secret, accepted["id"].as_str().unwrap()).await;
+    let failed = app.finished(secret, accepted["id"].as_str().unwrap()).await;
     assert_eq!(failed["status"], "failed", "{failed}");
     assert!(
         failed["error"].as_str().unwrap().contains("damaged"),
@@ -1035,7 +1001,9 @@ async fn console_clones_through_a_worker(app: &TestApp) {
         .await
         .expect("voice stored");
     // Sent at once: the generation waits for the print, then speaks French in the clone.
-    let take = wav_of(app, &secret, speech_body("Grace", 9, None)).await;
+    let take = app
+        .speech_audio(&secret, speech_body("Grace", 9, None))
+        .await;
     wav_samples(&take, SAMPLE_RATE);
     let (print, error, attempts, computed_at) = print_row(app, &id).await;
     let print = print.expect("the worker stored the print");
@@ -1047,7 +1015,8 @@ async fn console_clones_through_a_worker(app: &TestApp) {
         Engine::voice_print(&mut mtl, &reference, None, "fr").unwrap()
     );
     assert_eq!(
-        wav_of(app, &secret, speech_body("Grace", 9, None)).await,
+        app.speech_audio(&secret, speech_body("Grace", 9, None))
+            .await,
         take
     );
     assert_eq!(
@@ -1088,7 +1057,7 @@ async fn console_clones_through_a_worker(app: &TestApp) {
     })
     .await;
     assert!(error.contains("could not be decoded"), "{error}");
-    let (status, problem) = speak(app, &secret, speech_body("Broken", 1, None)).await;
+    let (status, problem) = app.speak(&secret, speech_body("Broken", 1, None)).await;
     assert_eq!(
         (status, problem["param"].as_str()),
         (400, Some("voice_name")),
@@ -1122,7 +1091,7 @@ async fn console_clones_through_a_worker(app: &TestApp) {
     .await
     .unwrap();
     tx.commit().await.unwrap();
-    let failed = finished(app, &secret, &waiting).await;
+    let failed = app.finished(&secret, &waiting).await;
     assert_eq!(failed["status"], "failed", "{failed}");
     assert!(
         failed["error"]
@@ -1139,12 +1108,12 @@ async fn tada_voices_are_refused_at_the_request_on_both_endpoints() {
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Tada voice", EngineId::Tada, "default")
         .await;
-    let (status, body) = speak(
-        &app,
-        &secret,
-        json!({ "text": "Hello.", "voice_name": "Tada voice" }),
-    )
-    .await;
+    let (status, body) = app
+        .speak(
+            &secret,
+            json!({ "text": "Hello.", "voice_name": "Tada voice" }),
+        )
+        .await;
     assert_eq!(status, 400, "{body}");
     assert_eq!(body["code"], "invalid_request");
     assert_eq!(body["param"], "voice_name");

@@ -1,12 +1,12 @@
 //! The `voiced` binary as an operator uses it: `admin` output (text and `--json`), refusals,
 //! bad configuration, and `serve` on its embedded PostgreSQL default.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 
-use common::{TempDir, TestApp};
+use crate::common::{TempDir, TestApp};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

@@ -4,61 +4,19 @@
 //! beyond `max_audio_per_request_secs`, are refused with 400 `invalid_request` naming the field,
 //! before anything is queued.
 
-mod common;
-
-use common::{TestApp, assert_problem, json};
-use rmcp::RoleClient;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use crate::common::client::{McpClient, mcp_call};
+use crate::common::{TestApp, assert_problem};
 use serde_json::{Value, json};
 use voiced::domain::EngineId;
 
-type Client = RunningService<RoleClient, ()>;
-
-/// The SDK's MCP client on `/mcp` with `secret` as its bearer credential.
-async fn agent(app: &TestApp, secret: &str) -> Client {
-    let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", app.base))
-            .auth_header(secret),
-    );
-    ().serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
-        .await
-        .expect("initialize")
-}
+type Client = McpClient;
 
 /// The agent's `speak`, answered as a tool error: its JSON error object.
 async fn speak_refused(client: &Client, arguments: Value) -> Value {
-    let Value::Object(arguments) = arguments else {
-        panic!("arguments are an object")
-    };
-    let result: CallToolResult = client
-        .call_tool(CallToolRequestParams::new("speak").with_arguments(arguments))
-        .await
-        .expect("speak");
+    let result = mcp_call(client, "speak", arguments).await;
     assert_eq!(result.is_error, Some(true), "{result:?}");
     let text = &result.content[0].as_text().expect("text").text;
     serde_json::from_str(text).expect("JSON error")
-}
-
-async fn generations(app: &TestApp) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM generations")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
-}
-
-async fn post(app: &TestApp, path: &str, secret: &str, body: &Value) -> (u16, Value) {
-    json(
-        app.post(path)
-            .bearer_auth(secret)
-            .json(body)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
 }
 
 /// The OpenAI envelope's `code` and `param`.
@@ -91,13 +49,13 @@ async fn an_engine_not_installed_is_refused_at_every_door() {
     app.voice(&account, "Qwen voice", EngineId::Qwen, "default")
         .await;
 
-    let (status, problem) = post(
-        &app,
-        "/v1/speech",
-        &secret,
-        &json!({"text": "Hi.", "voice_name": "Qwen voice"}),
-    )
-    .await;
+    let (status, problem) = app
+        .post_json(
+            "/v1/speech",
+            &secret,
+            &json!({"text": "Hi.", "voice_name": "Qwen voice"}),
+        )
+        .await;
     assert_eq!(status, 400, "{problem}");
     assert_problem(&problem, 400, "invalid_request", "/v1/speech");
     assert_eq!(problem["param"], "voice_name", "{problem}");
@@ -112,13 +70,13 @@ async fn an_engine_not_installed_is_refused_at_every_door() {
     // On the OpenAI dialect the field is what chose the engine: the voice (tts-1 uses the
     // voice's engine), or a model that names the engine.
     for (model, param) in [("tts-1", "voice"), ("qwen", "model")] {
-        let (status, error) = post(
-            &app,
-            "/v1/audio/speech",
-            &secret,
-            &json!({"model": model, "input": "Hi.", "voice": "Qwen voice"}),
-        )
-        .await;
+        let (status, error) = app
+            .post_json(
+                "/v1/audio/speech",
+                &secret,
+                &json!({"model": model, "input": "Hi.", "voice": "Qwen voice"}),
+            )
+            .await;
         assert_eq!(status, 400, "{model}: {error}");
         assert_eq!(
             envelope(&error),
@@ -127,14 +85,14 @@ async fn an_engine_not_installed_is_refused_at_every_door() {
         );
     }
 
-    let client = agent(&app, &secret).await;
+    let client = app.mcp_client(&secret).await;
     let error = speak_refused(&client, json!({"text": "Hi.", "voice": "Qwen voice"})).await;
     assert_eq!(error["code"], "invalid_request", "{error}");
     assert_eq!(error["status"], 400, "{error}");
     assert_eq!(error["param"], "voice", "{error}");
     client.cancel().await.unwrap();
 
-    assert_eq!(generations(&app).await, 0, "nothing was queued");
+    assert_eq!(app.generation_count().await, 0, "nothing was queued");
     app.stop().await;
 }
 
@@ -151,13 +109,13 @@ async fn a_text_that_would_speak_too_long_is_refused_at_every_door() {
     let estimate = registry.estimated_audio_ms(EngineId::Kokoro, "en", "af_heart", &long);
     assert!(estimate > 900_000, "{estimate}");
 
-    let (status, problem) = post(
-        &app,
-        "/v1/speech",
-        &secret,
-        &json!({"text": long, "voice_name": "Narrator"}),
-    )
-    .await;
+    let (status, problem) = app
+        .post_json(
+            "/v1/speech",
+            &secret,
+            &json!({"text": long, "voice_name": "Narrator"}),
+        )
+        .await;
     assert_eq!(status, 400, "{problem}");
     assert_problem(&problem, 400, "invalid_request", "/v1/speech");
     assert_eq!(problem["param"], "text", "{problem}");
@@ -166,13 +124,13 @@ async fn a_text_that_would_speak_too_long_is_refused_at_every_door() {
         "{problem}"
     );
 
-    let (status, error) = post(
-        &app,
-        "/v1/audio/speech",
-        &secret,
-        &json!({"model": "tts-1", "input": long, "voice": "Narrator"}),
-    )
-    .await;
+    let (status, error) = app
+        .post_json(
+            "/v1/audio/speech",
+            &secret,
+            &json!({"model": "tts-1", "input": long, "voice": "Narrator"}),
+        )
+        .await;
     assert_eq!(status, 400, "{error}");
     assert_eq!(
         envelope(&error),
@@ -180,7 +138,7 @@ async fn a_text_that_would_speak_too_long_is_refused_at_every_door() {
         "{error}"
     );
 
-    let client = agent(&app, &secret).await;
+    let client = app.mcp_client(&secret).await;
     let error = speak_refused(
         &client,
         json!({"text": long, "voice": "Narrator", "wait_seconds": 0}),
@@ -189,19 +147,19 @@ async fn a_text_that_would_speak_too_long_is_refused_at_every_door() {
     assert_eq!(error["code"], "invalid_request", "{error}");
     assert_eq!(error["param"], "text", "{error}");
     client.cancel().await.unwrap();
-    assert_eq!(generations(&app).await, 0, "nothing was queued");
+    assert_eq!(app.generation_count().await, 0, "nothing was queued");
 
     // The longest plain prose a request may carry (10 000 characters) stays within the bound.
     let prose = "Every request is admitted against what was charged and what is still in flight. "
         .repeat(130);
     let prose = prose[..10_000].trim_end();
-    let (status, accepted) = post(
-        &app,
-        "/v1/speech",
-        &secret,
-        &json!({"text": prose, "voice_name": "Narrator"}),
-    )
-    .await;
+    let (status, accepted) = app
+        .post_json(
+            "/v1/speech",
+            &secret,
+            &json!({"text": prose, "voice_name": "Narrator"}),
+        )
+        .await;
     assert_eq!(status, 202, "{accepted}");
     let reserved: i64 = sqlx::query_scalar("SELECT estimated_ms FROM generations")
         .fetch_one(&app.pool)
@@ -221,24 +179,24 @@ async fn the_bound_on_one_request_is_a_setting() {
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Narrator", EngineId::Kokoro, "af_heart")
         .await;
-    let (status, accepted) = post(
-        &app,
-        "/v1/speech",
-        &secret,
-        &json!({"text": "Hello there.", "voice_name": "Narrator"}),
-    )
-    .await;
+    let (status, accepted) = app
+        .post_json(
+            "/v1/speech",
+            &secret,
+            &json!({"text": "Hello there.", "voice_name": "Narrator"}),
+        )
+        .await;
     assert_eq!(status, 202, "{accepted}");
     // Thirty characters, read out as about ten seconds.
-    let (status, problem) = post(
-        &app,
-        "/v1/speech",
-        &secret,
-        &json!({"text": "1999 2024 1066 3141 2718 1618", "voice_name": "Narrator"}),
-    )
-    .await;
+    let (status, problem) = app
+        .post_json(
+            "/v1/speech",
+            &secret,
+            &json!({"text": "1999 2024 1066 3141 2718 1618", "voice_name": "Narrator"}),
+        )
+        .await;
     assert_eq!(status, 400, "{problem}");
     assert_eq!(problem["param"], "text", "{problem}");
-    assert_eq!(generations(&app).await, 1);
+    assert_eq!(app.generation_count().await, 1);
     app.stop().await;
 }

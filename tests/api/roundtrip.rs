@@ -7,15 +7,13 @@
 //! "$3.50" heard back as "$3.50" (or "Dr Smith" as "Dr Smith") matches, and a price read wrongly ("dollar three point five
 //! zero") does not.
 //! Measured figures: docs/benchmarks.md, "Voice round trip". Run alone with
-//! `cargo test --test roundtrip -- --nocapture` to print them.
-
-mod common;
+//! `cargo test --test api roundtrip:: -- --nocapture` to print them.
 
 use std::time::Duration;
 
+use crate::common::{TestApp, json};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use common::{TestApp, json};
 use serde_json::{Value, json};
 
 struct Language {

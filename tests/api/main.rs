@@ -1,0 +1,25 @@
+//! The in-process suites: one binary (one link of the crate) for every test that drives the app
+//! through `TestApp` on a port-0 listener, its routers without a socket, and the test database
+//! helper. Each suite is a module; run one with `cargo test --test api -- SUITE::`.
+
+#[path = "../asr/mod.rs"]
+mod asr;
+#[path = "../common/mod.rs"]
+mod common;
+
+mod api_core;
+mod concurrency;
+mod console;
+mod db;
+mod door_parity;
+mod embedded;
+mod mcp;
+mod oauth;
+mod openai_speech;
+mod roundtrip;
+mod security;
+mod speech;
+mod speech_admission;
+mod tenants;
+mod transcriptions;
+mod voices;
