@@ -137,8 +137,8 @@ pub struct Config {
     /// Transcriptions one account may have in flight in one process (REST and `/mcp` alike);
     /// the next is refused with 429 `rate_limit_exceeded` before its upload is read.
     pub max_transcriptions_per_account: u32,
-    /// Proxies whose `X-Forwarded-For` / `Forwarded` is believed (`http::client_addr`).
-    pub trusted_proxies: crate::http::client_addr::TrustedProxies,
+    /// Proxies whose `X-Forwarded-For` / `Forwarded` is believed (`domain::trusted_proxies`).
+    pub trusted_proxies: crate::domain::TrustedProxies,
     /// Console sign-ups per client address per hour, and from everyone per hour.
     pub signup_per_address_per_hour: u32,
     pub signup_per_hour: u32,
@@ -336,7 +336,7 @@ impl Config {
             "max_transcriptions_per_account",
             raw.max_transcriptions_per_account.into(),
         )?;
-        let trusted_proxies = crate::http::client_addr::TrustedProxies::parse(&raw.trusted_proxies)
+        let trusted_proxies = crate::domain::TrustedProxies::parse(&raw.trusted_proxies)
             .map_err(|e| ConfigError::invalid("trusted_proxies", e))?;
         for (setting, value) in [
             (

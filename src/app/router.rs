@@ -52,7 +52,13 @@ pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
             core: state.core.clone(),
             console: state.console.clone(),
         }))
-        .merge(crate::oauth::router(state.core.clone()))
+        .merge(crate::oauth::router(
+            state.core.clone(),
+            crate::oauth::Pages {
+                consent_path: crate::console::oauth::CONSENT_PATH,
+                error_page: crate::console::oauth::error_page,
+            },
+        ))
         .merge(crate::mcp::router(McpState {
             core: state.core.clone(),
             links: state.links.clone(),

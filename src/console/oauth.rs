@@ -11,7 +11,7 @@ use askama::Template;
 use axum::Form;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Deserialize;
 
 use super::format_time;
@@ -80,17 +80,7 @@ pub fn error_page(message: &str) -> Response {
 
 /// 302 back to the client (a code, or an error for it).
 pub fn to_client(location: &str) -> Response {
-    match HeaderValue::from_str(location) {
-        Ok(value) => (
-            StatusCode::FOUND,
-            [
-                (header::LOCATION, value),
-                (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
-            ],
-        )
-            .into_response(),
-        Err(_) => error_page("The application's redirect URI cannot be used."),
-    }
+    crate::http::found_no_store(location).unwrap_or_else(|| error_page(authorize::BAD_REDIRECT_URI))
 }
 
 fn describe(scope: Scope) -> &'static str {

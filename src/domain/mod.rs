@@ -8,6 +8,7 @@ pub mod oauth;
 mod plan;
 mod scope;
 mod speech;
+pub mod trusted_proxies;
 
 pub use api_key::{ApiKeySecret, KEY_PREFIX, SecretHash};
 pub use engine_id::EngineId;
@@ -15,3 +16,4 @@ pub use ids::new_id;
 pub use plan::{Feature, Plan};
 pub use scope::Scope;
 pub use speech::{MAX_SEED, MAX_TEXT_CHARS, Seed, SpeechText, Temperature};
+pub use trusted_proxies::TrustedProxies;

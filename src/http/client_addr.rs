@@ -16,48 +16,18 @@ use axum::http::HeaderMap;
 use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::Response;
-use ipnet::IpNet;
 
-/// The `trusted_proxies` setting: networks whose forwarding headers are believed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TrustedProxies(Vec<IpNet>);
+pub use crate::domain::TrustedProxies;
+use crate::domain::trusted_proxies::canonical;
 
-impl TrustedProxies {
-    /// Parses a list of CIDRs or bare addresses separated by commas or spaces (`10.0.0.0/8,
-    /// 192.0.2.7`); empty trusts no one.
-    pub fn parse(list: &str) -> Result<Self, String> {
-        let mut nets = Vec::new();
-        for item in list
-            .split(|c: char| c == ',' || c.is_whitespace())
-            .filter(|s| !s.is_empty())
-        {
-            let net = match item.parse::<IpNet>() {
-                Ok(net) => net.trunc(),
-                Err(_) => match item.parse::<IpAddr>() {
-                    Ok(ip) => IpNet::from(ip),
-                    Err(_) => {
-                        return Err(format!(
-                            "{item:?} is not an address or CIDR (e.g. 10.0.0.0/8, 192.0.2.7)"
-                        ));
-                    }
-                },
-            };
-            nets.push(net);
-        }
-        Ok(Self(nets))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    pub fn contains(&self, ip: IpAddr) -> bool {
-        let ip = canonical(ip);
-        self.0.iter().any(|net| net.contains(&ip))
-    }
-
+/// The client address a request names through trusted proxies.
+pub trait ClientOf {
     /// The client address of a request from `peer` with `headers`.
-    pub fn client(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+    fn client(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr;
+}
+
+impl ClientOf for TrustedProxies {
+    fn client(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
         let peer = canonical(peer);
         if !self.contains(peer) {
             return peer;
@@ -79,14 +49,6 @@ impl TrustedProxies {
             }
         }
         client
-    }
-}
-
-/// IPv4-mapped IPv6 addresses (a dual-stack listener's view of v4 clients) as IPv4.
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
     }
 }
 

@@ -82,9 +82,6 @@ pub async fn render_errors(
     }
     let error = match response.extensions_mut().remove::<Arc<ApiError>>() {
         Some(error) => error,
-        // The agent interface's own transport errors (JSON-RPC errors, 403 for a foreign Host,
-        // 405, 406) are the protocol's answers: they leave as they are.
-        None if crate::mcp::is_mcp_path(&path) => return response,
         None if status.is_client_error() || status.is_server_error() => {
             Arc::new(from_bare_status(status))
         }

@@ -27,6 +27,24 @@ pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
 /// The request id header, set on every request and echoed on its answer.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
+/// 302 to `location`, never cached (OAuth's redirects back to a client); `None` when the
+/// location cannot be a header value.
+pub fn found_no_store(location: &str) -> Option<axum::response::Response> {
+    use axum::http::{HeaderValue, StatusCode, header};
+    use axum::response::IntoResponse;
+    let value = HeaderValue::from_str(location).ok()?;
+    Some(
+        (
+            StatusCode::FOUND,
+            [
+                (header::LOCATION, value),
+                (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+            ],
+        )
+            .into_response(),
+    )
+}
+
 /// Request metrics (`metrics_bind`): count and latency by route template (never the raw path),
 /// method and status. Without a metrics listener the recorder is absent and this costs little.
 pub async fn record_request(

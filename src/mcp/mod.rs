@@ -41,11 +41,6 @@ pub const PATH: &str = "/mcp";
 /// [`auth::SMALL_BODY_LIMIT`] by the gate; rmcp's own limit stays this.
 pub const BODY_LIMIT: usize = crate::api::transcriptions::BODY_LIMIT;
 
-/// Whether a request path is the agent interface's.
-pub fn is_mcp_path(path: &str) -> bool {
-    path == PATH
-}
-
 /// What the agent interface holds: the core, and the links its error results name.
 #[derive(Clone)]
 pub struct McpState {
@@ -79,7 +74,24 @@ pub fn router(state: McpState) -> Router {
             rate_limit::rate_limit,
         ))
         .layer(from_fn_with_state(state.clone(), auth::gate))
+        .layer(axum::middleware::map_response(own_format))
         .with_state(state)
+}
+
+/// The agent interface's own transport errors (JSON-RPC errors, 403 for a foreign Host, 405,
+/// 406) are the protocol's answers: marked so that the error renderer leaves them as they are.
+/// Refusals of the gate and the rate limit carry an `ApiError` and are rendered as everywhere.
+async fn own_format(mut response: axum::response::Response) -> axum::response::Response {
+    if response
+        .extensions()
+        .get::<Arc<crate::http::error::ApiError>>()
+        .is_none()
+    {
+        response
+            .extensions_mut()
+            .insert(crate::http::error::OwnFormat);
+    }
+    response
 }
 
 /// Stateless for every protocol revision, JSON answers unless a tool sends progress (then the

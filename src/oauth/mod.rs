@@ -20,7 +20,6 @@ use axum::routing::{get, post};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::console::oauth::{CONSENT_PATH, error_page, to_client};
 use crate::domain::Scope;
 use crate::http::auth::AuthResource;
 use crate::http::client_addr::ClientAddr;
@@ -29,8 +28,16 @@ use crate::service::Core;
 use crate::service::oauth::authorize::{self, RequestError};
 use crate::service::oauth::{OAuthError, tokens};
 
+/// What the OAuth door shows through the console, where the session lives (`app/` wires it):
+/// the consent page's path, and the HTML page for a request that cannot go back to its client.
+#[derive(Clone, Copy)]
+pub struct Pages {
+    pub consent_path: &'static str,
+    pub error_page: fn(&str) -> Response,
+}
+
 /// The routes, merged into the application by `app::router`.
-pub fn router(core: Core) -> Router {
+pub fn router(core: Core, pages: Pages) -> Router {
     Router::new()
         .route(
             "/.well-known/oauth-authorization-server",
@@ -57,7 +64,10 @@ pub fn router(core: Core) -> Router {
             }),
         )
         .route("/oauth/register", post(register))
-        .route("/oauth/authorize", get(authorize))
+        .route(
+            "/oauth/authorize",
+            get(move |state, client, query| authorize(state, client, query, pages)),
+        )
         .route("/oauth/token", post(token))
         .route("/oauth/revoke", post(revoke))
         .with_state(core)
@@ -233,11 +243,13 @@ async fn authorize(
     State(state): State<Core>,
     ClientAddr(client): ClientAddr,
     RawQuery(query): RawQuery,
+    pages: Pages,
 ) -> Response {
     let query = query.unwrap_or_default();
     match authorize::validate(&state.oauth, &state.pool, &query, client).await {
-        Ok(_) => Redirect::to(&format!("{CONSENT_PATH}?{query}")).into_response(),
-        Err(RequestError::Page(message)) => error_page(&message),
-        Err(RequestError::Redirect(location)) => to_client(&location),
+        Ok(_) => Redirect::to(&format!("{}?{query}", pages.consent_path)).into_response(),
+        Err(RequestError::Page(message)) => (pages.error_page)(&message),
+        Err(RequestError::Redirect(location)) => crate::http::found_no_store(&location)
+            .unwrap_or_else(|| (pages.error_page)(authorize::BAD_REDIRECT_URI)),
     }
 }

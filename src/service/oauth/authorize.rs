@@ -12,6 +12,9 @@
 use sqlx::PgPool;
 use url::Url;
 
+/// The page's sentence for a redirect URI that cannot be sent back as a header.
+pub const BAD_REDIRECT_URI: &str = "The application's redirect URI cannot be used.";
+
 use super::clients::Client;
 use super::{CODE_LIFETIME, OAuthSettings, Params, parse_scope_param, scope_names};
 use crate::domain::Scope;
