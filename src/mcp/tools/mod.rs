@@ -20,7 +20,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::{Map, Value, json};
 
-use crate::domain::Feature;
+use crate::domain::{Feature, IdempotencyKey};
 use crate::http::AppState;
 use crate::http::error::{ServiceError, SettingsPage};
 use crate::http::json::JsonObject;
@@ -227,14 +227,18 @@ fn flag(args: &JsonObject, name: &str) -> Result<Option<bool>, ServiceError> {
 }
 
 /// The optional `idempotency_key` argument: 1 to 255 visible ASCII characters.
-fn idempotency_key(args: &JsonObject) -> Result<Option<String>, ServiceError> {
-    use crate::service::idempotency::{MAX_KEY_CHARS, valid_key};
+fn idempotency_key(args: &JsonObject) -> Result<Option<IdempotencyKey>, ServiceError> {
     match args.optional("idempotency_key") {
         None => Ok(None),
-        Some(Value::String(key)) if valid_key(key) => Ok(Some(key.clone())),
-        Some(_) => Err(ServiceError::invalid(
-            "idempotency_key",
-            format!("idempotency_key must be 1 to {MAX_KEY_CHARS} visible ASCII characters"),
-        )),
+        Some(value) => value
+            .as_str()
+            .and_then(IdempotencyKey::parse)
+            .map(Some)
+            .ok_or_else(|| {
+                ServiceError::invalid(
+                    "idempotency_key",
+                    IdempotencyKey::refusal("idempotency_key"),
+                )
+            }),
     }
 }
