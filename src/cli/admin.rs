@@ -509,8 +509,8 @@ async fn execute(
                 json!({
                     "id": voice.id,
                     "name": voice.name,
-                    "engine": voice.engine,
-                    "voice_type": voice.voice_type,
+                    "engine": voice.engine.as_str(),
+                    "voice_type": voice.voice_type.as_str(),
                     "sample_count": voice.sample_count,
                 }),
                 format!(

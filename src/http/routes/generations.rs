@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::{Extension, Json};
 
-use crate::domain::GenerationId;
+use crate::domain::{GenerationId, GenerationStatus};
 use crate::http::AppState;
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
@@ -57,19 +57,19 @@ pub async fn get_generation(
 
 /// The API view of a generation, with a freshly signed link when there is audio.
 pub fn present(state: &AppState, row: GenerationRow) -> Generation {
-    let audio_url = (row.status == "completed" && row.has_audio).then(|| {
+    let audio_url = (row.status == GenerationStatus::Completed && row.has_audio).then(|| {
         let sig = state.signer.sign(&row.id, chrono::Utc::now().timestamp());
         format!("{}/v1/audio/{}?sig={sig}", state.public_base_url, row.id)
     });
     Generation {
         id: row.id,
-        status: row.status,
+        status: row.status.as_str().to_owned(),
         profile: row.voice_id,
         has_audio: row.has_audio,
         audio_url,
         error: row.error,
         seed: row.seed,
-        engine: row.engine,
+        engine: row.engine.as_str().to_owned(),
         format: row.format,
         duration_ms: row.duration_ms,
         created_at: row.created_at,

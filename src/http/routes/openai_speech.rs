@@ -16,17 +16,14 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::speech;
-use crate::domain::EngineId;
+use crate::domain::{CancelReason, EngineId, GenerationStatus};
 use crate::http::AppState;
 use crate::http::auth::Principal;
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::idempotency;
 use crate::http::json::JsonObject;
 use crate::service::idempotency::{self as idem, Begun, Render, StoredResponse};
-use crate::service::speech::{
-    self as service, Admitted, CANCELLED_SHUTDOWN, CANCELLED_TIME_LIMIT, CancelOnDrop, Fields,
-    SpeechOrder,
-};
+use crate::service::speech::{self as service, Admitted, CancelOnDrop, Fields, SpeechOrder};
 use crate::store;
 use crate::worker::streams::{StreamEnd, StreamEvent, Subscription};
 
@@ -245,7 +242,7 @@ pub async fn create_openai_speech(
                 .ok_or_else(|| ApiError::internal("sync speech record without a generation"))?;
             let cancelled = store::generations::find(&state.pool, &principal.account_id, &id)
                 .await?
-                .is_some_and(|g| g.error.is_some_and(|e| e.starts_with("cancelled:")));
+                .is_some_and(|g| g.cancelled);
             if !cancelled {
                 return deliver(&state, &id, &model, true).await;
             }
@@ -268,7 +265,7 @@ pub async fn create_openai_speech(
                     format!("No voice profile of this account has the id or name {voice_ref:?}."),
                 )
             })?;
-        let voice_engine: EngineId = voice.engine.parse().map_err(ApiError::internal)?;
+        let voice_engine = voice.engine;
         let engine = match choice {
             ModelChoice::VoiceDefault => voice_engine,
             ModelChoice::Engine(engine) if engine == voice_engine => engine,
@@ -368,7 +365,7 @@ async fn deliver(
             // The wait rides on the durable queue's completion notifications.
             status = state.completions.wait(id, Duration::from_secs(5)) => {
                 cancel_on_drop.disarm();
-                return answer(state, id, model, replayed, &status?).await;
+                return answer(state, id, model, replayed, status?).await;
             }
             stop = stops.next() => break stop,
         }
@@ -411,14 +408,14 @@ impl Stops {
     }
 
     /// Resolves with the cancellation reason and the client's message when either comes.
-    async fn next(&mut self) -> (&'static str, &'static str) {
+    async fn next(&mut self) -> (CancelReason, &'static str) {
         tokio::select! {
             () = &mut self.limit => (
-                CANCELLED_TIME_LIMIT,
+                CancelReason::TimeLimit,
                 "did not finish within the server's time limit and was cancelled; nothing was charged.",
             ),
             () = &mut self.shutting_down => (
-                CANCELLED_SHUTDOWN,
+                CancelReason::Shutdown,
                 "was cancelled because the server is shutting down; nothing was charged. Retry.",
             ),
         }
@@ -509,9 +506,9 @@ async fn answer(
     id: &str,
     model: &str,
     replayed: bool,
-    status: &str,
+    status: GenerationStatus,
 ) -> Result<Response, ApiError> {
-    if status != "completed" {
+    if status != GenerationStatus::Completed {
         // The reason stays in the generation's `error` (readable with the id); the answer names
         // only the id, never the engine's text.
         return Err(ApiError::new(

@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use super::reads::audio_link;
 use super::schemas::{DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS};
 use super::{bounded_int, flag, idempotency_key, success};
+use crate::domain::GenerationStatus;
 use crate::http::AppState;
 use crate::http::error::{ErrorCode, ServiceError};
 use crate::http::json::JsonObject;
@@ -119,18 +120,19 @@ pub async fn speak(
     let row = store::generations::find(&state.pool, &principal.account_id, &id)
         .await?
         .ok_or_else(|| ServiceError::internal("admitted generation not found"))?;
+    let status = row.status;
     let generation = present(state, row);
-    match generation.status.as_str() {
-        "completed" => completed(state, &generation, replayed, inline).await,
+    match status {
+        GenerationStatus::Completed => completed(state, &generation, replayed, inline).await,
         // The reason is in the generation's `error` (get_generation); the answer names only
         // the id, never the engine's text (as POST /v1/audio/speech does).
-        "failed" => Err(ServiceError::new(
+        GenerationStatus::Failed => Err(ServiceError::new(
             ErrorCode::InternalError,
             format!(
                 "The generation {id} failed; nothing was charged. get_generation with this id tells why."
             ),
         )),
-        _ => Ok(pending(&generation, wait, replayed)),
+        GenerationStatus::Generating => Ok(pending(&generation, wait, replayed)),
     }
 }
 
