@@ -5,6 +5,7 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::{Extension, Json};
 
+use crate::domain::{GenerationId, GenerationStatus};
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::models::{Generation, Problem};
@@ -13,24 +14,12 @@ use crate::service::principal_cache::CredentialCheck;
 use crate::store;
 use crate::store::generations::GenerationRow;
 
-/// Longest generation id a client may send (spec §8).
-pub const MAX_ID_CHARS: usize = 200;
-
-/// Checks a path id's length; ids beyond it are refused rather than looked up.
+/// Checks a path id's length ([`GenerationId`]); ids beyond it are refused rather than looked
+/// up.
 pub fn check_id(id: &str) -> Result<(), ApiError> {
-    check_id_field(id, "generationId")
-}
-
-/// [`check_id`] for a request whose field has another name.
-pub fn check_id_field(id: &str, field: &str) -> Result<(), ApiError> {
-    let chars = id.chars().count();
-    if chars == 0 || chars > MAX_ID_CHARS {
-        return Err(ApiError::invalid(
-            field,
-            format!("{field} must be 1 to {MAX_ID_CHARS} characters"),
-        ));
-    }
-    Ok(())
+    GenerationId::parse(id, "generationId")
+        .map(drop)
+        .map_err(|message| ApiError::invalid("generationId", message))
 }
 
 /// Polls a generation. Once completed it carries a fresh signed `audio_url`.
@@ -68,19 +57,19 @@ pub async fn get_generation(
 
 /// The API view of a generation, with a freshly signed link when there is audio.
 pub fn present(state: &Core, row: GenerationRow) -> Generation {
-    let audio_url = (row.status == "completed" && row.has_audio).then(|| {
+    let audio_url = (row.status == GenerationStatus::Completed && row.has_audio).then(|| {
         let sig = state.signer.sign(&row.id, chrono::Utc::now().timestamp());
         format!("{}/v1/audio/{}?sig={sig}", state.public_base_url, row.id)
     });
     Generation {
         id: row.id,
-        status: row.status,
+        status: row.status.as_str().to_owned(),
         profile: row.voice_id,
         has_audio: row.has_audio,
         audio_url,
         error: row.error,
         seed: row.seed,
-        engine: row.engine,
+        engine: row.engine.as_str().to_owned(),
         format: row.format,
         duration_ms: row.duration_ms,
         created_at: row.created_at,

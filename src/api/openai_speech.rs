@@ -12,21 +12,20 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::speech;
-use crate::domain::EngineId;
+use crate::audio::AudioFormat;
+use crate::domain::{CancelReason, EngineId, GenerationStatus, Seed, SpeechText, Temperature};
 use crate::http::auth::Principal;
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::idempotency;
-use crate::http::json::JsonObject;
+use crate::http::json::{Field, JsonObject};
 use crate::service::Core;
 use crate::service::idempotency::{self as idem, Begun, Render, StoredResponse};
-use crate::service::speech::{
-    self as service, Admitted, CANCELLED_SHUTDOWN, CANCELLED_TIME_LIMIT, CancelOnDrop, Fields,
-    SpeechOrder,
-};
+use crate::service::speech::{self as service, Admitted, CancelOnDrop, Fields, SpeechOrder};
 use crate::store;
 use crate::worker::streams::{StreamEnd, StreamEvent, Subscription};
 
@@ -38,17 +37,6 @@ const FIELDS_OF_OPENAI: Fields = Fields {
     engine: "voice",
 };
 
-const FIELDS: [&str; 9] = [
-    "model",
-    "input",
-    "voice",
-    "response_format",
-    "speed",
-    "instructions",
-    "stream_format",
-    "seed",
-    "temperature",
-];
 /// OpenAI model names that select nothing: the voice's default engine renders.
 const OPENAI_MODELS: [&str; 3] = ["tts-1", "tts-1-hd", "gpt-4o-mini-tts"];
 /// OpenAI's built-in voices: refused, because every voice here is a profile of the account.
@@ -57,36 +45,55 @@ const OPENAI_VOICES: [&str; 13] = [
     "shimmer", "verse",
 ];
 
-/// Request body (for the document; parsing is field by field).
-#[derive(Debug, ToSchema)]
-#[allow(dead_code)]
+// Every parameter of OpenAI's that cannot be honoured is refused by name, never accepted and
+// ignored. Members are `Field`s, checked in a fixed order by `OpenAiSpeechInput::try_from`.
+/// Request body. Any other member is refused (400 naming it).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct OpenAiSpeechRequest {
     /// An engine id (e.g. `kokoro`) selects that engine; `tts-1`, `tts-1-hd`, `gpt-4o-mini-tts`
     /// use the voice's default engine. Echoed in `X-Service-Engine`.
-    #[schema(example = "tts-1")]
-    model: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "tts-1")]
+    model: Field<String>,
     /// Text, 1 to 10 000 characters.
-    #[schema(min_length = 1, max_length = 10000)]
-    input: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 10000)]
+    input: Field<String>,
     /// A voice profile id or name of this account (string, or an object `{"id": …}`). OpenAI's
     /// built-in voice names are refused.
-    voice: VoiceRef,
+    #[serde(default)]
+    #[schema(value_type = VoiceRef, required = true)]
+    voice: Field<VoiceRef>,
     /// `mp3` (default), `opus`, `wav`.
-    response_format: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    response_format: Field<String>,
     /// Only 1.
-    speed: Option<f64>,
+    #[serde(default)]
+    #[schema(value_type = Option<f64>)]
+    speed: Field<f64>,
+    // Refused whenever sent: not in the document, as no value is accepted.
+    #[serde(default)]
+    #[schema(ignore)]
+    instructions: Field<Value>,
     /// Only `audio`.
-    stream_format: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    stream_format: Field<String>,
     /// Extension: 0 to 2^53−1.
-    seed: Option<i64>,
+    #[serde(default)]
+    #[schema(value_type = Option<i64>)]
+    seed: Field<u64>,
     /// Extension: 0.05 to 2, chatterbox engines only.
-    temperature: Option<f64>,
+    #[serde(default)]
+    #[schema(value_type = Option<f64>)]
+    temperature: Field<f64>,
 }
 
-/// How `voice` names a profile (for the document; parsing is by hand).
+/// How `voice` names a profile.
 #[derive(Debug, ToSchema)]
 #[serde(untagged)]
-#[allow(dead_code)]
 enum VoiceRef {
     /// A profile's name or id.
     Name(String),
@@ -97,6 +104,53 @@ enum VoiceRef {
     },
 }
 
+/// A string, or an object whose only member is a string `id` (serde's derive of an untagged
+/// enum cannot refuse the object's other members).
+impl<'de> Deserialize<'de> for VoiceRef {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::String(name) => Ok(VoiceRef::Name(name)),
+            Value::Object(map) => match (map.len(), map.get("id")) {
+                (1, Some(Value::String(id))) => Ok(VoiceRef::Object { id: id.clone() }),
+                _ => Err(serde::de::Error::custom("an object with only a string id")),
+            },
+            _ => Err(serde::de::Error::custom("a string or {\"id\": …}")),
+        }
+    }
+}
+
+/// The body as the service's input: checked in the order callers have always seen.
+struct OpenAiSpeechInput {
+    model: String,
+    choice: ModelChoice,
+    text: SpeechText,
+    voice_ref: String,
+    format: AudioFormat,
+    seed: Option<Seed>,
+    temperature: Option<Temperature>,
+}
+
+impl TryFrom<OpenAiSpeechRequest> for OpenAiSpeechInput {
+    type Error = ApiError;
+
+    fn try_from(body: OpenAiSpeechRequest) -> Result<Self, ApiError> {
+        let (model, choice) = parse_model(body.model)?;
+        let text = speech::parse_text(body.input, "input")?;
+        let voice_ref = parse_voice(body.voice)?;
+        let format = speech::parse_format(body.response_format, "response_format")?;
+        refuse_unsupported(&body.instructions, body.speed, body.stream_format)?;
+        Ok(Self {
+            model,
+            choice,
+            text,
+            voice_ref,
+            format,
+            seed: speech::parse_seed(body.seed)?,
+            temperature: speech::parse_temperature(body.temperature)?,
+        })
+    }
+}
+
 /// The engine a `model` value selects, if it names one.
 #[derive(Clone, Copy)]
 enum ModelChoice {
@@ -104,13 +158,13 @@ enum ModelChoice {
     VoiceDefault,
 }
 
-fn parse_model(body: &JsonObject) -> Result<(String, ModelChoice), ApiError> {
-    let model = body.required_str("model")?;
-    if OPENAI_MODELS.contains(&model) {
-        return Ok((model.to_owned(), ModelChoice::VoiceDefault));
+fn parse_model(model: Field<String>) -> Result<(String, ModelChoice), ApiError> {
+    let model = model.required("model")?;
+    if OPENAI_MODELS.contains(&model.as_str()) {
+        return Ok((model, ModelChoice::VoiceDefault));
     }
     match model.parse::<EngineId>() {
-        Ok(engine) => Ok((model.to_owned(), ModelChoice::Engine(engine))),
+        Ok(engine) => Ok((model, ModelChoice::Engine(engine))),
         Err(_) => Err(ApiError::invalid(
             "model",
             format!(
@@ -120,21 +174,17 @@ fn parse_model(body: &JsonObject) -> Result<(String, ModelChoice), ApiError> {
     }
 }
 
-fn parse_voice(body: &JsonObject) -> Result<String, ApiError> {
+fn parse_voice(voice: Field<VoiceRef>) -> Result<String, ApiError> {
     let invalid = || {
         ApiError::invalid(
             "voice",
             "voice must be a voice profile id or name, or {\"id\": …}",
         )
     };
-    let voice = match body.optional("voice") {
-        None => return Err(ApiError::invalid("voice", "voice is required")),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Object(map)) => match (map.len(), map.get("id")) {
-            (1, Some(Value::String(s))) => s.clone(),
-            _ => return Err(invalid()),
-        },
-        Some(_) => return Err(invalid()),
+    let voice = match voice {
+        Field::Absent | Field::Null => return Err(ApiError::invalid("voice", "voice is required")),
+        Field::Valid(VoiceRef::Name(s) | VoiceRef::Object { id: s }) => s,
+        Field::Invalid => return Err(invalid()),
     };
     if OPENAI_VOICES.contains(&voice.as_str()) {
         return Err(ApiError::invalid(
@@ -150,22 +200,24 @@ fn parse_voice(body: &JsonObject) -> Result<String, ApiError> {
     Ok(voice)
 }
 
-fn refuse_unsupported(body: &JsonObject) -> Result<(), ApiError> {
-    if body.0.contains_key("instructions") {
+/// OpenAI's parameters that only one value of can be honoured: `instructions` is refused
+/// whenever it is sent (`null` included), `speed` unless it is 1, `stream_format` unless it is
+/// `audio`.
+fn refuse_unsupported(
+    instructions: &Field<Value>,
+    speed: Field<f64>,
+    stream_format: Field<String>,
+) -> Result<(), ApiError> {
+    if !matches!(instructions, Field::Absent) {
         return Err(ApiError::invalid(
             "instructions",
             "instructions are not supported.",
         ));
     }
-    if let Some(speed) = body.0.get("speed") {
-        let is_one = speed.as_f64() == Some(1.0) && speed.is_number();
-        if !is_one {
-            return Err(ApiError::invalid("speed", "Only speed 1 is supported."));
-        }
+    if !matches!(speed, Field::Absent | Field::Valid(1.0)) {
+        return Err(ApiError::invalid("speed", "Only speed 1 is supported."));
     }
-    if let Some(stream_format) = body.0.get("stream_format")
-        && stream_format.as_str() != Some("audio")
-    {
+    if !matches!(&stream_format, Field::Absent) && stream_format != Field::Valid("audio".into()) {
         return Err(ApiError::invalid(
             "stream_format",
             "Only stream_format \"audio\" is supported.",
@@ -214,14 +266,15 @@ pub async fn create_openai_speech(
     body: JsonObject,
 ) -> Result<Response, ApiError> {
     let key = idempotency::key_from(&headers)?;
-    body.only(&FIELDS)?;
-    let (model, choice) = parse_model(&body)?;
-    let text = speech::parse_text(&body, "input")?;
-    let voice_ref = parse_voice(&body)?;
-    let format = speech::parse_format(&body, "response_format")?;
-    refuse_unsupported(&body)?;
-    let seed = speech::parse_seed(&body)?;
-    let temperature = speech::parse_temperature(&body)?;
+    let OpenAiSpeechInput {
+        model,
+        choice,
+        text,
+        voice_ref,
+        format,
+        seed,
+        temperature,
+    } = body.decode::<OpenAiSpeechRequest>()?.try_into()?;
     let fingerprint = match key {
         Some(_) => idempotency::fingerprint("POST /v1/audio/speech", &body.value()),
         None => Vec::new(),
@@ -245,7 +298,7 @@ pub async fn create_openai_speech(
                 .ok_or_else(|| ApiError::internal("sync speech record without a generation"))?;
             let cancelled = store::generations::find(&state.pool, &principal.account_id, &id)
                 .await?
-                .is_some_and(|g| g.error.is_some_and(|e| e.starts_with("cancelled:")));
+                .is_some_and(|g| g.cancelled);
             if !cancelled {
                 return deliver(&state, &id, &model, true).await;
             }
@@ -268,7 +321,7 @@ pub async fn create_openai_speech(
                     format!("No voice profile of this account has the id or name {voice_ref:?}."),
                 )
             })?;
-        let voice_engine: EngineId = voice.engine.parse().map_err(ApiError::internal)?;
+        let voice_engine = voice.engine;
         let engine = match choice {
             ModelChoice::VoiceDefault => voice_engine,
             ModelChoice::Engine(engine) if engine == voice_engine => engine,
@@ -368,7 +421,7 @@ async fn deliver(
             // The wait rides on the durable queue's completion notifications.
             status = state.completions.wait(id, Duration::from_secs(5)) => {
                 cancel_on_drop.disarm();
-                return answer(state, id, model, replayed, &status?).await;
+                return answer(state, id, model, replayed, status?).await;
             }
             stop = stops.next() => break stop,
         }
@@ -411,14 +464,14 @@ impl Stops {
     }
 
     /// Resolves with the cancellation reason and the client's message when either comes.
-    async fn next(&mut self) -> (&'static str, &'static str) {
+    async fn next(&mut self) -> (CancelReason, &'static str) {
         tokio::select! {
             () = &mut self.limit => (
-                CANCELLED_TIME_LIMIT,
+                CancelReason::TimeLimit,
                 "did not finish within the server's time limit and was cancelled; nothing was charged.",
             ),
             () = &mut self.shutting_down => (
-                CANCELLED_SHUTDOWN,
+                CancelReason::Shutdown,
                 "was cancelled because the server is shutting down; nothing was charged. Retry.",
             ),
         }
@@ -509,9 +562,9 @@ async fn answer(
     id: &str,
     model: &str,
     replayed: bool,
-    status: &str,
+    status: GenerationStatus,
 ) -> Result<Response, ApiError> {
-    if status != "completed" {
+    if status != GenerationStatus::Completed {
         // The reason stays in the generation's `error` (readable with the id); the answer names
         // only the id, never the engine's text.
         return Err(ApiError::new(

@@ -6,18 +6,13 @@ use std::sync::Arc;
 use axum::extract::{Query, State};
 use axum::{Extension, Json};
 
+use crate::domain::{Page, PageBound};
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::models::{CaptureList, Problem, VoiceList};
 use crate::service::principal_cache::CredentialCheck;
 use crate::store;
 use crate::store::read_pool::ReadPool;
-
-/// Largest `offset` (2^53 − 1).
-pub const MAX_OFFSET: i64 = 9_007_199_254_740_991;
-/// Page size of capture lists: at most, and when none is asked for.
-pub const MAX_LIMIT: i64 = 200;
-pub const DEFAULT_LIMIT: i64 = 50;
 
 /// Lists the account's voice profiles.
 #[utoipa::path(get, path = "/v1/voices", tag = "voices",
@@ -48,23 +43,15 @@ pub async fn list_voices(
     }))
 }
 
-fn parse_bounded(
-    query: &HashMap<String, String>,
-    name: &str,
-    default: i64,
-    max: i64,
-    min: i64,
-) -> Result<i64, ApiError> {
-    let Some(raw) = query.get(name) else {
-        return Ok(default);
-    };
-    match raw.parse::<i64>() {
-        Ok(n) if (min..=max).contains(&n) => Ok(n),
-        _ => Err(ApiError::invalid(
-            name,
-            format!("{name} must be an integer from {min} to {max}"),
-        )),
-    }
+/// One page bound from the query string: absent → its default; not an integer or out of
+/// range → 400 naming it ([`Page`] holds the rule).
+fn page_bound(query: &HashMap<String, String>, bound: PageBound) -> Result<i64, ApiError> {
+    let value = query
+        .get(bound.name)
+        .map(|raw| raw.parse::<i64>().map_err(|_| bound.refusal()))
+        .transpose()
+        .and_then(|n| bound.check(n));
+    value.map_err(|message| ApiError::invalid(bound.name, message))
 }
 
 /// Lists the account's captures, most recent first.
@@ -88,8 +75,8 @@ pub async fn list_captures(
     Extension(check): Extension<Arc<CredentialCheck>>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<CaptureList>, ApiError> {
-    let limit = parse_bounded(&query, "limit", DEFAULT_LIMIT, MAX_LIMIT, 1)?;
-    let offset = parse_bounded(&query, "offset", 0, MAX_OFFSET, 0)?;
+    let limit = page_bound(&query, Page::LIMIT)?;
+    let offset = page_bound(&query, Page::OFFSET)?;
     let mut connection = reads.acquire().await?;
     let page = store::captures::page_checked(
         connection.get(),

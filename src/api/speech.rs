@@ -7,7 +7,7 @@ use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::audio::AudioFormat;
@@ -15,39 +15,37 @@ use crate::domain::{Seed, SpeechText, Temperature};
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::idempotency;
-use crate::http::json::JsonObject;
+use crate::http::json::{Field, JsonObject};
 use crate::http::models::Problem;
 use crate::service::Core;
 use crate::service::idempotency::{Keyed, StoredResponse};
 use crate::service::speech::{self as service, Admitted, Created, Fields, VoiceChoice};
 
-pub fn parse_seed(body: &JsonObject) -> Result<Option<Seed>, ApiError> {
-    body.optional("seed")
-        .map(|v| Seed::from_json(v).map_err(|m| ApiError::invalid("seed", m)))
+pub fn parse_seed(seed: Field<u64>) -> Result<Option<Seed>, ApiError> {
+    let invalid = |m: String| ApiError::invalid("seed", m);
+    seed.optional(|| invalid(Seed::REFUSAL.to_owned()))?
+        .map(|n| Seed::new(n).map_err(invalid))
         .transpose()
 }
 
-pub fn parse_temperature(body: &JsonObject) -> Result<Option<Temperature>, ApiError> {
-    body.optional("temperature")
-        .map(|v| Temperature::from_json(v).map_err(|m| ApiError::invalid("temperature", m)))
+pub fn parse_temperature(temperature: Field<f64>) -> Result<Option<Temperature>, ApiError> {
+    let invalid = |m: String| ApiError::invalid("temperature", m);
+    temperature
+        .optional(|| invalid(Temperature::REFUSAL.to_owned()))?
+        .map(|n| Temperature::new(n).map_err(invalid))
         .transpose()
 }
 
-pub fn parse_format(body: &JsonObject, field: &str) -> Result<AudioFormat, ApiError> {
-    match body.optional(field) {
+pub fn parse_format(format: Field<String>, field: &str) -> Result<AudioFormat, ApiError> {
+    let invalid = || ApiError::invalid(field, format!("{field} must be one of mp3, opus, wav"));
+    match format.optional(invalid)? {
         None => Ok(AudioFormat::Mp3),
-        Some(serde_json::Value::String(s)) => s.parse().map_err(|_| {
-            ApiError::invalid(field, format!("{field} must be one of mp3, opus, wav"))
-        }),
-        Some(_) => Err(ApiError::invalid(
-            field,
-            format!("{field} must be one of mp3, opus, wav"),
-        )),
+        Some(s) => s.parse().map_err(|_| invalid()),
     }
 }
 
-pub fn parse_text(body: &JsonObject, field: &str) -> Result<SpeechText, ApiError> {
-    SpeechText::new(body.required_str(field)?)
+pub fn parse_text(text: Field<String>, field: &str) -> Result<SpeechText, ApiError> {
+    SpeechText::new(&text.required(field)?)
         .map_err(|m| ApiError::invalid(field, format!("{field} {m}")))
 }
 
@@ -62,35 +60,57 @@ pub struct SpeechAccepted {
     pub voice: String,
 }
 
-/// Request body of `POST /v1/speech` (for the document; parsing is field by field).
-#[derive(Debug, ToSchema)]
-#[allow(dead_code)]
+// Members are `Field`s, checked in a fixed order by `SpeechInput::try_from`, each refusal
+// naming its member whatever order the client wrote them in.
+/// Request body of `POST /v1/speech`. Any other member is refused (400 naming it).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SpeechRequest {
     /// 1 to 10 000 characters after trimming.
-    #[schema(min_length = 1, max_length = 10000)]
-    text: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 10000)]
+    text: Field<String>,
     /// Name of one of the account's voice profiles.
-    #[schema(min_length = 1)]
-    voice_name: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1)]
+    voice_name: Field<String>,
     /// 0 to 2^53−1. Omitted: the voice's pinned seed, else random. Same seed, text and voice →
     /// the same audio.
-    #[schema(minimum = 0, maximum = 9007199254740991_i64)]
-    seed: Option<i64>,
+    #[serde(default)]
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 9007199254740991_i64)]
+    seed: Field<u64>,
     /// 0.05 to 2, chatterbox engines only.
-    #[schema(minimum = 0.05, maximum = 2.0)]
-    temperature: Option<f64>,
+    #[serde(default)]
+    #[schema(value_type = Option<f64>, minimum = 0.05, maximum = 2.0)]
+    temperature: Field<f64>,
     /// `mp3` (default), `opus` (Ogg Opus) or `wav` (16-bit PCM).
-    #[schema(example = "mp3")]
-    response_format: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "mp3")]
+    response_format: Field<String>,
 }
 
-const FIELDS: [&str; 5] = [
-    "text",
-    "voice_name",
-    "seed",
-    "temperature",
-    "response_format",
-];
+/// `POST /v1/speech`'s body as the service's input (the voice still named, not found).
+pub struct SpeechInput {
+    pub text: SpeechText,
+    pub voice_name: String,
+    pub seed: Option<Seed>,
+    pub temperature: Option<Temperature>,
+    pub format: AudioFormat,
+}
+
+impl TryFrom<SpeechRequest> for SpeechInput {
+    type Error = ApiError;
+
+    fn try_from(body: SpeechRequest) -> Result<Self, ApiError> {
+        Ok(Self {
+            text: parse_text(body.text, "text")?,
+            voice_name: body.voice_name.required("voice_name")?,
+            seed: parse_seed(body.seed)?,
+            temperature: parse_temperature(body.temperature)?,
+            format: parse_format(body.response_format, "response_format")?,
+        })
+    }
+}
 
 /// Starts a speech generation; poll `GET /v1/generations/{id}` for the audio.
 #[utoipa::path(post, path = "/v1/speech", tag = "speech",
@@ -118,19 +138,20 @@ pub async fn create_speech(
     body: JsonObject,
 ) -> Result<Response, ApiError> {
     let key = idempotency::key_from(&headers)?;
-    body.only(&FIELDS)?;
-    let text = parse_text(&body, "text")?;
-    let voice_name = body.required_str("voice_name")?;
-    let seed = parse_seed(&body)?;
-    let temperature = parse_temperature(&body)?;
-    let format = parse_format(&body, "response_format")?;
+    let SpeechInput {
+        text,
+        voice_name,
+        seed,
+        temperature,
+        format,
+    } = body.decode::<SpeechRequest>()?.try_into()?;
     let fingerprint = match key {
         Some(_) => idempotency::fingerprint(OPERATION, &body.value()),
         None => Vec::new(),
     };
     let request = service::SpeechRequest {
         text,
-        voice: VoiceChoice::Name(voice_name),
+        voice: VoiceChoice::Name(&voice_name),
         seed,
         temperature,
         format,
@@ -187,3 +208,48 @@ const FIELDS_OF_SPEECH: Fields = Fields {
     temperature: "temperature",
     engine: "voice_name",
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn input(body: serde_json::Value) -> Result<SpeechInput, ApiError> {
+        JsonObject(body.as_object().unwrap().clone())
+            .decode::<SpeechRequest>()?
+            .try_into()
+    }
+
+    /// The first refusal is the first member in the documented order, not in the body's.
+    #[test]
+    fn members_are_checked_in_a_fixed_order() {
+        let err = input(json!({"response_format": "flac", "seed": -1, "voice_name": 3}))
+            .err()
+            .unwrap();
+        assert_eq!(
+            (err.param.as_deref(), err.detail.as_str()),
+            (Some("text"), "text is required")
+        );
+        let err =
+            input(json!({"response_format": "flac", "seed": 1.5, "text": "hi", "voice_name": "v"}))
+                .err()
+                .unwrap();
+        assert_eq!(err.param.as_deref(), Some("seed"));
+        assert_eq!(err.detail, Seed::REFUSAL);
+        let err = input(json!({"text": "hi", "voice_name": "v", "temperature": "hot"}))
+            .err()
+            .unwrap();
+        assert_eq!(err.detail, "temperature must be a number from 0.05 to 2");
+        let err = input(json!({"text": "hi", "voice_name": "v", "response_format": 1}))
+            .err()
+            .unwrap();
+        assert_eq!(err.detail, "response_format must be one of mp3, opus, wav");
+        let ok = input(
+            json!({"text": " hi ", "voice_name": "v", "seed": null, "response_format": "wav"}),
+        )
+        .ok()
+        .unwrap();
+        assert_eq!(ok.text.as_str(), "hi");
+        assert_eq!((ok.seed, ok.format), (None, AudioFormat::Wav));
+    }
+}

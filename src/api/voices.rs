@@ -15,7 +15,7 @@ use crate::domain::EngineId;
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::idempotency;
-use crate::http::json::JsonObject;
+use crate::http::json::{Field, JsonObject};
 use crate::http::models::{Problem, Voice};
 use crate::service::Core;
 use crate::service::idempotency::{self as idem, Begun};
@@ -23,28 +23,58 @@ use crate::service::principal_cache::CredentialCheck;
 use crate::service::voices::{self as service, NewPresetVoice};
 use crate::store::voices::VoiceRow;
 
-// For the document only: parsing is field by field. `deny_unknown_fields` is there for utoipa,
-// which writes it as `additionalProperties: false` (other members are refused).
 /// Request body of `POST /v1/voices`. Any other member is refused (400 naming it).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-#[allow(dead_code)]
 pub struct CreateVoiceRequest {
     /// 1 to 100 characters, unique in the account; requests name the voice by it.
-    #[schema(min_length = 1, max_length = 100, example = "narrator")]
-    name: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, min_length = 1, max_length = 100, example = "narrator")]
+    name: Field<String>,
     /// An installed engine (`GET /v1/voices/presets`).
-    #[schema(example = "kokoro")]
-    engine: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "kokoro")]
+    engine: Field<String>,
     /// One of the engine's presets (`GET /v1/voices/presets`).
-    #[schema(example = "af_heart")]
-    preset: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "af_heart")]
+    preset: Field<String>,
     /// ISO 639-1, optionally with a region (`en-gb`). Omitted: the preset's language.
-    #[schema(example = "en-us")]
-    language: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "en-us")]
+    language: Field<String>,
     /// Up to 500 characters.
-    #[schema(max_length = 500)]
-    description: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>, max_length = 500)]
+    description: Field<String>,
+}
+
+/// `POST /v1/voices`'s body, checked member by member in this order (an empty `language` or
+/// `description` is the service's "omitted").
+struct CreateVoiceInput {
+    name: String,
+    engine: EngineId,
+    preset: String,
+    language: String,
+    description: String,
+}
+
+impl TryFrom<CreateVoiceRequest> for CreateVoiceInput {
+    type Error = ApiError;
+
+    fn try_from(body: CreateVoiceRequest) -> Result<Self, ApiError> {
+        Ok(Self {
+            name: body.name.required("name")?,
+            engine: body
+                .engine
+                .required("engine")?
+                .parse()
+                .map_err(|m: String| ApiError::invalid("engine", m))?,
+            preset: body.preset.required("preset")?,
+            language: body.language.optional_str("language")?,
+            description: body.description.optional_str("description")?,
+        })
+    }
 }
 
 /// A preset an installed engine offers (item of `GET /v1/voices/presets`).
@@ -67,22 +97,12 @@ pub struct VoicePresetList {
     pub total: i64,
 }
 
-const FIELDS: [&str; 5] = ["name", "engine", "preset", "language", "description"];
-
 /// Field names that would carry reference audio: cloning is not done through the API.
 fn is_reference_audio(field: &str) -> bool {
     let field = field.to_ascii_lowercase();
     ["audio", "sample", "reference", "clone", "recording"]
         .iter()
         .any(|w| field.contains(w))
-}
-
-fn optional_str<'a>(body: &'a JsonObject, name: &str) -> Result<&'a str, ApiError> {
-    match body.optional(name) {
-        None => Ok(""),
-        Some(serde_json::Value::String(s)) => Ok(s),
-        Some(_) => Err(ApiError::invalid(name, format!("{name} must be a string"))),
-    }
 }
 
 /// Adds one of an installed engine's preset voices to the account as a voice profile.
@@ -120,15 +140,13 @@ pub async fn create_voice(
              description?}.",
         ));
     }
-    body.only(&FIELDS)?;
-    let name = body.required_str("name")?;
-    let engine: EngineId = body
-        .required_str("engine")?
-        .parse()
-        .map_err(|m: String| ApiError::invalid("engine", m))?;
-    let preset = body.required_str("preset")?;
-    let language = optional_str(&body, "language")?;
-    let description = optional_str(&body, "description")?;
+    let CreateVoiceInput {
+        name,
+        engine,
+        preset,
+        language,
+        description,
+    } = body.decode::<CreateVoiceRequest>()?.try_into()?;
     let fingerprint = match key {
         Some(_) => idempotency::fingerprint("POST /v1/voices", &body.value()),
         None => Vec::new(),
@@ -157,11 +175,11 @@ pub async fn create_voice(
         &state.engines,
         &principal.account_id,
         NewPresetVoice {
-            name,
-            description,
-            language,
+            name: &name,
+            description: &description,
+            language: &language,
             engine,
-            preset,
+            preset: &preset,
             seed: None,
             temperature: None,
             personality: None,

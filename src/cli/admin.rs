@@ -10,7 +10,9 @@ use sqlx::PgPool;
 
 use crate::app::Database;
 use crate::config::Config;
-use crate::domain::{EngineId, Feature, Plan, Scope, Seed, Temperature, new_id};
+use crate::domain::{
+    CeilingMinutes, Email, EngineId, Feature, Plan, Scope, Seed, Temperature, new_id,
+};
 use crate::engines::registry::EngineRegistry;
 use crate::store;
 
@@ -240,7 +242,7 @@ struct ScopeList(Vec<Scope>);
 #[derive(Clone)]
 struct FeatureList(Vec<Feature>);
 #[derive(Clone, Copy)]
-struct Ceiling(Option<i32>);
+struct Ceiling(Option<CeilingMinutes>);
 
 fn parse_plan(s: &str) -> Result<Plan, String> {
     s.parse()
@@ -263,11 +265,9 @@ fn parse_ceiling(s: &str) -> Result<Ceiling, String> {
     if s == "none" {
         return Ok(Ceiling(None));
     }
-    s.parse::<u32>()
-        .ok()
-        .and_then(|m| i32::try_from(m).ok())
+    s.parse::<CeilingMinutes>()
         .map(|m| Ceiling(Some(m)))
-        .ok_or_else(|| "expected whole minutes (0 or more) or none".to_string())
+        .map_err(|_| "expected whole minutes (0 or more) or none".to_string())
 }
 fn parse_seed(s: &str) -> Result<Seed, String> {
     s.parse::<u64>()
@@ -342,8 +342,7 @@ async fn execute(
             password_stdin,
         }) => {
             // The console's rule, so the CLI never makes an account the console would refuse.
-            let email = crate::service::accounts::valid_email(&email)
-                .map_err(|e| anyhow::anyhow!("--email: {}", e.detail))?;
+            let email = Email::parse(&email).map_err(|m| anyhow::anyhow!("--email: {m}"))?;
             let id = create_account(pool, &email, plan, password_stdin).await?;
             emit(
                 as_json,
@@ -398,10 +397,13 @@ async fn execute(
             ceiling_minutes,
         }) => {
             let account = resolve_account(pool, &account).await?;
-            let key =
-                crate::service::keys::create(pool, &account, &name, &scopes.0, ceiling_minutes)
-                    .await
-                    .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+            let ceiling = ceiling_minutes
+                .map(CeilingMinutes::new)
+                .transpose()
+                .map_err(|_| anyhow::anyhow!("The ceiling is too large."))?;
+            let key = crate::service::keys::create(pool, &account, &name, &scopes.0, ceiling)
+                .await
+                .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
             emit(
                 as_json,
                 json!({ "id": key.id, "key": key.secret.expose(), "prefix": key.prefix }),
@@ -422,17 +424,18 @@ async fn execute(
             );
         }
         AdminCommand::Key(KeyCommand::SetCeiling { key_id, minutes }) => {
+            let minutes = minutes.0.map(CeilingMinutes::get);
             anyhow::ensure!(
-                store::keys::set_ceiling(pool, &key_id, minutes.0).await?,
+                store::keys::set_ceiling(pool, &key_id, minutes).await?,
                 "no key {key_id}"
             );
-            let human = match minutes.0 {
+            let human = match minutes {
                 Some(m) => format!("key {key_id} ceiling: {m} minutes per month"),
                 None => format!("key {key_id} has no ceiling"),
             };
             emit(
                 as_json,
-                json!({ "id": key_id, "ceiling_minutes": minutes.0 }),
+                json!({ "id": key_id, "ceiling_minutes": minutes }),
                 human,
             );
         }
@@ -506,8 +509,8 @@ async fn execute(
                 json!({
                     "id": voice.id,
                     "name": voice.name,
-                    "engine": voice.engine,
-                    "voice_type": voice.voice_type,
+                    "engine": voice.engine.as_str(),
+                    "voice_type": voice.voice_type.as_str(),
                     "sample_count": voice.sample_count,
                 }),
                 format!(
@@ -603,7 +606,7 @@ fn presets(config: &Config, as_json: bool) -> anyhow::Result<()> {
 /// Creates the account, with the password read from standard input when asked.
 async fn create_account(
     pool: &PgPool,
-    email: &str,
+    email: &Email,
     plan: Plan,
     password_stdin: bool,
 ) -> anyhow::Result<String> {
@@ -616,11 +619,11 @@ async fn create_account(
         let hash = crate::service::accounts::hash_password(password)
             .await
             .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
-        store::accounts::insert_with_password(pool, &id, email, plan, &hash)
+        store::accounts::insert_with_password(pool, &id, email.as_str(), plan, &hash)
             .await
             .map_err(|e| unique_violation(e, taken))?;
     } else {
-        store::accounts::insert(pool, &id, email, plan)
+        store::accounts::insert(pool, &id, email.as_str(), plan)
             .await
             .map_err(|e| unique_violation(e, taken))?;
     }

@@ -10,6 +10,7 @@ use super::format_time;
 use super::page::{Chrome, PageError, ok};
 use super::session::SignedIn;
 use crate::console::ConsoleState;
+use crate::domain::GenerationStatus;
 use crate::store;
 
 pub const PAGE_SIZE: i64 = 20;
@@ -103,14 +104,14 @@ pub async fn history(
     let generations = rows
         .into_iter()
         .map(|g| GenerationView {
-            audio: if g.status == "completed" && g.has_audio {
+            audio: if g.status == GenerationStatus::Completed && g.has_audio {
                 format!("/v1/audio/{}?sig={}", g.id, state.signer.sign(&g.id, now))
             } else {
                 String::new()
             },
             excerpt: g.excerpt,
             voice: g.voice_name,
-            status: g.status,
+            status: g.status.as_str().to_owned(),
             error: g.error.unwrap_or_default(),
             duration: duration_of(g.duration_ms),
             created: format_time(g.created_at),

@@ -15,7 +15,7 @@ use super::page::{Chrome, PageError, ok, render, see_other};
 use super::session::{SignedIn, check_csrf};
 use super::{format_minutes, format_time};
 use crate::console::ConsoleState;
-use crate::domain::Scope;
+use crate::domain::{CeilingError, CeilingMinutes, Scope};
 use crate::service::ServiceError;
 use crate::store;
 
@@ -137,17 +137,20 @@ pub struct CreateForm {
     csrf_token: String,
 }
 
-/// Whole minutes from a form field; empty means none.
-fn ceiling_field(value: &str) -> Result<Option<u32>, ServiceError> {
+/// Whole minutes from a form field ([`CeilingMinutes`]); empty means none.
+fn ceiling_field(value: &str) -> Result<Option<CeilingMinutes>, ServiceError> {
     let value = value.trim();
     if value.is_empty() {
         return Ok(None);
     }
-    value.parse::<u32>().map(Some).map_err(|_| {
-        ServiceError::invalid(
-            "ceiling_minutes",
-            "The ceiling is whole minutes (0 or more), or empty for none.",
-        )
+    value.parse().map(Some).map_err(|err| {
+        let message = match err {
+            CeilingError::NotWholeMinutes => {
+                "The ceiling is whole minutes (0 or more), or empty for none."
+            }
+            CeilingError::TooLarge => "The ceiling is too large.",
+        };
+        ServiceError::invalid("ceiling_minutes", message)
     })
 }
 
@@ -266,10 +269,7 @@ pub async fn set_ceiling(
     Form(form): Form<CeilingForm>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
-    let ceiling = ceiling_field(&form.ceiling_minutes)?
-        .map(i32::try_from)
-        .transpose()
-        .map_err(|_| ServiceError::invalid("ceiling_minutes", "The ceiling is too large."))?;
+    let ceiling = ceiling_field(&form.ceiling_minutes)?.map(CeilingMinutes::get);
     if !store::keys::set_ceiling_owned(&state.pool, &user.account_id, &key_id, ceiling).await? {
         return Err(PageError::NotFound);
     }

@@ -70,10 +70,7 @@ async fn page(
                 .find(|p| p.id == v.id)
                 .map(|p| p.prompt.clone())
                 .unwrap_or_default(),
-            takes_temperature: v
-                .engine
-                .parse::<EngineId>()
-                .is_ok_and(EngineId::accepts_temperature),
+            takes_temperature: v.engine.accepts_temperature(),
             source: match &v.preset {
                 Some(preset) => format!("{} · {preset}", v.engine),
                 None => format!("{} · {}", v.engine, v.voice_type),

@@ -2,17 +2,28 @@
 //! re-checks them.
 
 mod api_key;
+mod ceiling;
+mod email;
 mod engine_id;
+mod generation;
+mod idempotency_key;
 mod ids;
 pub mod oauth;
+mod page;
 mod plan;
 mod scope;
 mod speech;
+mod sql;
 pub mod trusted_proxies;
 
 pub use api_key::{ApiKeySecret, KEY_PREFIX, SecretHash};
+pub use ceiling::{CeilingError, CeilingMinutes};
+pub use email::{Email, MAX_EMAIL_CHARS};
 pub use engine_id::EngineId;
-pub use ids::new_id;
+pub use generation::{CancelReason, GenerationStatus, VoiceKind};
+pub use idempotency_key::{IdempotencyKey, MAX_KEY_CHARS};
+pub use ids::{GenerationId, MAX_ID_CHARS, new_id};
+pub use page::{Page, PageBound};
 pub use plan::{Feature, Plan};
 pub use scope::Scope;
 pub use speech::{MAX_SEED, MAX_TEXT_CHARS, Seed, SpeechText, Temperature};

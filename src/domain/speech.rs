@@ -12,9 +12,12 @@ pub const MAX_TEXT_CHARS: usize = 10_000;
 pub struct Seed(u64);
 
 impl Seed {
+    /// The refusal of anything but an integer from 0 to [`MAX_SEED`].
+    pub const REFUSAL: &'static str = "seed must be an integer from 0 to 9007199254740991";
+
     pub fn new(value: u64) -> Result<Self, String> {
         if value > MAX_SEED {
-            return Err(format!("seed must be an integer from 0 to {MAX_SEED}"));
+            return Err(Self::REFUSAL.into());
         }
         Ok(Self(value))
     }
@@ -22,7 +25,7 @@ impl Seed {
     pub fn from_json(value: &Value) -> Result<Self, String> {
         match value.as_u64() {
             Some(n) if value.is_u64() => Self::new(n),
-            _ => Err(format!("seed must be an integer from 0 to {MAX_SEED}")),
+            _ => Err(Self::REFUSAL.into()),
         }
     }
 
@@ -47,10 +50,12 @@ pub struct Temperature(f32);
 impl Temperature {
     pub const MIN: f64 = 0.05;
     pub const MAX: f64 = 2.0;
+    /// The refusal of anything but a number from [`Self::MIN`] to [`Self::MAX`].
+    pub const REFUSAL: &'static str = "temperature must be a number from 0.05 to 2";
 
     pub fn new(value: f64) -> Result<Self, String> {
         if !(Self::MIN..=Self::MAX).contains(&value) {
-            return Err("temperature must be a number from 0.05 to 2".into());
+            return Err(Self::REFUSAL.into());
         }
         Ok(Self(value as f32))
     }
@@ -58,7 +63,7 @@ impl Temperature {
     pub fn from_json(value: &Value) -> Result<Self, String> {
         match value.as_f64() {
             Some(n) => Self::new(n),
-            None => Err("temperature must be a number from 0.05 to 2".into()),
+            None => Err(Self::REFUSAL.into()),
         }
     }
 
@@ -108,6 +113,10 @@ mod tests {
             assert!(Seed::from_json(&bad).is_err(), "{bad}");
         }
         assert!(Seed::random().get() <= MAX_SEED);
+        assert_eq!(
+            Seed::REFUSAL,
+            format!("seed must be an integer from 0 to {MAX_SEED}")
+        );
     }
 
     #[test]

@@ -6,20 +6,21 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
-use crate::service::idempotency::{self as service, MAX_KEY_CHARS, StoredResponse};
+use crate::domain::IdempotencyKey;
+use crate::service::idempotency::{self as service, StoredResponse};
 
 pub const HEADER: &str = "idempotency-key";
 
 /// The key sent with the request, if any; 400 when it is empty, too long or not visible ASCII.
-pub fn key_from(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+pub fn key_from(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiError> {
     let Some(value) = headers.get(HEADER) else {
         return Ok(None);
     };
-    match value.to_str() {
-        Ok(key) if service::valid_key(key) => Ok(Some(key.to_owned())),
-        _ => Err(ApiError::invalid(
+    match value.to_str().ok().and_then(IdempotencyKey::parse) {
+        Some(key) => Ok(Some(key)),
+        None => Err(ApiError::invalid(
             "Idempotency-Key",
-            format!("Idempotency-Key must be 1 to {MAX_KEY_CHARS} visible ASCII characters"),
+            IdempotencyKey::refusal("Idempotency-Key"),
         )),
     }
 }

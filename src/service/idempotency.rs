@@ -12,11 +12,10 @@ use sha2::{Digest, Sha256};
 use sqlx::{PgConnection, PgPool};
 
 use super::error::{ErrorCode, ServiceError};
+use crate::domain::IdempotencyKey;
 use crate::store::idempotency::{self, Begin};
 
 pub use crate::store::idempotency::StoredResponse;
-
-pub const MAX_KEY_CHARS: usize = 255;
 
 /// Renders the answer a replay will get from what the operation produced (each door renders
 /// its own wire format).
@@ -25,7 +24,7 @@ pub type Render<'a, T> = &'a (dyn Fn(&T) -> StoredResponse + Sync);
 /// The idempotency of one request as its door sees it: the key the client sent (if any), the
 /// request's fingerprint (empty without a key), and how to render the answer replays get.
 pub struct Keyed<'a, T> {
-    pub key: Option<String>,
+    pub key: Option<IdempotencyKey>,
     pub fingerprint: Vec<u8>,
     pub render: Render<'a, T>,
 }
@@ -43,11 +42,6 @@ pub enum Begun {
     Fresh(Option<Claim>),
     /// The key's first request finished: answer with its response.
     Replay(StoredResponse),
-}
-
-/// Checks a client-supplied key: 1 to 255 visible ASCII characters.
-pub fn valid_key(key: &str) -> bool {
-    !key.is_empty() && key.len() <= MAX_KEY_CHARS && key.bytes().all(|b| b.is_ascii_graphic())
 }
 
 /// Fingerprint of a JSON request: the operation and the canonical JSON (object keys sorted, no
@@ -75,17 +69,18 @@ pub fn fingerprint(operation: &str, parts: &[&[u8]]) -> Vec<u8> {
 pub async fn begin(
     pool: &PgPool,
     account_id: &str,
-    key: Option<String>,
+    key: Option<IdempotencyKey>,
     fingerprint: Vec<u8>,
     abandoned_after: Duration,
 ) -> Result<Begun, ServiceError> {
     let Some(key) = key else {
         return Ok(Begun::Fresh(None));
     };
-    match idempotency::begin(pool, account_id, &key, &fingerprint, abandoned_after).await? {
+    let key = key.as_str();
+    match idempotency::begin(pool, account_id, key, &fingerprint, abandoned_after).await? {
         Begin::Proceed => Ok(Begun::Fresh(Some(Claim {
             account_id: account_id.to_owned(),
-            key,
+            key: key.to_owned(),
         }))),
         Begin::Replay(stored) => Ok(Begun::Replay(stored)),
         Begin::InUse => Err(ServiceError::new(
@@ -122,8 +117,12 @@ impl Claim {
 
 /// Forgets a completed record, so that the key may be used again (its work was cancelled and
 /// gave the client nothing).
-pub async fn forget(pool: &PgPool, account_id: &str, key: &str) -> Result<(), ServiceError> {
-    idempotency::forget(pool, account_id, key).await?;
+pub async fn forget(
+    pool: &PgPool,
+    account_id: &str,
+    key: &IdempotencyKey,
+) -> Result<(), ServiceError> {
+    idempotency::forget(pool, account_id, key.as_str()).await?;
     Ok(())
 }
 
@@ -155,16 +154,6 @@ pub fn failpoint(name: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keys_are_bounded_visible_ascii() {
-        assert!(valid_key("k"));
-        assert!(valid_key(&"k".repeat(255)));
-        assert!(!valid_key(&"k".repeat(256)));
-        assert!(!valid_key(""));
-        assert!(!valid_key("a b"));
-        assert!(!valid_key("é"));
-    }
 
     #[test]
     fn fingerprints_separate_operations_and_parts() {

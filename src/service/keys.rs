@@ -3,7 +3,7 @@
 use sqlx::PgPool;
 
 use super::error::ServiceError;
-use crate::domain::{ApiKeySecret, Scope, new_id};
+use crate::domain::{ApiKeySecret, CeilingMinutes, Scope, new_id};
 use crate::store;
 
 /// A key just made. `secret` is shown once and never stored.
@@ -24,7 +24,7 @@ pub async fn create(
     account_id: &str,
     name: &str,
     scopes: &[Scope],
-    ceiling_minutes: Option<u32>,
+    ceiling_minutes: Option<CeilingMinutes>,
 ) -> Result<CreatedKey, ServiceError> {
     let name = name.trim();
     if name.chars().count() > MAX_NAME_CHARS {
@@ -39,10 +39,7 @@ pub async fn create(
             "Choose at least one scope.",
         ));
     }
-    let ceiling = ceiling_minutes
-        .map(i32::try_from)
-        .transpose()
-        .map_err(|_| ServiceError::invalid("ceiling_minutes", "The ceiling is too large."))?;
+    let ceiling = ceiling_minutes.map(CeilingMinutes::get);
     let secret = ApiKeySecret::generate();
     let id = new_id("key");
     let prefix = secret.prefix();

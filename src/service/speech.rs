@@ -19,7 +19,7 @@ use super::error::{ErrorCode, ServiceError, SettingsPage};
 use super::idempotency::{self, Begun, Claim, Keyed, Render, StoredResponse, failpoint};
 use super::principal::Principal;
 use crate::audio::AudioFormat;
-use crate::domain::{EngineId, Seed, SpeechText, Temperature, new_id};
+use crate::domain::{CancelReason, EngineId, Seed, SpeechText, Temperature, VoiceKind, new_id};
 use crate::engines::registry::EngineRegistry;
 use crate::store;
 use crate::store::voices::VoiceRow;
@@ -126,7 +126,7 @@ pub async fn create(
     };
     let result = async {
         let voice = find_voice(desk.pool, principal, request.voice, fields.voice).await?;
-        let engine: EngineId = voice.engine.parse().map_err(ServiceError::internal)?;
+        let engine = voice.engine;
         let order = SpeechOrder {
             text: request.text,
             voice,
@@ -350,7 +350,7 @@ async fn refuse_unprepared(
     voice: &VoiceRow,
     field: &'static str,
 ) -> Result<(), ServiceError> {
-    if voice.voice_type != "cloned" {
+    if voice.voice_type != VoiceKind::Cloned {
         return Ok(());
     }
     match store::prints::state(pool, &voice.id).await? {
@@ -407,16 +407,11 @@ fn refuse_over_limits(
     Ok(())
 }
 
-/// Why a synchronous generation is cancelled (its `error` once failed).
-pub const CANCELLED_DISCONNECTED: &str = "cancelled: the client disconnected";
-pub const CANCELLED_TIME_LIMIT: &str = "cancelled: the request ran past the time limit";
-pub const CANCELLED_SHUTDOWN: &str = "cancelled: the server shut down";
-
 /// Cancels a generation whose synchronous caller is gone: it never runs, or stops within the
 /// piece it is rendering; it fails with `reason` and nothing is charged.
-pub async fn cancel(pool: &PgPool, id: &str, reason: &str) -> Result<(), ServiceError> {
+pub async fn cancel(pool: &PgPool, id: &str, reason: CancelReason) -> Result<(), ServiceError> {
     store::queue::cancel(pool, id, reason).await?;
-    tracing::info!(generation_id = %id, reason, "generation cancelled");
+    tracing::info!(generation_id = %id, reason = reason.as_str(), "generation cancelled");
     Ok(())
 }
 
@@ -454,7 +449,7 @@ impl CancelOnDrop {
 
     /// The caller gives up (time limit, shutdown): the generation is cancelled with `reason`
     /// when this hold made it; a duplicate's hold only stops watching.
-    pub async fn cancel_now(&mut self, reason: &str) -> Result<(), ServiceError> {
+    pub async fn cancel_now(&mut self, reason: CancelReason) -> Result<(), ServiceError> {
         let armed = std::mem::replace(&mut self.armed, false);
         if armed {
             cancel(&self.pool, &self.id, reason).await?;
@@ -471,7 +466,7 @@ impl Drop for CancelOnDrop {
         let (pool, id) = (self.pool.clone(), std::mem::take(&mut self.id));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                if let Err(err) = cancel(&pool, &id, CANCELLED_DISCONNECTED).await {
+                if let Err(err) = cancel(&pool, &id, CancelReason::Disconnected).await {
                     tracing::warn!(generation_id = %id, error = %err.detail, "could not cancel");
                 }
             });

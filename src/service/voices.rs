@@ -212,7 +212,7 @@ pub async fn set_pins(
     let Some(voice) = store::voices::find(pool, account_id, voice_id).await? else {
         return Ok(false);
     };
-    let engine: EngineId = voice.engine.parse().map_err(ServiceError::internal)?;
+    let engine = voice.engine;
     check_temperature(engine, temperature)?;
     let prompt = personality(prompt)?;
     Ok(store::voices::set_pins(

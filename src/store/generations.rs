@@ -2,14 +2,18 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::keys::Checked;
+use crate::domain::{EngineId, GenerationStatus};
 
 /// A generation as the API shows it.
 pub struct GenerationRow {
     pub id: String,
     pub voice_id: String,
-    pub engine: String,
-    pub status: String,
+    pub engine: EngineId,
+    pub status: GenerationStatus,
     pub error: Option<String>,
+    /// Failed because its caller went away or gave up (`cancel_reason`, never the error's
+    /// text; migration 0014).
+    pub cancelled: bool,
     pub seed: i64,
     pub format: String,
     pub duration_ms: Option<i64>,
@@ -27,8 +31,11 @@ pub async fn find(
 ) -> sqlx::Result<Option<GenerationRow>> {
     sqlx::query_as!(
         GenerationRow,
-        r#"SELECT id, voice_id, engine, status, error, seed, format, duration_ms,
-                  audio_key IS NOT NULL AS "has_audio!", created_at, finished_at
+        r#"SELECT id, voice_id, engine AS "engine: EngineId",
+                  status AS "status: GenerationStatus", error,
+                  (status = 'failed' AND cancel_reason IS NOT NULL) AS "cancelled!",
+                  seed, format, duration_ms, audio_key IS NOT NULL AS "has_audio!", created_at,
+                  finished_at
            FROM generations WHERE id = $1 AND account_id = $2"#,
         id,
         account_id
@@ -47,7 +54,9 @@ pub async fn find_checked(
 ) -> sqlx::Result<Checked<Option<GenerationRow>>> {
     let row = sqlx::query!(
         r#"SELECT f.fingerprint AS "fingerprint!", g.id AS "id?", g.voice_id AS "voice_id?",
-                  g.engine AS "engine?", g.status AS "status?", g.error AS "error?",
+                  g.engine AS "engine?: EngineId", g.status AS "status?: GenerationStatus",
+                  g.error AS "error?",
+                  (g.status = 'failed' AND g.cancel_reason IS NOT NULL) AS "cancelled?",
                   g.seed AS "seed?", g.format AS "format?", g.duration_ms AS "duration_ms?",
                   g.audio_key IS NOT NULL AS "has_audio?", g.created_at AS "created_at?",
                   g.finished_at AS "finished_at?"
@@ -73,6 +82,7 @@ pub async fn find_checked(
             engine: r.engine?,
             status: r.status?,
             error: r.error,
+            cancelled: r.cancelled?,
             seed: r.seed?,
             format: r.format?,
             duration_ms: r.duration_ms,
@@ -109,7 +119,7 @@ pub struct HistoryRow {
     pub id: String,
     pub excerpt: String,
     pub voice_name: String,
-    pub status: String,
+    pub status: GenerationStatus,
     pub error: Option<String>,
     pub duration_ms: Option<i64>,
     pub has_audio: bool,
@@ -129,7 +139,8 @@ pub async fn history(
         .await?;
     let rows = sqlx::query_as!(
         HistoryRow,
-        r#"SELECT g.id, left(g.text, 160) AS "excerpt!", v.name AS voice_name, g.status, g.error,
+        r#"SELECT g.id, left(g.text, 160) AS "excerpt!", v.name AS voice_name,
+                  g.status AS "status: GenerationStatus", g.error,
                   g.duration_ms, g.audio_key IS NOT NULL AS "has_audio!", g.created_at
            FROM generations g JOIN voice_profiles v ON v.id = g.voice_id
            WHERE g.account_id = $1

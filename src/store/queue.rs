@@ -8,6 +8,7 @@ use chrono::Utc;
 use sqlx::{PgPool, Postgres, Transaction};
 
 use super::usage::month_of;
+use crate::domain::{CancelReason, GenerationStatus, VoiceKind};
 
 /// Channel a new generation is announced on (payload: its id). Idle workers LISTEN on it.
 pub const JOBS_CHANNEL: &str = "voiced_jobs";
@@ -73,8 +74,7 @@ pub struct Job {
     pub preset: Option<String>,
     pub language: String,
     pub attempts: i32,
-    /// `preset` or `cloned`.
-    pub voice_type: String,
+    pub voice_type: VoiceKind,
     /// A cloned voice's print for this engine (stored once when the voice was cloned).
     pub voice_print: Option<Vec<u8>>,
     /// Why a cloned voice's print could not be computed.
@@ -155,7 +155,7 @@ pub async fn claim(pool: &PgPool, worker: &str, lease: Duration) -> sqlx::Result
            FROM next, voice_profiles v
            WHERE g.id = next.id AND v.id = g.voice_id
            RETURNING g.id, g.engine, g.text, g.seed, g.temperature, g.format, v.preset,
-                     v.language, g.attempts, v.voice_type,
+                     v.language, g.attempts, v.voice_type AS "voice_type: VoiceKind",
                      (SELECT p.print FROM voice_prints p
                       WHERE p.voice_id = g.voice_id AND p.engine = g.engine) AS voice_print,
                      (SELECT p.error FROM voice_prints p WHERE p.voice_id = g.voice_id) AS print_error,
@@ -348,11 +348,12 @@ pub async fn fail_exhausted(pool: &PgPool) -> sqlx::Result<Vec<String>> {
     Ok(ids)
 }
 
-/// Cancels a generation whose caller went away (`reason` starts with `cancelled:`). One that no
+/// Cancels a generation whose caller went away, recording `reason` in `cancel_reason` (what
+/// "cancelled" means to every reader) and, once failed, as its `error`. One that no
 /// worker is running fails at once; a running one is flagged and its worker is told on
 /// [`CANCEL_CHANNEL`] (it stops at the next sentence boundary and fails it). Either way nothing
 /// is charged and its reservation ends with it. A finished generation is left as it is.
-pub async fn cancel(pool: &PgPool, id: &str, reason: &str) -> sqlx::Result<()> {
+pub async fn cancel(pool: &PgPool, id: &str, reason: CancelReason) -> sqlx::Result<()> {
     let mut tx = pool.begin().await?;
     let state = sqlx::query_scalar!(
         r#"UPDATE generations
@@ -367,15 +368,15 @@ pub async fn cancel(pool: &PgPool, id: &str, reason: &str) -> sqlx::Result<()> {
                                   THEN NULL ELSE lease_owner END,
                updated_at = now()
            WHERE id = $1 AND status = 'generating' AND cancel_reason IS NULL
-           RETURNING status"#,
+           RETURNING status AS "status: GenerationStatus""#,
         id,
-        reason
+        reason.as_str()
     )
     .fetch_optional(&mut *tx)
     .await?;
-    let channel = match state.as_deref() {
+    let channel = match state {
         None => return Ok(()),
-        Some("failed") => DONE_CHANNEL,
+        Some(GenerationStatus::Failed) => DONE_CHANNEL,
         Some(_) => CANCEL_CHANNEL,
     };
     sqlx::query!("SELECT pg_notify($1, $2)", channel, id)
@@ -385,10 +386,13 @@ pub async fn cancel(pool: &PgPool, id: &str, reason: &str) -> sqlx::Result<()> {
 }
 
 /// Status of a generation, for waiters (`None`: no such generation).
-pub async fn status(pool: &PgPool, id: &str) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar!("SELECT status FROM generations WHERE id = $1", id)
-        .fetch_optional(pool)
-        .await
+pub async fn status(pool: &PgPool, id: &str) -> sqlx::Result<Option<GenerationStatus>> {
+    sqlx::query_scalar!(
+        r#"SELECT status AS "status: GenerationStatus" FROM generations WHERE id = $1"#,
+        id
+    )
+    .fetch_optional(pool)
+    .await
 }
 
 /// The queue as metrics see it.

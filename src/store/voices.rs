@@ -2,6 +2,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::keys::Checked;
+use crate::domain::{EngineId, VoiceKind};
 
 #[derive(Debug, Clone)]
 pub struct VoiceRow {
@@ -9,8 +10,8 @@ pub struct VoiceRow {
     pub name: String,
     pub description: String,
     pub language: String,
-    pub voice_type: String,
-    pub engine: String,
+    pub voice_type: VoiceKind,
+    pub engine: EngineId,
     pub preset: Option<String>,
     pub pinned_seed: Option<i64>,
     pub pinned_temperature: Option<f32>,
@@ -24,9 +25,10 @@ pub struct VoiceRow {
 pub async fn list(pool: &PgPool, account_id: &str) -> sqlx::Result<Vec<VoiceRow>> {
     sqlx::query_as!(
         VoiceRow,
-        r#"SELECT id, name, description, language, voice_type, engine, preset, pinned_seed,
-                  pinned_temperature, personality_prompt IS NOT NULL AS "has_personality!",
-                  generation_count, sample_count, created_at, updated_at
+        r#"SELECT id, name, description, language, voice_type AS "voice_type: VoiceKind",
+                  engine AS "engine: EngineId", preset, pinned_seed, pinned_temperature,
+                  personality_prompt IS NOT NULL AS "has_personality!", generation_count,
+                  sample_count, created_at, updated_at
            FROM voice_profiles WHERE account_id = $1 ORDER BY created_at, id"#,
         account_id
     )
@@ -45,7 +47,8 @@ pub async fn list_checked(
     let rows = sqlx::query!(
         r#"SELECT f.fingerprint AS "fingerprint!", v.id AS "id?", v.name AS "name?",
                   v.description AS "description?", v.language AS "language?",
-                  v.voice_type AS "voice_type?", v.engine AS "engine?", v.preset AS "preset?",
+                  v.voice_type AS "voice_type?: VoiceKind", v.engine AS "engine?: EngineId",
+                  v.preset AS "preset?",
                   v.pinned_seed AS "pinned_seed?", v.pinned_temperature AS "pinned_temperature?",
                   v.personality_prompt IS NOT NULL AS "has_personality?",
                   v.generation_count AS "generation_count?", v.sample_count AS "sample_count?",
@@ -94,9 +97,10 @@ pub async fn find(
 ) -> sqlx::Result<Option<VoiceRow>> {
     sqlx::query_as!(
         VoiceRow,
-        r#"SELECT id, name, description, language, voice_type, engine, preset, pinned_seed,
-                  pinned_temperature, personality_prompt IS NOT NULL AS "has_personality!",
-                  generation_count, sample_count, created_at, updated_at
+        r#"SELECT id, name, description, language, voice_type AS "voice_type: VoiceKind",
+                  engine AS "engine: EngineId", preset, pinned_seed, pinned_temperature,
+                  personality_prompt IS NOT NULL AS "has_personality!", generation_count,
+                  sample_count, created_at, updated_at
            FROM voice_profiles WHERE account_id = $1 AND (id = $2 OR name = $2)
            ORDER BY (id = $2) DESC LIMIT 1"#,
         account_id,

@@ -10,6 +10,7 @@ use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 use tokio::sync::oneshot;
 
+use crate::domain::GenerationStatus;
 use crate::store::queue;
 
 /// Per generation id, the waiting requests: each with its own number, so that one that stops
@@ -65,7 +66,7 @@ impl Completions {
     /// Waits until generation `id` is no longer `generating`; returns its final status.
     /// `recheck` bounds how long a missed notification could delay the answer. A waiter that is
     /// dropped (its request timed out or its client went away) leaves nothing behind.
-    pub async fn wait(&self, id: &str, recheck: Duration) -> sqlx::Result<String> {
+    pub async fn wait(&self, id: &str, recheck: Duration) -> sqlx::Result<GenerationStatus> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         loop {
             let (sender, receiver) = oneshot::channel();
@@ -81,7 +82,7 @@ impl Completions {
             };
             // Subscribed first, then read: a completion in between is not missed.
             match queue::status(&self.pool, id).await? {
-                Some(status) if status != "generating" => return Ok(status),
+                Some(status) if status.is_finished() => return Ok(status),
                 None => return Err(sqlx::Error::RowNotFound),
                 Some(_) => {}
             }

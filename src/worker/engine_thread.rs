@@ -21,7 +21,7 @@ use tokio::sync::{mpsc as chunks, oneshot};
 
 use super::pieces::{self, Board, SharedJob};
 use crate::audio::{AudioFormat, StreamEncoder};
-use crate::domain::EngineId;
+use crate::domain::{EngineId, VoiceKind};
 use crate::engines::registry::EngineRegistry;
 use crate::engines::{Cancel, Engine, EngineError, Pcm, SynthesisInput};
 use crate::store::prints::PrintJob;
@@ -306,7 +306,7 @@ pub(super) fn synthesis_input<'a>(job: &'a Job, cancel: &'a Cancel) -> Synthesis
         voice_print: job
             .voice_print
             .as_deref()
-            .filter(|_| job.voice_type == "cloned"),
+            .filter(|_| job.voice_type == VoiceKind::Cloned),
         instruction: job.personality.as_deref(),
     }
 }
@@ -362,14 +362,14 @@ fn render(
         .parse()
         .map_err(|e| failure(ENCODING_FAILED, &e))?;
     // A cloned voice speaks from its stored print (`synthesis_input` passes it on).
-    match (job.voice_type.as_str(), &job.voice_print, &job.print_error) {
-        ("cloned", Some(_), _) => {}
-        ("cloned", None, Some(error)) => {
+    match (job.voice_type, &job.voice_print, &job.print_error) {
+        (VoiceKind::Cloned, Some(_), _) => {}
+        (VoiceKind::Cloned, None, Some(error)) => {
             return Err(RenderError::Failed(format!(
                 "the voice could not be prepared from its reference audio: {error}"
             )));
         }
-        ("cloned", None, None) => {
+        (VoiceKind::Cloned, None, None) => {
             return Err(RenderError::Failed(format!(
                 "this cloned voice has no voice print for the {engine_id} engine"
             )));

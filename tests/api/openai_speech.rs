@@ -498,7 +498,7 @@ async fn the_same_seed_gives_the_same_bytes_whatever_the_parallelism() {
                 .wait(id, std::time::Duration::from_secs(5))
                 .await
                 .unwrap();
-            assert_eq!(status, "completed");
+            assert_eq!(status, voiced::domain::GenerationStatus::Completed);
             let (_, generation) = json(
                 app.get(&format!("/v1/generations/{id}"))
                     .bearer_auth(&secret)

@@ -10,8 +10,7 @@ use crate::common::child::ChildServer;
 use crate::common::{TestApp, assert_problem, json, poll_until};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
-use voiced::domain::{EngineId, Plan, Scope, new_id};
-use voiced::service::speech::{CANCELLED_DISCONNECTED, CANCELLED_TIME_LIMIT};
+use voiced::domain::{CancelReason, EngineId, GenerationStatus, Plan, Scope, new_id};
 
 /// 262 characters of plain prose: about 20 s of audio by Kokoro's estimate (which counts its
 /// phonemes, `EngineRegistry::estimated_audio_ms`).
@@ -142,7 +141,7 @@ async fn the_queue_is_fair_across_accounts() {
         .await
         .expect("finishes")
         .unwrap();
-        assert_eq!(status, "completed");
+        assert_eq!(status, GenerationStatus::Completed);
     }
     type Times = (
         chrono::DateTime<chrono::Utc>,
@@ -349,7 +348,7 @@ async fn a_disconnected_synchronous_request_never_runs_and_costs_nothing() {
     let id = only_generation(&app, &account).await.unwrap();
     let (status, error) = final_row(&app, &id).await;
     assert_eq!(status, "failed");
-    assert_eq!(error.as_deref(), Some(CANCELLED_DISCONNECTED));
+    assert_eq!(error.as_deref(), Some(CancelReason::Disconnected.as_str()));
     assert_eq!(charges(&app, &account).await, 0);
     // Its reservation ended with it: the account has nothing pending.
     let pending: i64 = sqlx::query_scalar(
@@ -395,7 +394,7 @@ async fn a_disconnected_synchronous_request_stops_its_running_generation() {
     let id = only_generation(&app, &account).await.unwrap();
     let (status, error) = final_row(&app, &id).await;
     assert_eq!(status, "failed");
-    assert_eq!(error.as_deref(), Some(CANCELLED_DISCONNECTED));
+    assert_eq!(error.as_deref(), Some(CancelReason::Disconnected.as_str()));
     assert_eq!(charges(&app, &account).await, 0);
     let audio: Option<String> =
         sqlx::query_scalar("SELECT audio_key FROM generations WHERE id = $1")
@@ -491,7 +490,7 @@ async fn a_hang_up_stops_a_long_unpunctuated_generation_inside_its_piece() {
     let (status, error) = final_row(&app, &id).await;
     let stopped = hung_up.elapsed();
     assert_eq!(status, "failed");
-    assert_eq!(error.as_deref(), Some(CANCELLED_DISCONNECTED));
+    assert_eq!(error.as_deref(), Some(CancelReason::Disconnected.as_str()));
     assert_eq!(charges(&app, &account).await, 0);
     println!(
         "hang-up → failed: {} ms ({} characters without punctuation, hung up inside the second piece)",
@@ -586,10 +585,77 @@ async fn a_synchronous_request_past_the_time_limit_is_cancelled() {
     let id = only_generation(&app, &account).await.unwrap();
     let (status, error) = generation_row(&app, &id).await;
     assert_eq!(status, "failed");
-    assert_eq!(error.as_deref(), Some(CANCELLED_TIME_LIMIT));
+    assert_eq!(error.as_deref(), Some(CancelReason::TimeLimit.as_str()));
     assert_eq!(charges(&app, &account).await, 0);
     // The completion waiter it left is gone with it.
     assert_eq!(app.completions.waiting(), 0);
+    app.stop().await;
+}
+
+/// The account's generation ids, oldest first.
+async fn generations_of(app: &TestApp, account: &str) -> Vec<String> {
+    sqlx::query_scalar("SELECT id FROM generations WHERE account_id = $1 ORDER BY created_at, id")
+        .bind(account)
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// A synchronous request whose generation was cancelled (its client hung up) does not use its
+/// `Idempotency-Key` up: the retry is a new request, a new generation. "Cancelled" is read from
+/// `cancel_reason`, not from the error's text; a row from before migration 0014 (the prefix in
+/// `error`, no reason) reads as cancelled once the migration has run.
+#[tokio::test]
+async fn a_retry_after_a_cancelled_synchronous_request_is_a_new_request() {
+    let app = TestApp::start().await; // no workers: the generation waits in the queue
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let body = json!({"model": "tts-1", "input": "Hello again.", "voice": "Narrator"});
+    let key = new_id("key");
+    let headers = [("Idempotency-Key", key.as_str())];
+    let first = raw_request(&app.base, "/v1/audio/speech", &secret, &headers, &body).await;
+    poll_until(
+        Duration::from_secs(60),
+        "the generation to be queued",
+        || only_generation(&app, &account),
+    )
+    .await;
+    drop(first);
+    let id = only_generation(&app, &account).await.unwrap();
+    let (status, error) = final_row(&app, &id).await;
+    assert_eq!(status, "failed");
+    assert_eq!(error.as_deref(), Some(CancelReason::Disconnected.as_str()));
+
+    // As a row written before the column was read: the prefix only. The migration restores it.
+    sqlx::query("UPDATE generations SET cancel_reason = NULL WHERE id = $1")
+        .bind(&id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::raw_sql(include_str!("../../migrations/0014_cancelled_is_data.sql"))
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let row = voiced::store::generations::find(&app.pool, &account, &id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(row.cancelled);
+    assert_eq!(row.status, GenerationStatus::Failed);
+
+    let retry = raw_request(&app.base, "/v1/audio/speech", &secret, &headers, &body).await;
+    let ids = poll_until(Duration::from_secs(60), "the retry's generation", || {
+        let (app, account) = (&app, &account);
+        async move {
+            let ids = generations_of(app, account).await;
+            (ids.len() == 2).then_some(ids)
+        }
+    })
+    .await;
+    drop(retry);
+    assert_eq!(ids[0], id);
+    assert_ne!(ids[1], id);
     app.stop().await;
 }
 

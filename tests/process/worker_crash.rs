@@ -83,7 +83,7 @@ async fn a_killed_worker_loses_its_job_to_another_and_it_is_charged_once() {
     .unwrap();
     second.kill().unwrap();
     second.wait().unwrap();
-    assert_eq!(outcome, "completed");
+    assert_eq!(outcome, voiced::domain::GenerationStatus::Completed);
 
     let (attempts, finished_by): (i32, Option<String>) =
         sqlx::query_as("SELECT attempts, lease_owner FROM generations WHERE id = $1")

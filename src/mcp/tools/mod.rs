@@ -20,9 +20,9 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::{Map, Value, json};
 
-use crate::domain::Feature;
+use crate::domain::{Feature, IdempotencyKey};
 use crate::http::error::{ServiceError, SettingsPage};
-use crate::http::json::JsonObject;
+use crate::http::json::{Field, JsonObject};
 use crate::mcp::McpState;
 use crate::service::Principal;
 use crate::service::principal::Requirement;
@@ -193,48 +193,40 @@ fn tool_error(err: &ServiceError, state: &McpState) -> CallToolResult {
 }
 
 /// An optional integer argument within `min..=max`.
-fn bounded_int(
-    args: &JsonObject,
-    name: &str,
-    min: i64,
-    max: i64,
-) -> Result<Option<i64>, ServiceError> {
-    match args.optional(name) {
-        None => Ok(None),
-        Some(value) => value
-            .as_i64()
-            .filter(|n| (min..=max).contains(n))
-            .map(Some)
-            .ok_or_else(|| {
-                ServiceError::invalid(
-                    name,
-                    format!("{name} must be an integer from {min} to {max}"),
-                )
-            }),
-    }
+fn bounded(value: Field<i64>, name: &str, min: i64, max: i64) -> Result<Option<i64>, ServiceError> {
+    let refused = || {
+        ServiceError::invalid(
+            name,
+            format!("{name} must be an integer from {min} to {max}"),
+        )
+    };
+    value
+        .optional(refused)?
+        .map(|n| {
+            if (min..=max).contains(&n) {
+                Ok(n)
+            } else {
+                Err(refused())
+            }
+        })
+        .transpose()
 }
 
 /// An optional boolean argument.
-fn flag(args: &JsonObject, name: &str) -> Result<Option<bool>, ServiceError> {
-    match args.optional(name) {
-        None => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(_) => Err(ServiceError::invalid(
-            name,
-            format!("{name} must be true or false"),
-        )),
-    }
+fn flag(value: Field<bool>, name: &str) -> Result<Option<bool>, ServiceError> {
+    value.optional(|| ServiceError::invalid(name, format!("{name} must be true or false")))
 }
 
 /// The optional `idempotency_key` argument: 1 to 255 visible ASCII characters.
-fn idempotency_key(args: &JsonObject) -> Result<Option<String>, ServiceError> {
-    use crate::service::idempotency::{MAX_KEY_CHARS, valid_key};
-    match args.optional("idempotency_key") {
-        None => Ok(None),
-        Some(Value::String(key)) if valid_key(key) => Ok(Some(key.clone())),
-        Some(_) => Err(ServiceError::invalid(
+fn idempotency_key(value: Field<String>) -> Result<Option<IdempotencyKey>, ServiceError> {
+    let refused = || {
+        ServiceError::invalid(
             "idempotency_key",
-            format!("idempotency_key must be 1 to {MAX_KEY_CHARS} visible ASCII characters"),
-        )),
-    }
+            IdempotencyKey::refusal("idempotency_key"),
+        )
+    };
+    value
+        .optional(refused)?
+        .map(|raw| IdempotencyKey::parse(&raw).ok_or_else(refused))
+        .transpose()
 }

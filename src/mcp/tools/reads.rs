@@ -4,12 +4,12 @@
 use rmcp::model::{CallToolResult, ContentBlock, Resource};
 use serde_json::json;
 
-use super::{bounded_int, json_result, success};
-use crate::api::generations::{check_id_field, present};
-use crate::api::reads::{DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET};
+use super::{json_result, success};
+use crate::domain::{GenerationId, Page, PageBound};
 use crate::http::error::ServiceError;
 use crate::http::json::JsonObject;
 use crate::http::models::{CaptureList, Generation, VoiceList};
+use crate::api::generations::present;
 use crate::mcp::McpState;
 use crate::service::Principal;
 use crate::store;
@@ -34,8 +34,8 @@ pub async fn list_captures(
     args: &JsonObject,
 ) -> Result<CallToolResult, ServiceError> {
     args.only(&["limit", "offset"])?;
-    let limit = bounded_int(args, "limit", 1, MAX_LIMIT)?.unwrap_or(DEFAULT_LIMIT);
-    let offset = bounded_int(args, "offset", 0, MAX_OFFSET)?.unwrap_or(0);
+    let limit = page_bound(args, Page::LIMIT)?;
+    let offset = page_bound(args, Page::OFFSET)?;
     let (rows, total) =
         store::captures::page(&state.pool, &principal.account_id, limit, offset).await?;
     let list = CaptureList {
@@ -54,7 +54,9 @@ pub async fn get_generation(
 ) -> Result<CallToolResult, ServiceError> {
     args.only(&["generation_id"])?;
     let id = args.required_str("generation_id")?;
-    check_id_field(id, "generation_id")?;
+    let id = GenerationId::parse(id, "generation_id")
+        .map_err(|message| ServiceError::invalid("generation_id", message))?;
+    let id = id.as_str();
     // Another account's generation is "not found", exactly like a missing one.
     let row = store::generations::find(&state.pool, &principal.account_id, id)
         .await?
@@ -74,4 +76,14 @@ pub fn audio_link(generation: &Generation) -> Option<ContentBlock> {
         .with_title("Generated speech (link valid about 15 minutes)")
         .with_mime_type(format.content_type());
     Some(ContentBlock::resource_link(resource))
+}
+
+/// One page bound of the arguments: absent → its default; not an integer or out of range → an
+/// error naming it ([`Page`] holds the rule, shared with REST's query string).
+fn page_bound(args: &JsonObject, bound: PageBound) -> Result<i64, ServiceError> {
+    args.optional(bound.name)
+        .map(|value| value.as_i64().ok_or_else(|| bound.refusal()))
+        .transpose()
+        .and_then(|n| bound.check(n))
+        .map_err(|message| ServiceError::invalid(bound.name, message))
 }

@@ -5,10 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::api::generations::MAX_ID_CHARS;
-use crate::api::reads::{DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET};
-use crate::domain::{MAX_SEED, MAX_TEXT_CHARS};
-use crate::service::idempotency::MAX_KEY_CHARS;
+use crate::domain::{MAX_ID_CHARS, MAX_KEY_CHARS, MAX_SEED, MAX_TEXT_CHARS, Page};
 
 /// Longest wait `speak` accepts, and its default.
 pub const MAX_WAIT_SECONDS: i64 = 120;
@@ -36,9 +33,9 @@ pub fn list_captures_input() -> Map<String, Value> {
     object(json!({
         "type": "object",
         "properties": {
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT,
+            "limit": {"type": "integer", "minimum": Page::LIMIT.min, "maximum": Page::LIMIT.max, "default": Page::LIMIT.default,
                       "description": "Captures per page."},
-            "offset": {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET, "default": 0,
+            "offset": {"type": "integer", "minimum": Page::OFFSET.min, "maximum": Page::OFFSET.max, "default": Page::OFFSET.default,
                        "description": "Captures to skip."}
         },
         "additionalProperties": false

@@ -14,20 +14,22 @@ use base64::Engine as _;
 use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, ProgressToken};
 use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use super::reads::audio_link;
 use super::schemas::{DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS};
-use super::{bounded_int, flag, idempotency_key, success};
+use super::{bounded, flag, idempotency_key, success};
+use crate::domain::GenerationStatus;
+use crate::http::error::{ErrorCode, ServiceError};
+use crate::http::json::{Field, JsonObject};
+use crate::http::models::Generation;
 use crate::api::generations::present;
 use crate::api::speech::{
     OPERATION, accepted_answer, accepted_generation, parse_format, parse_seed, parse_temperature,
     parse_text,
 };
-use crate::http::error::{ErrorCode, ServiceError};
-use crate::http::json::JsonObject;
-use crate::http::models::Generation;
 use crate::mcp::McpState;
 use crate::service::Principal;
 use crate::service::idempotency::{Keyed, fingerprint_json};
@@ -37,16 +39,28 @@ use crate::store;
 /// Largest audio returned inline (base64 in the result) when `inline_audio` is asked for.
 pub const MAX_INLINE_BYTES: u64 = 1024 * 1024;
 
-const ARGUMENTS: [&str; 8] = [
-    "text",
-    "voice",
-    "seed",
-    "temperature",
-    "format",
-    "wait_seconds",
-    "inline_audio",
-    "idempotency_key",
-];
+/// The arguments of `speak` (its input schema is `schemas::speak_input`, which a test holds to
+/// these members). Any other argument is refused, naming it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct SpeakArguments {
+    #[serde(default)]
+    pub text: Field<String>,
+    #[serde(default)]
+    pub voice: Field<String>,
+    #[serde(default)]
+    pub seed: Field<u64>,
+    #[serde(default)]
+    pub temperature: Field<f64>,
+    #[serde(default)]
+    pub format: Field<String>,
+    #[serde(default)]
+    pub wait_seconds: Field<i64>,
+    #[serde(default)]
+    pub inline_audio: Field<bool>,
+    #[serde(default)]
+    pub idempotency_key: Field<String>,
+}
 
 /// Argument names for the service's errors.
 const FIELDS_OF_SPEAK: Fields = Fields {
@@ -67,27 +81,27 @@ pub async fn speak(
     args: JsonObject,
     context: &RequestContext<RoleServer>,
 ) -> Result<CallToolResult, ServiceError> {
-    args.only(&ARGUMENTS)?;
-    let text = parse_text(&args, "text")?;
-    let voice = args.required_str("voice")?;
+    let arguments: SpeakArguments = args.decode()?;
+    let text = parse_text(arguments.text, "text")?;
+    let voice = arguments.voice.required("voice")?;
     if voice.trim().is_empty() {
         return Err(ServiceError::invalid("voice", "voice must not be empty"));
     }
-    let seed = parse_seed(&args)?;
-    let temperature = parse_temperature(&args)?;
-    let format = parse_format(&args, "format")?;
-    let wait = bounded_int(&args, "wait_seconds", 0, MAX_WAIT_SECONDS)?
+    let seed = parse_seed(arguments.seed)?;
+    let temperature = parse_temperature(arguments.temperature)?;
+    let format = parse_format(arguments.format, "format")?;
+    let wait = bounded(arguments.wait_seconds, "wait_seconds", 0, MAX_WAIT_SECONDS)?
         .unwrap_or(DEFAULT_WAIT_SECONDS)
         .unsigned_abs();
-    let inline = flag(&args, "inline_audio")?.unwrap_or(false);
-    let key = idempotency_key(&args)?;
+    let inline = flag(arguments.inline_audio, "inline_audio")?.unwrap_or(false);
+    let key = idempotency_key(arguments.idempotency_key)?;
     let fingerprint = match key {
         Some(_) => fingerprint_json(OPERATION, &rest_form(&args)),
         None => Vec::new(),
     };
     let request = SpeechRequest {
         text,
-        voice: VoiceChoice::IdOrName(voice),
+        voice: VoiceChoice::IdOrName(&voice),
         seed,
         temperature,
         format,
@@ -119,18 +133,19 @@ pub async fn speak(
     let row = store::generations::find(&state.pool, &principal.account_id, &id)
         .await?
         .ok_or_else(|| ServiceError::internal("admitted generation not found"))?;
+    let status = row.status;
     let generation = present(state, row);
-    match generation.status.as_str() {
-        "completed" => completed(state, &generation, replayed, inline).await,
+    match status {
+        GenerationStatus::Completed => completed(state, &generation, replayed, inline).await,
         // The reason is in the generation's `error` (get_generation); the answer names only
         // the id, never the engine's text (as POST /v1/audio/speech does).
-        "failed" => Err(ServiceError::new(
+        GenerationStatus::Failed => Err(ServiceError::new(
             ErrorCode::InternalError,
             format!(
                 "The generation {id} failed; nothing was charged. get_generation with this id tells why."
             ),
         )),
-        _ => Ok(pending(&generation, wait, replayed)),
+        GenerationStatus::Generating => Ok(pending(&generation, wait, replayed)),
     }
 }
 
@@ -307,4 +322,61 @@ fn pending(generation: &Generation, waited: Duration, replayed: bool) -> CallToo
             "replayed": replayed,
         }),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{MAX_SEED, MAX_TEXT_CHARS, Temperature};
+    use crate::http::json::fields_of;
+
+    /// The input schema is written by hand (it reads like the documentation; schemars cannot
+    /// describe `Field`'s "absent, null or wrong type"), so it is held to the DTO that decodes
+    /// the arguments: the same members, the same bounds as the REST body's.
+    #[test]
+    fn the_input_schema_names_exactly_the_arguments_decoded() {
+        let schema = Value::Object(super::super::schemas::speak_input());
+        let mut documented: Vec<&str> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut decoded = fields_of::<SpeakArguments>().to_vec();
+        documented.sort_unstable();
+        decoded.sort_unstable();
+        assert_eq!(documented, decoded);
+        assert_eq!(schema["additionalProperties"], false);
+        let properties = &schema["properties"];
+        assert_eq!(properties["text"]["maxLength"], MAX_TEXT_CHARS);
+        assert_eq!(properties["seed"]["maximum"], MAX_SEED);
+        assert_eq!(properties["temperature"]["minimum"], Temperature::MIN);
+        assert_eq!(properties["temperature"]["maximum"], Temperature::MAX);
+        for required in schema["required"].as_array().unwrap() {
+            assert!(decoded.contains(&required.as_str().unwrap()), "{required}");
+        }
+    }
+
+    #[test]
+    fn arguments_are_checked_in_order_whatever_order_they_come_in() {
+        let args = JsonObject(
+            json!({"format": "flac", "seed": "7", "text": 5, "voice": "v"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        let arguments: SpeakArguments = args.decode().unwrap();
+        let err = parse_text(arguments.text, "text").unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("text"));
+        assert_eq!(err.detail, "text must be a string");
+        let unknown = JsonObject(json!({"txt": "hi"}).as_object().unwrap().clone())
+            .decode::<SpeakArguments>()
+            .unwrap_err();
+        assert_eq!(unknown.param.as_deref(), Some("txt"));
+        assert_eq!(
+            unknown.detail,
+            "Unknown field \"txt\"; accepted fields: text, voice, seed, temperature, format, \
+             wait_seconds, inline_audio, idempotency_key."
+        );
+    }
 }

@@ -41,7 +41,7 @@ pub async fn transcribe(
     reserved: Option<Place>,
 ) -> Result<CallToolResult, ServiceError> {
     args.only(&["audio_base64", "audio_url", "idempotency_key"])?;
-    let key = idempotency_key(&args)?;
+    let key = idempotency_key(args.field("idempotency_key"))?;
     let audio = source(&mut args, state.allow_loopback_fetch)?;
     // Admission before work: the gate took the place before it read the audio (a call it did
     // not see as `transcribe` takes one here, still before the audio is decoded or fetched).

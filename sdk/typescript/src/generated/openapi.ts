@@ -307,7 +307,7 @@ export interface components {
              */
             type: string;
         };
-        /** @description Request body (for the document; parsing is field by field). */
+        /** @description Request body. Any other member is refused (400 naming it). */
         OpenAiSpeechRequest: {
             /** @description Text, 1 to 10 000 characters. */
             input: string;
@@ -370,7 +370,7 @@ export interface components {
             /** @description Name of the voice profile. */
             voice: string;
         };
-        /** @description Request body of `POST /v1/speech` (for the document; parsing is field by field). */
+        /** @description Request body of `POST /v1/speech`. Any other member is refused (400 naming it). */
         SpeechRequest: {
             /**
              * @description `mp3` (default), `opus` (Ogg Opus) or `wav` (16-bit PCM).
@@ -480,7 +480,7 @@ export interface components {
             /** Format: int64 */
             total: number;
         };
-        /** @description How `voice` names a profile (for the document; parsing is by hand). */
+        /** @description How `voice` names a profile. */
         VoiceRef: string | {
             id: string;
         };
