@@ -15,6 +15,7 @@ export VOICED_TEST_PGDATA="${VOICED_TEST_PGDATA:-$VOICED_CACHE/test-pg}"
 cargo fmt --all -- --check
 ./scripts/lint-markdown.sh
 ./scripts/check-deploy.sh
+python3 scripts/check-layers.py
 cargo clippy --locked --all-targets -- -D warnings
 cargo build --locked --bins --tests
 bin="$CARGO_TARGET_DIR/debug/voiced"
