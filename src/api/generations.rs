@@ -10,8 +10,7 @@ use crate::http::error::ApiError;
 use crate::http::models::{Generation, Problem};
 use crate::service::Core;
 use crate::service::principal_cache::CredentialCheck;
-use crate::store;
-use crate::store::generations::GenerationRow;
+use crate::service::reads;
 
 /// Longest generation id a client may send (spec §8).
 pub const MAX_ID_CHARS: usize = 200;
@@ -53,37 +52,6 @@ pub async fn get_generation(
     Path(id): Path<String>,
 ) -> Result<Json<Generation>, ApiError> {
     check_id(&id)?;
-    let mut connection = state.reads.acquire().await?;
-    let found = store::generations::find_checked(
-        connection.get(),
-        check.credential(),
-        &principal.account_id,
-        &id,
-    )
-    .await?;
-    connection.finish();
-    let row = check.confirm(found)?.ok_or_else(ApiError::not_found)?;
-    Ok(Json(present(&state, row)))
-}
-
-/// The API view of a generation, with a freshly signed link when there is audio.
-pub fn present(state: &Core, row: GenerationRow) -> Generation {
-    let audio_url = (row.status == "completed" && row.has_audio).then(|| {
-        let sig = state.signer.sign(&row.id, chrono::Utc::now().timestamp());
-        format!("{}/v1/audio/{}?sig={sig}", state.public_base_url, row.id)
-    });
-    Generation {
-        id: row.id,
-        status: row.status,
-        profile: row.voice_id,
-        has_audio: row.has_audio,
-        audio_url,
-        error: row.error,
-        seed: row.seed,
-        engine: row.engine,
-        format: row.format,
-        duration_ms: row.duration_ms,
-        created_at: row.created_at,
-        finished_at: row.finished_at,
-    }
+    let row = reads::generation(&state, &principal, Some(&check), &id).await?;
+    Ok(Json(Generation::present(&state, row)))
 }

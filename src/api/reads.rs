@@ -9,9 +9,9 @@ use axum::{Extension, Json};
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::models::{CaptureList, Problem, VoiceList};
+use crate::service::Core;
 use crate::service::principal_cache::CredentialCheck;
-use crate::store;
-use crate::store::read_pool::ReadPool;
+use crate::service::reads;
 
 /// Largest `offset` (2^53 − 1).
 pub const MAX_OFFSET: i64 = 9_007_199_254_740_991;
@@ -30,17 +30,11 @@ pub const DEFAULT_LIMIT: i64 = 50;
         (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn list_voices(
-    State(reads): State<Arc<ReadPool>>,
+    State(state): State<Core>,
     Extension(principal): Extension<Arc<Principal>>,
     Extension(check): Extension<Arc<CredentialCheck>>,
 ) -> Result<Json<VoiceList>, ApiError> {
-    // One statement checks the key and reads (docs/architecture.md).
-    let mut connection = reads.acquire().await?;
-    let listed =
-        store::voices::list_checked(connection.get(), check.credential(), &principal.account_id)
-            .await?;
-    connection.finish();
-    let rows = check.confirm(listed)?;
+    let rows = reads::voices(&state, &principal, Some(&check)).await?;
     let total = rows.len() as i64;
     Ok(Json(VoiceList {
         data: rows.into_iter().map(Into::into).collect(),
@@ -83,27 +77,17 @@ fn parse_bounded(
         (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn list_captures(
-    State(reads): State<Arc<ReadPool>>,
+    State(state): State<Core>,
     Extension(principal): Extension<Arc<Principal>>,
     Extension(check): Extension<Arc<CredentialCheck>>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<CaptureList>, ApiError> {
     let limit = parse_bounded(&query, "limit", DEFAULT_LIMIT, MAX_LIMIT, 1)?;
     let offset = parse_bounded(&query, "offset", 0, MAX_OFFSET, 0)?;
-    let mut connection = reads.acquire().await?;
-    let page = store::captures::page_checked(
-        connection.get(),
-        check.credential(),
-        &principal.account_id,
-        limit,
-        offset,
-    )
-    .await?;
-    connection.finish();
-    let (rows, total) = check.confirm(page)?;
+    let page = reads::captures(&state, &principal, Some(&check), limit, offset).await?;
     Ok(Json(CaptureList {
-        data: rows.into_iter().map(Into::into).collect(),
-        total,
+        data: page.rows.into_iter().map(Into::into).collect(),
+        total: page.total,
         limit,
         offset,
     }))

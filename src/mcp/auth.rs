@@ -270,7 +270,7 @@ async fn read_within(
 /// [`super::BODY_LIMIT`] bytes of it and within the request time limit, nothing kept (a client
 /// still sending would otherwise see its connection reset instead of the answer).
 fn discard(state: &McpState, body: Body) {
-    crate::api::transcriptions::discard(body, super::BODY_LIMIT, state.request_timeout);
+    crate::http::body::discard(body, super::BODY_LIMIT, state.request_timeout);
 }
 
 /// A `tools/call` of `transcribe` whose arguments' values are read as raw text (borrowed, no

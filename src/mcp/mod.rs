@@ -39,7 +39,7 @@ pub const PATH: &str = "/mcp";
 /// Largest request body: a `transcribe` call with as much base64 audio as
 /// `POST /v1/transcriptions` takes, and the JSON-RPC around it. Every other message is held to
 /// [`auth::SMALL_BODY_LIMIT`] by the gate; rmcp's own limit stays this.
-pub const BODY_LIMIT: usize = crate::api::transcriptions::BODY_LIMIT;
+pub const BODY_LIMIT: usize = crate::http::body::AUDIO_UPLOAD_LIMIT;
 
 /// Whether a request path is the agent interface's.
 pub fn is_mcp_path(path: &str) -> bool {
