@@ -108,11 +108,6 @@ fn host_and_origin(public_base_url: &str) -> (String, String) {
     (host.clone(), format!("{scheme}://{host}:{port}"))
 }
 
-/// The protected-resource metadata of `/mcp` (RFC 9728), named in every challenge.
-pub fn resource_metadata_url(public_base_url: &str) -> String {
-    format!("{public_base_url}/.well-known/oauth-protected-resource{PATH}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

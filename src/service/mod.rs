@@ -17,6 +17,7 @@ pub mod principal_cache;
 pub mod reads;
 pub mod speech;
 pub mod transcription;
+pub mod usage;
 pub mod voices;
 
 pub use core::Core;

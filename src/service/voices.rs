@@ -146,6 +146,23 @@ pub async fn add_preset(
     }
 }
 
+/// The account's voices as the studio shows them: each profile, its personality prompt and,
+/// for a cloned voice, the state of its print.
+pub struct Studio {
+    pub voices: Vec<store::voices::VoiceRow>,
+    pub personalities: Vec<store::voices::Personality>,
+    /// `(voice id, state)` of each cloned voice's print.
+    pub prints: Vec<(String, store::prints::PrintState)>,
+}
+
+pub async fn studio(pool: &PgPool, account_id: &str) -> Result<Studio, ServiceError> {
+    Ok(Studio {
+        voices: store::voices::list(pool, account_id).await?,
+        personalities: store::voices::personalities(pool, account_id).await?,
+        prints: store::prints::states(pool, account_id).await?,
+    })
+}
+
 pub(super) fn check_name(name: &str) -> Result<&str, ServiceError> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 100 {
