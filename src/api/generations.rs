@@ -5,14 +5,13 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::{Extension, Json};
 
-use crate::domain::{GenerationId, GenerationStatus};
+use crate::domain::GenerationId;
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::models::{Generation, Problem};
 use crate::service::Core;
 use crate::service::principal_cache::CredentialCheck;
-use crate::store;
-use crate::store::generations::GenerationRow;
+use crate::service::reads;
 
 /// Checks a path id's length ([`GenerationId`]); ids beyond it are refused rather than looked
 /// up.
@@ -42,37 +41,6 @@ pub async fn get_generation(
     Path(id): Path<String>,
 ) -> Result<Json<Generation>, ApiError> {
     check_id(&id)?;
-    let mut connection = state.reads.acquire().await?;
-    let found = store::generations::find_checked(
-        connection.get(),
-        check.credential(),
-        &principal.account_id,
-        &id,
-    )
-    .await?;
-    connection.finish();
-    let row = check.confirm(found)?.ok_or_else(ApiError::not_found)?;
-    Ok(Json(present(&state, row)))
-}
-
-/// The API view of a generation, with a freshly signed link when there is audio.
-pub fn present(state: &Core, row: GenerationRow) -> Generation {
-    let audio_url = (row.status == GenerationStatus::Completed && row.has_audio).then(|| {
-        let sig = state.signer.sign(&row.id, chrono::Utc::now().timestamp());
-        format!("{}/v1/audio/{}?sig={sig}", state.public_base_url, row.id)
-    });
-    Generation {
-        id: row.id,
-        status: row.status.as_str().to_owned(),
-        profile: row.voice_id,
-        has_audio: row.has_audio,
-        audio_url,
-        error: row.error,
-        seed: row.seed,
-        engine: row.engine.as_str().to_owned(),
-        format: row.format,
-        duration_ms: row.duration_ms,
-        created_at: row.created_at,
-        finished_at: row.finished_at,
-    }
+    let row = reads::generation(&state, &principal, Some(&check), &id).await?;
+    Ok(Json(Generation::present(&state, row)))
 }

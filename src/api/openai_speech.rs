@@ -24,9 +24,9 @@ use crate::http::error::{ApiError, ErrorCode};
 use crate::http::idempotency;
 use crate::http::json::{Field, JsonObject};
 use crate::service::Core;
-use crate::service::idempotency::{self as idem, Begun, Render, StoredResponse};
-use crate::service::speech::{self as service, Admitted, CancelOnDrop, Fields, SpeechOrder};
-use crate::store;
+use crate::service::audio::StoredAudio;
+use crate::service::idempotency::{Operation, fingerprint_json};
+use crate::service::speech::{self as service, CancelOnDrop, Fields, SyncSpeechRequest};
 use crate::worker::streams::{StreamEnd, StreamEvent, Subscription};
 
 /// Field names of this dialect for the service's errors.
@@ -276,103 +276,31 @@ pub async fn create_openai_speech(
         temperature,
     } = body.decode::<OpenAiSpeechRequest>()?.try_into()?;
     let fingerprint = match key {
-        Some(_) => idempotency::fingerprint("POST /v1/audio/speech", &body.value()),
+        Some(_) => fingerprint_json(Operation::SyncSpeech.name(), &body.value()),
         None => Vec::new(),
     };
-    let begin = || {
-        idem::begin(
-            &state.pool,
-            &principal.account_id,
-            key.clone(),
-            fingerprint.clone(),
-            state.request_timeout,
-        )
+    let engine = match choice {
+        ModelChoice::Engine(engine) => Some((engine, "model")),
+        ModelChoice::VoiceDefault => None,
     };
-    let claim = match begin().await? {
-        // The first request's answer is its generation's audio: answer with it again; unless
-        // that generation was cancelled (its client left, or the server stopped), which does
-        // not use the key up: the retry is a new request.
-        Begun::Replay(stored) => {
-            let id = stored
-                .generation_id
-                .ok_or_else(|| ApiError::internal("sync speech record without a generation"))?;
-            let cancelled = store::generations::find(&state.pool, &principal.account_id, &id)
-                .await?
-                .is_some_and(|g| g.cancelled);
-            if !cancelled {
-                return deliver(&state, &id, &model, true).await;
-            }
-            if let Some(key) = &key {
-                idem::forget(&state.pool, &principal.account_id, key).await?;
-            }
-            match begin().await? {
-                Begun::Fresh(claim) => claim,
-                Begun::Replay(_) => return Err(ApiError::internal("idempotency record came back")),
-            }
-        }
-        Begun::Fresh(claim) => claim,
+    let request = SyncSpeechRequest {
+        text,
+        voice: &voice_ref,
+        engine,
+        seed,
+        temperature,
+        format,
     };
-    let admitted = async {
-        let voice = store::voices::find(&state.pool, &principal.account_id, &voice_ref)
-            .await?
-            .ok_or_else(|| {
-                ApiError::invalid(
-                    "voice",
-                    format!("No voice profile of this account has the id or name {voice_ref:?}."),
-                )
-            })?;
-        let voice_engine = voice.engine;
-        let engine = match choice {
-            ModelChoice::VoiceDefault => voice_engine,
-            ModelChoice::Engine(engine) if engine == voice_engine => engine,
-            ModelChoice::Engine(engine) => {
-                return Err(ApiError::invalid(
-                    "model",
-                    format!(
-                        "Voice {:?} is a preset of the {voice_engine} engine; model {engine} cannot render it. Use model {voice_engine} or tts-1.",
-                        voice.name
-                    ),
-                ));
-            }
-        };
-        // An engine that is not installed is refused by admission, naming what chose it.
-        let fields = match choice {
-            ModelChoice::Engine(_) => Fields {
-                engine: "model",
-                ..FIELDS_OF_OPENAI
-            },
-            ModelChoice::VoiceDefault => FIELDS_OF_OPENAI,
-        };
-        let order = SpeechOrder {
-            text,
-            voice,
-            engine,
-            seed,
-            temperature,
-            format,
-        };
-        let render = |admitted: &Admitted| StoredResponse {
-            status: 200,
-            headers: Vec::new(),
-            body: Vec::new(),
-            generation_id: Some(admitted.id.clone()),
-        };
-        service::admit(
-            &state.pool,
-            &state.engines,
-            state.admission,
-            &principal,
-            order,
-            fields,
-            claim
-                .as_ref()
-                .map(|c| (c, &render as Render<Admitted>)),
-        )
-        .await
-    }
-    .await;
-    let admitted = idem::settle(&state.pool, claim, admitted).await?;
-    deliver(&state, &admitted.id, &model, false).await
+    let accepted = service::create_sync(
+        &state,
+        &principal,
+        request,
+        FIELDS_OF_OPENAI,
+        key,
+        fingerprint,
+    )
+    .await?;
+    deliver(&state, &accepted.generation_id, &model, accepted.replayed).await
 }
 
 /// Answers with the generation's audio: streamed as the worker produces it when a worker of this
@@ -443,23 +371,11 @@ struct Stops {
 
 impl Stops {
     fn new(state: &Core) -> Self {
-        let mut shutdown = state.shutdown_deadline.clone();
-        let shutting_down = async move {
-            let deadline = loop {
-                if let Some(deadline) = *shutdown.borrow_and_update() {
-                    break deadline;
-                }
-                if shutdown.changed().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            };
-            tokio::time::sleep_until(deadline).await;
-        };
         Self {
             limit: Box::pin(tokio::time::sleep(service::sync_wait_limit(
                 state.request_timeout,
             ))),
-            shutting_down: Box::pin(shutting_down),
+            shutting_down: Box::pin(state.shutting_down()),
         }
     }
 
@@ -565,26 +481,13 @@ async fn answer(
     status: GenerationStatus,
 ) -> Result<Response, ApiError> {
     if status != GenerationStatus::Completed {
-        // The reason stays in the generation's `error` (readable with the id); the answer names
-        // only the id, never the engine's text.
-        return Err(ApiError::new(
-            ErrorCode::InternalError,
-            format!(
-                "The generation {id} failed; nothing was charged. GET /v1/generations/{id} tells why."
-            ),
+        return Err(service::generation_failed(
+            id,
+            &format!("GET /v1/generations/{id}"),
         ));
     }
-    let key = store::generations::for_download(&state.pool, id)
-        .await?
-        .and_then(|d| d.audio_key)
-        .ok_or_else(|| ApiError::internal("completed generation without audio"))?;
     // Streamed from the blob store a chunk at a time, never held whole (a replay included).
-    let head = state
-        .blobs
-        .head(&key)
-        .await
-        .map_err(ApiError::internal)?
-        .ok_or_else(|| ApiError::internal("audio blob missing"))?;
+    let StoredAudio { key, head } = crate::service::audio::completed(state, id).await?;
     let body = Body::from_stream(crate::store::blobs::stream(
         state.blobs.clone(),
         key,

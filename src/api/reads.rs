@@ -10,9 +10,9 @@ use crate::domain::{Page, PageBound};
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::models::{CaptureList, Problem, VoiceList};
+use crate::service::Core;
 use crate::service::principal_cache::CredentialCheck;
-use crate::store;
-use crate::store::read_pool::ReadPool;
+use crate::service::reads;
 
 /// Lists the account's voice profiles.
 #[utoipa::path(get, path = "/v1/voices", tag = "voices",
@@ -25,17 +25,11 @@ use crate::store::read_pool::ReadPool;
         (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn list_voices(
-    State(reads): State<Arc<ReadPool>>,
+    State(state): State<Core>,
     Extension(principal): Extension<Arc<Principal>>,
     Extension(check): Extension<Arc<CredentialCheck>>,
 ) -> Result<Json<VoiceList>, ApiError> {
-    // One statement checks the key and reads (docs/architecture.md).
-    let mut connection = reads.acquire().await?;
-    let listed =
-        store::voices::list_checked(connection.get(), check.credential(), &principal.account_id)
-            .await?;
-    connection.finish();
-    let rows = check.confirm(listed)?;
+    let rows = reads::voices(&state, &principal, Some(&check)).await?;
     let total = rows.len() as i64;
     Ok(Json(VoiceList {
         data: rows.into_iter().map(Into::into).collect(),
@@ -70,27 +64,17 @@ fn page_bound(query: &HashMap<String, String>, bound: PageBound) -> Result<i64, 
         (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn list_captures(
-    State(reads): State<Arc<ReadPool>>,
+    State(state): State<Core>,
     Extension(principal): Extension<Arc<Principal>>,
     Extension(check): Extension<Arc<CredentialCheck>>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Json<CaptureList>, ApiError> {
     let limit = page_bound(&query, Page::LIMIT)?;
     let offset = page_bound(&query, Page::OFFSET)?;
-    let mut connection = reads.acquire().await?;
-    let page = store::captures::page_checked(
-        connection.get(),
-        check.credential(),
-        &principal.account_id,
-        limit,
-        offset,
-    )
-    .await?;
-    connection.finish();
-    let (rows, total) = check.confirm(page)?;
+    let page = reads::captures(&state, &principal, Some(&check), limit, offset).await?;
     Ok(Json(CaptureList {
-        data: rows.into_iter().map(Into::into).collect(),
-        total,
+        data: page.rows.into_iter().map(Into::into).collect(),
+        total: page.total,
         limit,
         offset,
     }))

@@ -18,8 +18,8 @@ use crate::http::idempotency;
 use crate::http::json::{Field, JsonObject};
 use crate::http::models::Problem;
 use crate::service::Core;
-use crate::service::idempotency::{Keyed, StoredResponse};
-use crate::service::speech::{self as service, Admitted, Created, Fields, VoiceChoice};
+use crate::service::idempotency::{Keyed, Operation};
+use crate::service::speech::{self as service, Accepted, Fields, VoiceChoice};
 
 pub fn parse_seed(seed: Field<u64>) -> Result<Option<Seed>, ApiError> {
     let invalid = |m: String| ApiError::invalid("seed", m);
@@ -145,10 +145,7 @@ pub async fn create_speech(
         temperature,
         format,
     } = body.decode::<SpeechRequest>()?.try_into()?;
-    let fingerprint = match key {
-        Some(_) => idempotency::fingerprint(OPERATION, &body.value()),
-        None => Vec::new(),
-    };
+    let keyed = Keyed::json(Operation::Speech, key, &body.value());
     let request = service::SpeechRequest {
         text,
         voice: VoiceChoice::Name(&voice_name),
@@ -156,49 +153,26 @@ pub async fn create_speech(
         temperature,
         format,
     };
-    let keyed = Keyed {
-        key,
-        fingerprint,
-        render: &accepted_answer,
-    };
-    match service::create(
-        state.speech_desk(),
-        &principal,
-        request,
-        FIELDS_OF_SPEECH,
-        keyed,
-    )
-    .await?
-    {
-        Created::Replayed(stored) => Ok(idempotency::respond(stored, true)),
-        Created::Admitted(admitted) => Ok(idempotency::respond(accepted_answer(&admitted), false)),
-    }
+    let accepted = service::create(&state, &principal, request, FIELDS_OF_SPEECH, keyed).await?;
+    Ok(accepted_answer(&accepted))
 }
 
-/// The idempotency operation of asynchronous speech (shared with the agent's `speak`).
-pub const OPERATION: &str = "POST /v1/speech";
-
-/// The answer of `POST /v1/speech` as sent and stored: a replay through either door (REST or
-/// the agent's `speak`) reads this record.
-pub fn accepted_answer(admitted: &Admitted) -> StoredResponse {
-    idempotency::stored_json(
+/// The answer of `POST /v1/speech`, the first time and (byte for byte, marked replayed) on a
+/// replay through either door (REST or the agent's `speak`).
+fn accepted_answer(accepted: &Accepted) -> Response {
+    idempotency::json_answer(
         StatusCode::ACCEPTED,
-        &[("location", format!("/v1/generations/{}", admitted.id))],
+        &[(
+            "location",
+            format!("/v1/generations/{}", accepted.generation_id),
+        )],
         &SpeechAccepted {
-            id: admitted.id.clone(),
+            id: accepted.generation_id.clone(),
             status: "generating".into(),
-            voice: admitted.voice_name.clone(),
+            voice: accepted.voice.clone(),
         },
+        accepted.replayed,
     )
-}
-
-/// The generation a stored `POST /v1/speech` answer names.
-pub fn accepted_generation(stored: &StoredResponse) -> Option<String> {
-    serde_json::from_slice::<serde_json::Value>(&stored.body)
-        .ok()?
-        .get("id")?
-        .as_str()
-        .map(str::to_owned)
 }
 
 /// Field names of `POST /v1/speech` for the service's errors.

@@ -5,28 +5,25 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Extension;
-use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
-use crate::audio;
 use crate::http::auth::Principal;
+use crate::http::body::{discard, read_limited};
 use crate::http::error::ApiError;
 use crate::http::idempotency;
 use crate::http::json;
 use crate::http::models::Problem;
 use crate::service::Core;
-use crate::service::idempotency::{self as idem, Keyed, StoredResponse};
-use crate::service::transcription::{self as service, Incoming, Outcome, Transcribed};
+use crate::service::idempotency::{self as idem, Keyed, Operation};
+use crate::service::transcription::{self as service, Done, Incoming};
 
-/// Body limit of this route: 25 MiB of audio as base64 (4/3 larger) plus a data-URL prefix
-/// and the JSON around it.
-pub const BODY_LIMIT: usize = audio::MAX_AUDIO_BYTES / 3 * 4 + 1024 * 1024;
+/// Body limit of this route (shared with the agent's `transcribe`).
+pub use crate::http::body::AUDIO_UPLOAD_LIMIT as BODY_LIMIT;
 
 /// Request body (for the document; parsing is field by field).
 #[derive(Debug, ToSchema)]
@@ -96,45 +93,32 @@ pub async fn create_transcription(
             .await
             .map_err(ApiError::internal)??;
     let keyed = Keyed {
+        operation: Operation::Transcription,
         key,
         fingerprint,
-        render: &answer,
     };
     let incoming = Incoming {
         audio: std::future::ready(Ok(audio)),
         source: "api",
         param: "audio",
     };
-    let outcome = service::run(
-        state.transcription_desk(),
-        &principal,
-        place,
-        incoming,
-        keyed,
-    )
-    .await?;
-    Ok(match outcome {
-        Outcome::Replayed(stored) => idempotency::respond(stored, true),
-        Outcome::Transcribed(done) => idempotency::respond(answer(&done), false),
-    })
+    let done = service::run(&state, &principal, place, incoming, keyed).await?;
+    Ok(answer(&done))
 }
 
-/// The idempotency operation of transcription from base64 (shared with the agent's
-/// `transcribe`, which fingerprints the same base64 text).
-pub const OPERATION: &str = "POST /v1/transcriptions";
-
-/// The answer of `POST /v1/transcriptions` as sent and stored: a replay through either door
-/// reads this record.
-pub fn answer(done: &Transcribed) -> StoredResponse {
-    idempotency::stored_json(
+/// The answer of `POST /v1/transcriptions`, the first time and on a replay.
+fn answer(done: &Done) -> Response {
+    let t = &done.transcribed;
+    idempotency::json_answer(
         StatusCode::OK,
         &[],
         &TranscriptionResult {
-            id: done.capture_id.clone(),
-            text: done.text.clone(),
-            language: done.language.clone(),
-            duration_ms: done.duration_ms,
+            id: t.capture_id.clone(),
+            text: t.text.clone(),
+            language: t.language.clone(),
+            duration_ms: t.duration_ms,
         },
+        done.replayed,
     )
 }
 
@@ -162,41 +146,10 @@ fn parse_upload(body: &[u8], fingerprint: bool) -> Result<(Vec<u8>, Vec<u8>), Ap
     let audio_b64: Cow<'_, str> = serde_json::from_str(raw.get())
         .map_err(|_| ApiError::invalid("audio", "audio must be a base64 string"))?;
     let fingerprint = if fingerprint {
-        idem::fingerprint(OPERATION, &[audio_b64.as_bytes()])
+        idem::fingerprint(Operation::Transcription.name(), &[audio_b64.as_bytes()])
     } else {
         Vec::new()
     };
     let audio = service::decode_base64(&audio_b64, "audio")?;
     Ok((audio, fingerprint))
-}
-
-/// Reads the body up to `limit` bytes (413 beyond).
-async fn read_limited(body: Body, limit: usize) -> Result<Bytes, ApiError> {
-    axum::body::to_bytes(body, limit).await.map_err(|err| {
-        if err.into_inner().is::<http_body_util::LengthLimitError>() {
-            json::too_large()
-        } else {
-            json::unreadable()
-        }
-    })
-}
-
-/// Reads and discards a refused upload after its answer has been sent: up to `limit` bytes
-/// within `within`, nothing kept in memory.
-pub(crate) fn discard(body: Body, limit: usize, within: std::time::Duration) {
-    tokio::spawn(async move {
-        let _ = tokio::time::timeout(within, drain(body, limit)).await;
-    });
-}
-
-/// Reads and discards the body, up to `limit` bytes: nothing is kept in memory.
-async fn drain(body: Body, limit: usize) {
-    let mut stream = body.into_data_stream();
-    let mut seen = 0usize;
-    while let Some(Ok(chunk)) = stream.next().await {
-        seen += chunk.len();
-        if seen > limit {
-            break;
-        }
-    }
 }

@@ -18,10 +18,10 @@ use crate::http::idempotency;
 use crate::http::json::{Field, JsonObject};
 use crate::http::models::{Problem, Voice};
 use crate::service::Core;
-use crate::service::idempotency::{self as idem, Begun};
+use crate::service::idempotency::{Keyed, Operation};
 use crate::service::principal_cache::CredentialCheck;
+use crate::service::reads;
 use crate::service::voices::{self as service, NewPresetVoice};
-use crate::store::voices::VoiceRow;
 
 /// Request body of `POST /v1/voices`. Any other member is refused (400 naming it).
 #[derive(Debug, Deserialize, ToSchema)]
@@ -147,50 +147,24 @@ pub async fn create_voice(
         language,
         description,
     } = body.decode::<CreateVoiceRequest>()?.try_into()?;
-    let fingerprint = match key {
-        Some(_) => idempotency::fingerprint("POST /v1/voices", &body.value()),
-        None => Vec::new(),
+    let keyed = Keyed::json(Operation::AddVoice, key, &body.value());
+    let voice = NewPresetVoice {
+        name: &name,
+        description: &description,
+        language: &language,
+        engine,
+        preset: &preset,
+        seed: None,
+        temperature: None,
+        personality: None,
     };
-    let claim = match idem::begin(
-        &state.pool,
-        &principal.account_id,
-        key,
-        fingerprint,
-        state.request_timeout,
-    )
-    .await?
-    {
-        Begun::Replay(stored) => return Ok(idempotency::respond(stored, true)),
-        Begun::Fresh(claim) => claim,
-    };
-    let render = |row: &VoiceRow| {
-        idempotency::stored_json(
-            StatusCode::CREATED,
-            &[("location", "/v1/voices".to_owned())],
-            &Voice::from(row.clone()),
-        )
-    };
-    let result = service::create_preset(
-        &state.pool,
-        &state.engines,
-        &principal.account_id,
-        NewPresetVoice {
-            name: &name,
-            description: &description,
-            language: &language,
-            engine,
-            preset: &preset,
-            seed: None,
-            temperature: None,
-            personality: None,
-        },
-        claim
-            .as_ref()
-            .map(|c| (c, &render as idem::Render<VoiceRow>)),
-    )
-    .await
-    .map(|row| idempotency::respond(render(&row), false));
-    idem::settle(&state.pool, claim, result).await
+    let (row, replayed) = service::add_preset(&state, &principal, voice, keyed).await?;
+    Ok(idempotency::json_answer(
+        StatusCode::CREATED,
+        &[("location", "/v1/voices".to_owned())],
+        &Voice::from(row),
+        replayed,
+    ))
 }
 
 /// Lists the preset voices of the engines installed on this deployment.
@@ -208,10 +182,7 @@ pub async fn list_presets(
     Extension(check): Extension<Arc<CredentialCheck>>,
 ) -> Result<Json<VoicePresetList>, ApiError> {
     // Nothing to read from the database but the key's own state (one round trip).
-    let mut connection = state.reads.acquire().await?;
-    let fingerprint = crate::store::keys::fingerprint(connection.get(), check.credential()).await?;
-    connection.finish();
-    check.confirm(fingerprint)?;
+    reads::confirm_credential(&state, &check).await?;
     let engines = state.engines.clone();
     let data: Vec<VoicePreset> = engines
         .presets()

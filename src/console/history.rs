@@ -11,7 +11,7 @@ use super::page::{Chrome, PageError, ok};
 use super::session::SignedIn;
 use crate::console::ConsoleState;
 use crate::domain::GenerationStatus;
-use crate::store;
+use crate::service::usage::{self, HistoryPages};
 
 pub const PAGE_SIZE: i64 = 20;
 
@@ -93,15 +93,20 @@ pub async fn history(
     user: SignedIn,
     Query(pages): Query<Pages>,
 ) -> Result<Response, PageError> {
-    let (rows, total) = store::generations::history(
-        &state.pool,
+    let history = usage::history(
+        &state,
         &user.account_id,
-        PAGE_SIZE,
-        i64::from(pages.page) * PAGE_SIZE,
+        HistoryPages {
+            size: PAGE_SIZE,
+            generation_offset: i64::from(pages.page) * PAGE_SIZE,
+            capture_offset: i64::from(pages.captures) * PAGE_SIZE,
+        },
     )
     .await?;
+    let total = history.generation_total;
     let now = chrono::Utc::now().timestamp();
-    let generations = rows
+    let generations = history
+        .generations
         .into_iter()
         .map(|g| GenerationView {
             audio: if g.status == GenerationStatus::Completed && g.has_audio {
@@ -117,14 +122,9 @@ pub async fn history(
             created: format_time(g.created_at),
         })
         .collect();
-    let (capture_rows, capture_total) = store::captures::page(
-        &state.pool,
-        &user.account_id,
-        PAGE_SIZE,
-        i64::from(pages.captures) * PAGE_SIZE,
-    )
-    .await?;
-    let captures = capture_rows
+    let capture_total = history.capture_total;
+    let captures = history
+        .captures
         .into_iter()
         .map(|c| CaptureView {
             transcript: c.transcript_refined,

@@ -16,7 +16,7 @@ use super::session::{SignedIn, check_csrf};
 use super::{format_minutes, format_time};
 use crate::console::ConsoleState;
 use crate::domain::{CeilingError, CeilingMinutes, Scope};
-use crate::service::ServiceError;
+use crate::service::{ErrorCode, ServiceError, keys};
 use crate::store;
 
 /// A key as the list shows it.
@@ -101,8 +101,7 @@ struct RevokePage {
 }
 
 async fn views(state: &ConsoleState, account_id: &str) -> Result<Vec<KeyView>, PageError> {
-    let month = store::usage::month_of(chrono::Utc::now());
-    Ok(store::keys::list(&state.pool, account_id, month)
+    Ok(keys::list(&state.pool, account_id)
         .await?
         .into_iter()
         .rev() // newest first
@@ -172,14 +171,7 @@ pub async fn create(
     }
     let created = match ceiling_field(&form.ceiling_minutes) {
         Ok(ceiling) => {
-            crate::service::keys::create(
-                &state.pool,
-                &user.account_id,
-                &form.name,
-                &scopes,
-                ceiling,
-            )
-            .await
+            keys::create(&state.pool, &user.account_id, &form.name, &scopes, ceiling).await
         }
         Err(err) => Err(err),
     };
@@ -247,9 +239,9 @@ pub async fn revoke(
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
-    if !store::keys::revoke_owned(&state.pool, &user.account_id, &key_id).await? {
-        return Err(PageError::NotFound);
-    }
+    keys::revoke(&state.pool, &user.account_id, &key_id)
+        .await
+        .map_err(not_owned)?;
     Ok(see_other("/console/keys"))
 }
 
@@ -270,8 +262,16 @@ pub async fn set_ceiling(
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
     let ceiling = ceiling_field(&form.ceiling_minutes)?.map(CeilingMinutes::get);
-    if !store::keys::set_ceiling_owned(&state.pool, &user.account_id, &key_id, ceiling).await? {
-        return Err(PageError::NotFound);
-    }
+    keys::set_ceiling(&state.pool, &user.account_id, &key_id, ceiling)
+        .await
+        .map_err(not_owned)?;
     Ok(see_other("/console/keys"))
+}
+
+/// A key the account does not have is this door's 404 page.
+fn not_owned(err: ServiceError) -> PageError {
+    match err.code {
+        ErrorCode::NotFound => PageError::NotFound,
+        _ => err.into(),
+    }
 }

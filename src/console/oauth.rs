@@ -23,7 +23,7 @@ use crate::http::client_addr::ClientAddr;
 use crate::service::oauth::authorize::{
     self, AuthorizationRequest, RequestError, redirect_host, redirect_origin,
 };
-use crate::store;
+use crate::service::oauth::tokens;
 
 /// Where `GET /oauth/authorize` sends the browser.
 pub const CONSENT_PATH: &str = "/console/authorize";
@@ -215,7 +215,7 @@ pub async fn applications(
     State(state): State<ConsoleState>,
     user: SignedIn,
 ) -> Result<Response, PageError> {
-    let applications = store::oauth::list_authorizations(&state.pool, &user.account_id)
+    let applications = tokens::authorizations(&state.pool, &user.account_id)
         .await?
         .into_iter()
         .map(|a| ApplicationView {
@@ -257,8 +257,11 @@ pub async fn revoke(
     Form(form): Form<CsrfForm>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
-    if !store::oauth::revoke_owned(&state.pool, &user.account_id, &id).await? {
-        return Err(PageError::NotFound);
-    }
+    tokens::revoke_authorization(&state.pool, &user.account_id, &id)
+        .await
+        .map_err(|err| match err.code {
+            crate::service::ErrorCode::NotFound => PageError::NotFound,
+            _ => err.into(),
+        })?;
     Ok(see_other("/console/applications"))
 }

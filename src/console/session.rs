@@ -14,7 +14,7 @@ use tower_sessions::Session;
 
 use super::page::PageError;
 use crate::console::ConsoleState;
-use crate::store;
+use crate::service::accounts;
 
 const ACCOUNT_KEY: &str = "account_id";
 const CSRF_KEY: &str = "csrf_token";
@@ -94,8 +94,7 @@ impl FromRequestParts<ConsoleState> for SignedIn {
             .await
             .map_err(PageError::internal)?
             .ok_or(PageError::SignIn)?;
-        let month = store::usage::month_of(chrono::Utc::now());
-        let Some(account) = store::accounts::detail(&state.pool, &account_id, month).await? else {
+        let Some(account) = accounts::current(&state.pool, &account_id).await? else {
             // The account is gone: the session means nothing any more.
             let _ = session.flush().await;
             return Err(PageError::SignIn);

@@ -14,6 +14,7 @@ use super::page::{Chrome, PageError, ok};
 use super::session::SignedIn;
 use crate::console::ConsoleState;
 use crate::domain::Plan;
+use crate::service::usage;
 use crate::store;
 
 #[derive(Template)]
@@ -98,10 +99,14 @@ pub async fn usage(
     State(state): State<ConsoleState>,
     user: SignedIn,
 ) -> Result<Response, PageError> {
-    let now = chrono::Utc::now();
-    let month = store::usage::month_of(now);
     let plan: Plan = user.plan.parse().map_err(PageError::internal)?;
-    let detail = store::accounts::detail(&state.pool, &user.account_id, month)
+    let usage::Month {
+        month,
+        account: detail,
+        days,
+        transcriptions,
+        keys,
+    } = usage::month(&state, &user.account_id, chrono::Utc::now())
         .await?
         .ok_or(PageError::SignIn)?;
     let allowance_ms = plan.monthly_allowance_secs() * 1000;
@@ -110,18 +115,7 @@ pub async fn usage(
     } else {
         0
     };
-    let days = store::usage::daily(&state.pool, &user.account_id, month).await?;
-    let month_start = month
-        .and_hms_opt(0, 0, 0)
-        .expect("midnight exists")
-        .and_utc();
-    let transcriptions =
-        store::captures::count_since(&state.pool, &user.account_id, month_start).await?;
-    let keys = store::keys::list(&state.pool, &user.account_id, month)
-        .await?
-        .into_iter()
-        .map(KeyView::from_summary)
-        .collect();
+    let keys = keys.into_iter().map(KeyView::from_summary).collect();
     Ok(ok(&UsagePage {
         chrome: Chrome::signed_in(&user, "usage"),
         month: month.format("%B %Y").to_string(),

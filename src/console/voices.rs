@@ -14,7 +14,7 @@ use super::page::{Chrome, PageError, render, see_other};
 use super::session::{SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::domain::{EngineId, Seed, Temperature};
-use crate::service::cloning::{self, NewClone};
+use crate::service::cloning::{self, CloneRequest};
 use crate::service::voices::{self, NewPresetVoice};
 use crate::service::{ErrorCode, ServiceError};
 use crate::store;
@@ -58,9 +58,11 @@ async fn page(
     status: StatusCode,
     error: String,
 ) -> Result<Response, PageError> {
-    let rows = store::voices::list(&state.pool, &user.account_id).await?;
-    let prompts = store::voices::personalities(&state.pool, &user.account_id).await?;
-    let prints = store::prints::states(&state.pool, &user.account_id).await?;
+    let voices::Studio {
+        voices: rows,
+        personalities: prompts,
+        prints,
+    } = voices::studio(&state.pool, &user.account_id).await?;
     let voices = rows
         .into_iter()
         .rev()
@@ -299,10 +301,6 @@ async fn clone_from(
         .engine
         .parse()
         .map_err(|_| ServiceError::invalid("engine", "Choose one of the engines listed."))?;
-    let max = state.console.max_cloned_voices;
-    // Plan, feature and the account's cap, before the recording is decoded.
-    cloning::admit(&mut *state.pool.acquire().await?, &user.account_id, max).await?;
-    let registry = state.engines.clone();
     let CloneForm {
         name,
         language,
@@ -311,23 +309,16 @@ async fn clone_from(
         audio,
         ..
     } = form;
-    let (checked, audio) = tokio::task::spawn_blocking(move || {
-        let checked = cloning::check(
-            &registry,
-            &NewClone {
-                name: &name,
-                description: &description,
-                language: &language,
-                engine,
-                audio: &audio,
-                transcript: Some(&transcript),
-            },
-        );
-        (checked, audio)
-    })
-    .await
-    .map_err(ServiceError::internal)?;
-    cloning::store(&state.pool, &user.account_id, max, &checked?, &audio, None).await
+    let request = CloneRequest {
+        name,
+        description,
+        language,
+        engine,
+        audio,
+        transcript: Some(transcript),
+    };
+    let max = state.console.max_cloned_voices;
+    cloning::clone_voice(state, &user.account_id, max, request).await
 }
 
 #[derive(Deserialize)]

@@ -103,8 +103,8 @@ pub fn www_authenticate_insufficient_scope(
     HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
 }
 
-/// Whether the request carried any credential at all.
-fn credential_sent(headers: &HeaderMap) -> bool {
+/// Whether the request carried any credential at all (every door's challenge asks this).
+pub fn credential_sent(headers: &HeaderMap) -> bool {
     headers.contains_key("x-api-key") || headers.contains_key(header::AUTHORIZATION)
 }
 

@@ -1,5 +1,5 @@
-//! `Idempotency-Key` at the HTTP edge: reading the header, and turning stored answers into
-//! responses and back. The semantics live in `service::idempotency`.
+//! `Idempotency-Key` at the HTTP edge: reading the header, and answering (the first time and on
+//! a replay) with JSON. The semantics live in `service::idempotency`.
 
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
@@ -7,7 +7,6 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
 use crate::domain::IdempotencyKey;
-use crate::service::idempotency::{self as service, StoredResponse};
 
 pub const HEADER: &str = "idempotency-key";
 
@@ -25,33 +24,21 @@ pub fn key_from(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, ApiError>
     }
 }
 
-/// Fingerprint of a JSON request: route and canonical JSON body (key order and whitespace do not
-/// matter, values do).
-pub fn fingerprint(route: &str, body: &serde_json::Value) -> Vec<u8> {
-    service::fingerprint_json(route, body)
-}
-
-/// A JSON answer as it is sent and stored: replays send exactly these bytes.
-pub fn stored_json(
+/// A JSON answer of an idempotent operation: the first answer (`replayed = false`) or a replay
+/// (the same bytes, marked `Idempotent-Replayed: true`).
+pub fn json_answer(
     status: StatusCode,
     headers: &[(&str, String)],
     body: &impl serde::Serialize,
-) -> StoredResponse {
-    let mut all = vec![("content-type".to_owned(), "application/json".to_owned())];
-    all.extend(headers.iter().map(|(n, v)| ((*n).to_owned(), v.clone())));
-    StoredResponse {
-        status: status.as_u16(),
-        headers: all,
-        body: serde_json::to_vec(body).expect("answers serialise"),
-        generation_id: None,
-    }
-}
-
-/// The response for a stored answer: the first answer (`replayed = false`) or a replay.
-pub fn respond(stored: StoredResponse, replayed: bool) -> Response {
-    let mut response = Body::from(stored.body).into_response();
-    *response.status_mut() = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
-    for (name, value) in stored.headers {
+    replayed: bool,
+) -> Response {
+    let mut response =
+        Body::from(serde_json::to_vec(body).expect("answers serialise")).into_response();
+    *response.status_mut() = status;
+    let all = [("content-type", "application/json")]
+        .into_iter()
+        .chain(headers.iter().map(|(n, v)| (*n, v.as_str())));
+    for (name, value) in all {
         if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
             response.headers_mut().insert(name, value);
         }
@@ -80,6 +67,10 @@ mod tests {
         assert_eq!(err.param.as_deref(), Some("Idempotency-Key"));
         headers.insert(HEADER, HeaderValue::from_static(""));
         assert!(key_from(&headers).is_err());
+    }
+
+    fn fingerprint(route: &str, body: &serde_json::Value) -> Vec<u8> {
+        crate::service::idempotency::fingerprint_json(route, body)
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! request metrics and spans, and `serve` (the listener with its connection limits).
 
 pub mod auth;
+pub mod body;
 pub mod client_addr;
 pub mod connection;
 pub mod error;

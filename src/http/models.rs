@@ -4,7 +4,9 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::service::Core;
 use crate::store::captures::CaptureRow;
+use crate::store::generations::GenerationRow;
 use crate::store::voices::VoiceRow;
 
 /// A voice profile (item of `GET /v1/voices`).
@@ -125,6 +127,29 @@ pub struct Generation {
     pub created_at: DateTime<Utc>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl Generation {
+    /// The view of a generation every door shows, with a freshly signed link when there is
+    /// audio.
+    pub fn present(core: &Core, row: GenerationRow) -> Self {
+        let audio_url = (row.status == crate::domain::GenerationStatus::Completed && row.has_audio)
+            .then(|| crate::service::audio::signed_url(core, &row.id));
+        Self {
+            id: row.id,
+            status: row.status.as_str().to_owned(),
+            profile: row.voice_id,
+            has_audio: row.has_audio,
+            audio_url,
+            error: row.error,
+            seed: row.seed,
+            engine: row.engine.as_str().to_owned(),
+            format: row.format,
+            duration_ms: row.duration_ms,
+            created_at: row.created_at,
+            finished_at: row.finished_at,
+        }
+    }
 }
 
 /// RFC 9457 problem document (every error outside `POST /v1/audio/speech`).

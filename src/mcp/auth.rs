@@ -42,7 +42,9 @@ use serde_json::value::RawValue;
 use super::peek::{self, Head, Scan};
 use super::tools;
 use crate::domain::Scope;
-use crate::http::auth::{AuthResource, resolve_principal};
+use crate::http::auth::{
+    AuthResource, credential_sent, resolve_principal, www_authenticate_insufficient_scope,
+};
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::json;
 use crate::limits::RateClass;
@@ -270,7 +272,7 @@ async fn read_within(
 /// [`super::BODY_LIMIT`] bytes of it and within the request time limit, nothing kept (a client
 /// still sending would otherwise see its connection reset instead of the answer).
 fn discard(state: &McpState, body: Body) {
-    crate::api::transcriptions::discard(body, super::BODY_LIMIT, state.request_timeout);
+    crate::http::body::discard(body, super::BODY_LIMIT, state.request_timeout);
 }
 
 /// A `tools/call` of `transcribe` whose arguments' values are read as raw text (borrowed, no
@@ -334,16 +336,16 @@ fn unauthenticated(state: &McpState, headers: &HeaderMap, err: ApiError) -> Resp
     if err.code != ErrorCode::InvalidApiKey {
         return err.into_response();
     }
-    let presented =
-        headers.contains_key(header::AUTHORIZATION) || headers.contains_key("x-api-key");
-    let error = if presented {
+    // The same parameters as REST's challenge (`http::auth::www_authenticate`), in the order
+    // this door has always sent them: `error` first.
+    let error = if credential_sent(headers) {
         "error=\"invalid_token\", "
     } else {
         ""
     };
     let challenge = format!(
         "Bearer {error}resource_metadata=\"{}\", scope=\"{} {}\"",
-        super::resource_metadata_url(&state.public_base_url),
+        AuthResource::Mcp.metadata_url(&state.public_base_url),
         Scope::VoiceRead,
         Scope::VoiceGenerate,
     );
@@ -352,11 +354,13 @@ fn unauthenticated(state: &McpState, headers: &HeaderMap, err: ApiError) -> Resp
 
 /// 403 naming the scope the tool needs.
 fn insufficient_scope(state: &McpState, scope: Scope, err: ApiError) -> Response {
-    let challenge = format!(
-        "Bearer error=\"insufficient_scope\", scope=\"{scope}\", resource_metadata=\"{}\"",
-        super::resource_metadata_url(&state.public_base_url),
-    );
-    with_challenge(err.into_response(), &challenge)
+    let challenge =
+        www_authenticate_insufficient_scope(&state.public_base_url, AuthResource::Mcp, scope);
+    let mut response = err.into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, challenge);
+    response
 }
 
 fn with_challenge(mut response: Response, challenge: &str) -> Response {

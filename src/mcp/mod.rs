@@ -39,7 +39,7 @@ pub const PATH: &str = "/mcp";
 /// Largest request body: a `transcribe` call with as much base64 audio as
 /// `POST /v1/transcriptions` takes, and the JSON-RPC around it. Every other message is held to
 /// [`auth::SMALL_BODY_LIMIT`] by the gate; rmcp's own limit stays this.
-pub const BODY_LIMIT: usize = crate::api::transcriptions::BODY_LIMIT;
+pub const BODY_LIMIT: usize = crate::http::body::AUDIO_UPLOAD_LIMIT;
 
 /// What the agent interface holds: the core, and the links its error results name.
 #[derive(Clone)]
@@ -118,11 +118,6 @@ fn host_and_origin(public_base_url: &str) -> (String, String) {
         .port_u16()
         .unwrap_or(if scheme == "http" { 80 } else { 443 });
     (host.clone(), format!("{scheme}://{host}:{port}"))
-}
-
-/// The protected-resource metadata of `/mcp` (RFC 9728), named in every challenge.
-pub fn resource_metadata_url(public_base_url: &str) -> String {
-    format!("{public_base_url}/.well-known/oauth-protected-resource{PATH}")
 }
 
 #[cfg(test)]

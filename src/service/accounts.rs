@@ -259,6 +259,16 @@ pub async fn set_password(
     Ok(found)
 }
 
+/// The account `account_id` as of this month (its email, plan and the month's audio), or `None`
+/// when it no longer exists.
+pub async fn current(
+    pool: &PgPool,
+    account_id: &str,
+) -> Result<Option<store::accounts::AccountDetail>, ServiceError> {
+    let month = store::usage::month_of(chrono::Utc::now());
+    Ok(store::accounts::detail(pool, account_id, month).await?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -212,3 +212,57 @@ fn capitalized(text: &str) -> String {
         None => String::new(),
     }
 }
+
+/// A clone request whose fields are owned (its checks run on the blocking pool).
+pub struct CloneRequest {
+    pub name: String,
+    pub description: String,
+    pub language: String,
+    pub engine: EngineId,
+    pub audio: Vec<u8>,
+    pub transcript: Option<String>,
+}
+
+/// Clones a voice for `account_id` (the console's studio): the plan, the feature and the
+/// account's cap first, then the request and its recording checked off the async workers, then
+/// the voice stored; its print is computed by a worker (the voice shows "being computed").
+pub async fn clone_voice(
+    core: &crate::service::Core,
+    account_id: &str,
+    max_per_account: u32,
+    request: CloneRequest,
+) -> Result<VoiceRow, ServiceError> {
+    // Before the recording is decoded.
+    admit(
+        &mut *core.pool.acquire().await?,
+        account_id,
+        max_per_account,
+    )
+    .await?;
+    let registry = core.engines.clone();
+    let (checked, request) = tokio::task::spawn_blocking(move || {
+        let checked = check(
+            &registry,
+            &NewClone {
+                name: &request.name,
+                description: &request.description,
+                language: &request.language,
+                engine: request.engine,
+                audio: &request.audio,
+                transcript: request.transcript.as_deref(),
+            },
+        );
+        (checked, request)
+    })
+    .await
+    .map_err(ServiceError::internal)?;
+    store(
+        &core.pool,
+        account_id,
+        max_per_account,
+        &checked?,
+        &request.audio,
+        None,
+    )
+    .await
+}

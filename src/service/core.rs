@@ -60,25 +60,6 @@ pub struct Core {
 }
 
 impl Core {
-    /// Where asynchronous speech is admitted (`service::speech::create`, for every door).
-    pub fn speech_desk(&self) -> crate::service::speech::Desk<'_> {
-        crate::service::speech::Desk {
-            pool: &self.pool,
-            engines: &self.engines,
-            policy: self.admission,
-            abandoned_after: self.request_timeout,
-        }
-    }
-
-    /// Where transcriptions run (`service::transcription::run`, for every door).
-    pub fn transcription_desk(&self) -> crate::service::transcription::Desk<'_> {
-        crate::service::transcription::Desk {
-            pool: &self.pool,
-            asr: &self.asr,
-            abandoned_after: self.request_timeout,
-        }
-    }
-
     /// Resolves when the process is shutting down and a request that waits on a generation must
     /// answer now (never, while it runs).
     pub fn shutting_down(&self) -> impl Future<Output = ()> + Send + 'static {

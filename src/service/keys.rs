@@ -1,4 +1,5 @@
-//! API keys: creation, shared by the console and `voiced admin key create`.
+//! API keys: creation (shared by the console and `voiced admin key create`), the account's
+//! list, revocation and the monthly ceiling.
 
 use sqlx::PgPool;
 
@@ -68,4 +69,36 @@ pub async fn create(
         secret,
         scopes: names,
     })
+}
+
+/// The account's keys, oldest first, with what each used this month.
+pub async fn list(
+    pool: &PgPool,
+    account_id: &str,
+) -> Result<Vec<store::keys::KeySummary>, ServiceError> {
+    let month = store::usage::month_of(chrono::Utc::now());
+    Ok(store::keys::list(pool, account_id, month).await?)
+}
+
+/// Revokes the account's key `key_id` (from its next request); 404 `not_found` when the account
+/// has no such key.
+pub async fn revoke(pool: &PgPool, account_id: &str, key_id: &str) -> Result<(), ServiceError> {
+    if !store::keys::revoke_owned(pool, account_id, key_id).await? {
+        return Err(ServiceError::not_found());
+    }
+    Ok(())
+}
+
+/// Sets, changes or (`None`) removes the monthly ceiling of the account's key `key_id`; it
+/// takes effect on the key's next request. 404 `not_found` when the account has no such key.
+pub async fn set_ceiling(
+    pool: &PgPool,
+    account_id: &str,
+    key_id: &str,
+    ceiling_minutes: Option<i32>,
+) -> Result<(), ServiceError> {
+    if !store::keys::set_ceiling_owned(pool, account_id, key_id, ceiling_minutes).await? {
+        return Err(ServiceError::not_found());
+    }
+    Ok(())
 }

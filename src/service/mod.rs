@@ -4,6 +4,7 @@
 //! metering and idempotency live here, once.
 
 pub mod accounts;
+pub mod audio;
 pub mod cloning;
 pub mod core;
 pub mod error;
@@ -13,8 +14,10 @@ pub mod keys;
 pub mod oauth;
 pub mod principal;
 pub mod principal_cache;
+pub mod reads;
 pub mod speech;
 pub mod transcription;
+pub mod usage;
 pub mod voices;
 
 pub use core::Core;

@@ -15,11 +15,14 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 
+use super::core::Core;
 use super::error::{ErrorCode, ServiceError, SettingsPage};
-use super::idempotency::{self, Begun, Claim, Keyed, Render, StoredResponse, failpoint};
+use super::idempotency::{self, Claim, Keyed, Operation, Outcome, Ran, failpoint};
 use super::principal::Principal;
 use crate::audio::AudioFormat;
-use crate::domain::{CancelReason, EngineId, Seed, SpeechText, Temperature, VoiceKind, new_id};
+use crate::domain::{
+    CancelReason, EngineId, IdempotencyKey, Seed, SpeechText, Temperature, VoiceKind, new_id,
+};
 use crate::engines::registry::EngineRegistry;
 use crate::store;
 use crate::store::voices::VoiceRow;
@@ -64,16 +67,6 @@ pub struct Admitted {
     pub estimated_ms: i64,
 }
 
-/// Where asynchronous speech is admitted: the database, the engines, the admission settings, and
-/// after how long an unfinished idempotency record counts as abandoned.
-#[derive(Clone, Copy)]
-pub struct Desk<'a> {
-    pub pool: &'a PgPool,
-    pub engines: &'a EngineRegistry,
-    pub policy: AdmissionPolicy,
-    pub abandoned_after: Duration,
-}
-
 /// How a door names the voice of a request.
 #[derive(Debug, Clone, Copy)]
 pub enum VoiceChoice<'a> {
@@ -92,41 +85,32 @@ pub struct SpeechRequest<'a> {
     pub format: AudioFormat,
 }
 
-/// What [`create`] did.
-pub enum Created {
-    /// A new generation was admitted.
-    Admitted(Admitted),
-    /// The request's `Idempotency-Key` already answered for the same request: its stored answer.
-    Replayed(StoredResponse),
+/// A generation a speech request was answered with.
+#[derive(Debug, Clone)]
+pub struct Accepted {
+    pub generation_id: String,
+    /// The voice profile's name.
+    pub voice: String,
+    /// The request's `Idempotency-Key` had already answered for the same request: this is that
+    /// request's generation (nothing was admitted again).
+    pub replayed: bool,
 }
 
 /// An asynchronous speech request from any door (`POST /v1/speech`, the agent's `speak`): the
-/// idempotency key is claimed, the voice looked up, the generation admitted and the key's answer
-/// stored in the same transaction; a refusal releases the key. Both doors store `POST
-/// /v1/speech`'s answer and fingerprint its canonical body, so one key answers for one request
-/// whichever door sent it, and the generation is made (and metered) once.
+/// idempotency key is claimed, the voice looked up, the generation admitted and the key's
+/// outcome stored in the same transaction; a refusal releases the key. Both doors fingerprint
+/// `POST /v1/speech`'s canonical body, so one key answers for one request whichever door sent
+/// it, and the generation is made (and metered) once.
 pub async fn create(
-    desk: Desk<'_>,
+    core: &Core,
     principal: &Principal,
     request: SpeechRequest<'_>,
     fields: Fields,
-    keyed: Keyed<'_, Admitted>,
-) -> Result<Created, ServiceError> {
-    let claim = match idempotency::begin(
-        desk.pool,
-        &principal.account_id,
-        keyed.key,
-        keyed.fingerprint,
-        desk.abandoned_after,
-    )
-    .await?
-    {
-        Begun::Replay(stored) => return Ok(Created::Replayed(stored)),
-        Begun::Fresh(claim) => claim,
-    };
-    let result = async {
-        let voice = find_voice(desk.pool, principal, request.voice, fields.voice).await?;
-        let engine = voice.engine;
+    keyed: Keyed,
+) -> Result<Accepted, ServiceError> {
+    let ran = idempotency::run(core, principal, keyed, |claim| async move {
+        let voice = find_voice(&core.pool, principal, request.voice, fields.voice).await?;
+        let engine: EngineId = voice.engine;
         let order = SpeechOrder {
             text: request.text,
             voice,
@@ -135,23 +119,31 @@ pub async fn create(
             temperature: request.temperature,
             format: request.format,
         };
-        admit(
-            desk.pool,
-            desk.engines,
-            desk.policy,
-            principal,
-            order,
-            fields,
-            claim.as_ref().map(|c| (c, keyed.render)),
-        )
-        .await
+        admit(core, principal, order, fields, claim.as_ref()).await
+    })
+    .await?;
+    match ran {
+        Ran::Fresh(admitted) => Ok(Accepted {
+            generation_id: admitted.id,
+            voice: admitted.voice_name,
+            replayed: false,
+        }),
+        Ran::Replayed(Outcome::SpeechAccepted {
+            generation_id,
+            voice,
+        }) => Ok(Accepted {
+            generation_id,
+            voice,
+            replayed: true,
+        }),
+        Ran::Replayed(other) => Err(ServiceError::internal(format!(
+            "speech key holds another outcome: {other:?}"
+        ))),
     }
-    .await;
-    idempotency::settle(desk.pool, claim, result)
-        .await
-        .map(Created::Admitted)
 }
 
+/// The account's voice named by `choice`, or 400 `invalid_request` naming `field` (the one rule
+/// for every door's "voice by id or name").
 async fn find_voice(
     pool: &PgPool,
     principal: &Principal,
@@ -174,6 +166,138 @@ async fn find_voice(
                 )
             }),
     }
+}
+
+/// A synchronous speech request (`POST /v1/audio/speech`), as its door parsed it.
+pub struct SyncSpeechRequest<'a> {
+    pub text: SpeechText,
+    /// A profile's id or name.
+    pub voice: &'a str,
+    /// The engine the request chose (OpenAI's `model` naming an engine), if any, and the field
+    /// that chose it: it must be the voice's own engine. `None`: the voice's engine renders.
+    pub engine: Option<(EngineId, &'static str)>,
+    pub seed: Option<Seed>,
+    pub temperature: Option<Temperature>,
+    pub format: AudioFormat,
+}
+
+/// A synchronous speech request from any door: the idempotency key is claimed, the voice looked
+/// up by id or name, its engine matched against the one the request chose, and the generation
+/// admitted with the key's outcome. A replay answers with the first request's generation,
+/// unless that generation was cancelled (its client left, or the server stopped): that does not
+/// use the key up, and the retry is a new request. The door then delivers the audio.
+pub async fn create_sync(
+    core: &Core,
+    principal: &Principal,
+    request: SyncSpeechRequest<'_>,
+    fields: Fields,
+    key: Option<IdempotencyKey>,
+    fingerprint: Vec<u8>,
+) -> Result<Accepted, ServiceError> {
+    let keyed = || Keyed {
+        operation: Operation::SyncSpeech,
+        key: key.clone(),
+        fingerprint: fingerprint.clone(),
+    };
+    let mut request = Some(request);
+    // Twice at most: a replay of a cancelled generation forgets the record and runs again.
+    for _ in 0..2 {
+        let ran = idempotency::run(core, principal, keyed(), |claim| {
+            let request = request.take();
+            async move {
+                let request =
+                    request.ok_or_else(|| ServiceError::internal("sync speech ran twice"))?;
+                admit_sync(core, principal, request, fields, claim.as_ref()).await
+            }
+        })
+        .await?;
+        let generation_id = match ran {
+            Ran::Fresh(admitted) => {
+                return Ok(Accepted {
+                    generation_id: admitted.id,
+                    voice: admitted.voice_name,
+                    replayed: false,
+                });
+            }
+            Ran::Replayed(Outcome::SpeechSync { generation_id }) => generation_id,
+            Ran::Replayed(other) => {
+                return Err(ServiceError::internal(format!(
+                    "sync speech key holds another outcome: {other:?}"
+                )));
+            }
+        };
+        if !was_cancelled(core, principal, &generation_id).await? {
+            return Ok(Accepted {
+                generation_id,
+                voice: String::new(),
+                replayed: true,
+            });
+        }
+        if let Some(key) = &key {
+            idempotency::forget(&core.pool, &principal.account_id, key).await?;
+        }
+    }
+    Err(ServiceError::internal("idempotency record came back"))
+}
+
+async fn admit_sync(
+    core: &Core,
+    principal: &Principal,
+    request: SyncSpeechRequest<'_>,
+    fields: Fields,
+    claim: Option<&Claim>,
+) -> Result<Admitted, ServiceError> {
+    let voice = find_voice(
+        &core.pool,
+        principal,
+        VoiceChoice::IdOrName(request.voice),
+        fields.voice,
+    )
+    .await?;
+    let voice_engine: EngineId = voice.engine;
+    let (engine, fields) = match request.engine {
+        None => (voice_engine, fields),
+        Some((engine, field)) if engine == voice_engine => (
+            engine,
+            // An engine that is not installed is refused by admission, naming what chose it.
+            Fields {
+                engine: field,
+                ..fields
+            },
+        ),
+        Some((engine, field)) => {
+            return Err(ServiceError::invalid(
+                field,
+                format!(
+                    "Voice {:?} is a preset of the {voice_engine} engine; model {engine} cannot render it. Use model {voice_engine} or tts-1.",
+                    voice.name
+                ),
+            ));
+        }
+    };
+    let order = SpeechOrder {
+        text: request.text,
+        voice,
+        engine,
+        seed: request.seed,
+        temperature: request.temperature,
+        format: request.format,
+    };
+    admit(core, principal, order, fields, claim).await
+}
+
+/// Whether the account's generation `id` was cancelled (its synchronous caller left, ran past
+/// the time limit, or the server stopped).
+pub async fn was_cancelled(
+    core: &Core,
+    principal: &Principal,
+    id: &str,
+) -> Result<bool, ServiceError> {
+    Ok(
+        store::generations::find(&core.pool, &principal.account_id, id)
+            .await?
+            .is_some_and(|g| g.cancelled),
+    )
 }
 
 /// Checks what depends on the voice before anything is queued: whether its engine exists on
@@ -241,16 +365,15 @@ pub fn refuse_unavailable(
 }
 
 /// Admission and enqueue (see the module docs), in one transaction with the idempotency record
-/// when the caller holds a claim: `respond` renders the answer replays will get.
-pub async fn admit(
-    pool: &PgPool,
-    engines: &EngineRegistry,
-    policy: AdmissionPolicy,
+/// when the caller holds a claim.
+async fn admit(
+    core: &Core,
     principal: &Principal,
     order: SpeechOrder,
     fields: Fields,
-    idempotency: Option<(&Claim, Render<'_, Admitted>)>,
+    claim: Option<&Claim>,
 ) -> Result<Admitted, ServiceError> {
+    let (pool, engines, policy) = (&core.pool, &*core.engines, core.admission);
     let temperature = check_order(engines, &order, fields)?;
     refuse_unprepared(pool, &order.voice, fields.voice).await?;
     let pinned_seed = order
@@ -294,8 +417,17 @@ pub async fn admit(
         },
     )
     .await?;
-    if let Some((claim, respond)) = idempotency {
-        claim.complete_in(&mut tx, &respond(&admitted)).await?;
+    if let Some(claim) = claim {
+        let outcome = match claim.operation() {
+            Operation::SyncSpeech => Outcome::SpeechSync {
+                generation_id: admitted.id.clone(),
+            },
+            _ => Outcome::SpeechAccepted {
+                generation_id: admitted.id.clone(),
+                voice: admitted.voice_name.clone(),
+            },
+        };
+        claim.complete_in(&mut tx, &outcome).await?;
     }
     tx.commit().await?;
     failpoint("after_speech_commit");
@@ -405,6 +537,15 @@ fn refuse_over_limits(
         .with_settings(SettingsPage::Console));
     }
     Ok(())
+}
+
+/// The refusal of a request whose generation failed: it names only the id, never the engine's
+/// text (the reason stays in the generation's `error`, which `how_to_read` reads).
+pub fn generation_failed(id: &str, how_to_read: &str) -> ServiceError {
+    ServiceError::new(
+        ErrorCode::InternalError,
+        format!("The generation {id} failed; nothing was charged. {how_to_read} tells why."),
+    )
 }
 
 /// Cancels a generation whose synchronous caller is gone: it never runs, or stops within the

@@ -8,8 +8,9 @@ use std::time::Duration;
 use sqlx::PgPool;
 use tokio::sync::OwnedSemaphorePermit;
 
+use super::core::Core;
 use super::error::{ErrorCode, ServiceError};
-use super::idempotency::{self, Begun, Claim, Keyed, Render, StoredResponse, failpoint};
+use super::idempotency::{self, Claim, Keyed, Outcome, Ran, failpoint};
 use super::principal::Principal;
 use crate::audio::{self, Base64Error, DecodeError, DecodeLimits};
 use crate::domain::new_id;
@@ -84,7 +85,7 @@ pub fn decode_base64(audio_b64: &str, param: &str) -> Result<Vec<u8>, ServiceErr
 }
 
 /// What a transcription created.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Transcribed {
     pub capture_id: String,
     pub text: String,
@@ -103,19 +104,11 @@ pub struct Upload<'a> {
 }
 
 /// What [`run`] did.
-pub enum Outcome {
-    Transcribed(Transcribed),
-    /// The request's `Idempotency-Key` already answered for the same request: its stored answer.
-    Replayed(StoredResponse),
-}
-
-/// Where transcriptions run: the database, the recogniser, and after how long an unfinished
-/// idempotency record counts as abandoned.
-#[derive(Clone, Copy)]
-pub struct Desk<'a> {
-    pub pool: &'a PgPool,
-    pub asr: &'a AsrService,
-    pub abandoned_after: Duration,
+pub struct Done {
+    pub transcribed: Transcribed,
+    /// The request's `Idempotency-Key` had already answered for the same request: this is
+    /// that request's transcription (nothing was transcribed again).
+    pub replayed: bool,
 }
 
 /// An upload whose bytes are still to be obtained (decoded, or fetched).
@@ -130,42 +123,47 @@ pub struct Incoming<'a, F> {
 /// A transcription request from any door (`POST /v1/transcriptions`, the agent's `transcribe`):
 /// the idempotency key is claimed, then the audio obtained (`incoming.audio` runs only for a
 /// fresh request, so a replay never fetches or decodes again), recognised and stored with the
-/// key's answer; a failure releases the key.
+/// key's outcome; a failure releases the key.
 pub async fn run<F>(
-    desk: Desk<'_>,
+    core: &Core,
     principal: &Principal,
     place: Place,
     incoming: Incoming<'_, F>,
-    keyed: Keyed<'_, Transcribed>,
-) -> Result<Outcome, ServiceError>
+    keyed: Keyed,
+) -> Result<Done, ServiceError>
 where
     F: Future<Output = Result<Vec<u8>, ServiceError>>,
 {
-    let claim = match idempotency::begin(
-        desk.pool,
-        &principal.account_id,
-        keyed.key,
-        keyed.fingerprint,
-        desk.abandoned_after,
-    )
-    .await?
-    {
-        Begun::Replay(stored) => return Ok(Outcome::Replayed(stored)),
-        Begun::Fresh(claim) => claim,
-    };
-    let result = async {
+    let ran = idempotency::run(core, principal, keyed, |claim| async move {
         let upload = Upload {
             audio: incoming.audio.await?,
             source: incoming.source,
             param: incoming.param,
         };
-        let render = claim.as_ref().map(|c| (c, keyed.render));
-        transcribe(desk.pool, desk.asr, principal, place, upload, render).await
-    }
-    .await;
-    idempotency::settle(desk.pool, claim, result)
+        transcribe(
+            &core.pool,
+            &core.asr,
+            principal,
+            place,
+            upload,
+            claim.as_ref(),
+        )
         .await
-        .map(Outcome::Transcribed)
+    })
+    .await?;
+    match ran {
+        Ran::Fresh(transcribed) => Ok(Done {
+            transcribed,
+            replayed: false,
+        }),
+        Ran::Replayed(Outcome::Transcribed(transcribed)) => Ok(Done {
+            transcribed,
+            replayed: true,
+        }),
+        Ran::Replayed(other) => Err(ServiceError::internal(format!(
+            "transcription key holds another outcome: {other:?}"
+        ))),
+    }
 }
 
 /// Decodes the upload, recognises it and stores the capture, with the idempotency record in the
@@ -176,7 +174,7 @@ pub async fn transcribe(
     principal: &Principal,
     _place: Place,
     upload: Upload<'_>,
-    idempotency: Option<(&Claim, Render<'_, Transcribed>)>,
+    claim: Option<&Claim>,
 ) -> Result<Transcribed, ServiceError> {
     let Upload {
         audio,
@@ -213,8 +211,10 @@ pub async fn transcribe(
         },
     )
     .await?;
-    if let Some((claim, respond)) = idempotency {
-        claim.complete_in(&mut tx, &respond(&done)).await?;
+    if let Some(claim) = claim {
+        claim
+            .complete_in(&mut tx, &Outcome::Transcribed(done.clone()))
+            .await?;
     }
     tx.commit().await?;
     failpoint("after_capture_commit");

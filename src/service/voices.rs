@@ -3,8 +3,10 @@
 
 use sqlx::PgPool;
 
+use super::core::Core;
 use super::error::{ErrorCode, ServiceError};
-use super::idempotency::{Claim, Render};
+use super::idempotency::{self, Claim, Keyed, Outcome, Ran};
+use super::principal::Principal;
 use crate::domain::{EngineId, Seed, Temperature, new_id};
 use crate::engines::registry::EngineRegistry;
 use crate::store;
@@ -43,14 +45,14 @@ pub fn valid_language(language: &str) -> bool {
 
 /// Validates and adds a preset voice to the account; returns the stored profile. The engine
 /// must be installed here and offer the preset; a duplicate name is 409 `conflict` naming
-/// `name`. With a `claim`, the answer `render` makes of the profile is stored for replays in
-/// the transaction that adds the voice.
+/// `name`. With a `claim`, the profile is stored as the key's outcome in the transaction that
+/// adds the voice.
 pub async fn create_preset(
     pool: &PgPool,
     registry: &EngineRegistry,
     account_id: &str,
     voice: NewPresetVoice<'_>,
-    claim: Option<(&Claim, Render<'_, store::voices::VoiceRow>)>,
+    claim: Option<&Claim>,
 ) -> Result<store::voices::VoiceRow, ServiceError> {
     let name = check_name(voice.name)?;
     let description = check_description(voice.description)?;
@@ -107,11 +109,58 @@ pub async fn create_preset(
     let row = store::voices::find(&mut *tx, account_id, &id)
         .await?
         .ok_or_else(|| ServiceError::internal("the voice just added is not there"))?;
-    if let Some((claim, render)) = claim {
-        claim.complete_in(&mut tx, &render(&row)).await?;
+    if let Some(claim) = claim {
+        claim
+            .complete_in(&mut tx, &Outcome::VoiceCreated(Box::new(row.clone())))
+            .await?;
     }
     tx.commit().await?;
     Ok(row)
+}
+
+/// A preset voice added by a request that may carry an `Idempotency-Key` (`POST /v1/voices`):
+/// the profile, and whether it is a replay (the profile as the key's first request added it).
+pub async fn add_preset(
+    core: &Core,
+    principal: &Principal,
+    voice: NewPresetVoice<'_>,
+    keyed: Keyed,
+) -> Result<(store::voices::VoiceRow, bool), ServiceError> {
+    let ran = idempotency::run(core, principal, keyed, |claim| async move {
+        create_preset(
+            &core.pool,
+            &core.engines,
+            &principal.account_id,
+            voice,
+            claim.as_ref(),
+        )
+        .await
+    })
+    .await?;
+    match ran {
+        Ran::Fresh(row) => Ok((row, false)),
+        Ran::Replayed(Outcome::VoiceCreated(row)) => Ok((*row, true)),
+        Ran::Replayed(other) => Err(ServiceError::internal(format!(
+            "voice key holds another outcome: {other:?}"
+        ))),
+    }
+}
+
+/// The account's voices as the studio shows them: each profile, its personality prompt and,
+/// for a cloned voice, the state of its print.
+pub struct Studio {
+    pub voices: Vec<store::voices::VoiceRow>,
+    pub personalities: Vec<store::voices::Personality>,
+    /// `(voice id, state)` of each cloned voice's print.
+    pub prints: Vec<(String, store::prints::PrintState)>,
+}
+
+pub async fn studio(pool: &PgPool, account_id: &str) -> Result<Studio, ServiceError> {
+    Ok(Studio {
+        voices: store::voices::list(pool, account_id).await?,
+        personalities: store::voices::personalities(pool, account_id).await?,
+        prints: store::prints::states(pool, account_id).await?,
+    })
 }
 
 pub(super) fn check_name(name: &str) -> Result<&str, ServiceError> {

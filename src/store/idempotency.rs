@@ -8,8 +8,10 @@ use sqlx::PgPool;
 /// How long a completed record answers replays. Older records are purged and the key is new again.
 pub const RETENTION: Duration = Duration::from_secs(48 * 3600);
 
+/// A record written before idempotency stored outcomes (migration 0014): the HTTP answer REST
+/// sent. Still read (never written) until the last of them expires.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredResponse {
+pub struct LegacyResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
@@ -18,11 +20,23 @@ pub struct StoredResponse {
     pub generation_id: Option<String>,
 }
 
+/// What a completed record holds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stored {
+    /// The operation's name and its outcome (`service::idempotency::Outcome` as JSON).
+    Outcome {
+        operation: String,
+        outcome: serde_json::Value,
+    },
+    /// A record in the shape before migration 0014.
+    Legacy(LegacyResponse),
+}
+
 pub enum Begin {
     /// This request owns the key: run it, then `complete` or `abandon`.
     Proceed,
-    /// The key's request finished before: answer with its response.
-    Replay(StoredResponse),
+    /// The key's request finished before: answer with what it stored.
+    Replay(Stored),
     /// The key's first request is still running.
     InUse,
     /// The key was used with a different request.
@@ -54,8 +68,8 @@ pub async fn begin(
             return Ok(Begin::Proceed);
         }
         let Some(row) = sqlx::query!(
-            r#"SELECT request_sha256, state, response_status, response_headers, response_body,
-                      generation_id,
+            r#"SELECT request_sha256, state, operation, outcome, response_status,
+                      response_headers, response_body, generation_id,
                       created_at < now() - make_interval(secs => $3) AS "expired!",
                       created_at < now() - make_interval(secs => $4) AS "abandoned!"
                FROM idempotency_records WHERE account_id = $1 AND key = $2"#,
@@ -87,27 +101,52 @@ pub async fn begin(
         if row.state == "in_progress" {
             return Ok(Begin::InUse);
         }
+        if let (Some(operation), Some(outcome)) = (row.operation, row.outcome) {
+            return Ok(Begin::Replay(Stored::Outcome { operation, outcome }));
+        }
         let headers: Vec<(String, String)> = row
             .response_headers
             .and_then(|h| serde_json::from_value(h).ok())
             .unwrap_or_default();
-        return Ok(Begin::Replay(StoredResponse {
+        return Ok(Begin::Replay(Stored::Legacy(LegacyResponse {
             status: row.response_status.unwrap_or(200) as u16,
             headers,
             body: row.response_body.unwrap_or_default(),
             generation_id: row.generation_id,
-        }));
+        })));
     }
     Ok(Begin::InUse)
 }
 
-/// Stores the response that replays will get. Call it in the transaction that commits the work
-/// (the generation or the capture), so that the record and the work commit together.
+/// Stores what the operation produced, for replays. Call it in the transaction that commits the
+/// work (the generation or the capture), so that the record and the work commit together.
 pub async fn complete<'c>(
     conn: impl sqlx::PgExecutor<'c>,
     account_id: &str,
     key: &str,
-    response: &StoredResponse,
+    operation: &str,
+    outcome: &serde_json::Value,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE idempotency_records SET state = 'completed', operation = $3, outcome = $4
+         WHERE account_id = $1 AND key = $2",
+        account_id,
+        key,
+        operation,
+        outcome
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Completes a record in the shape written before migration 0014 (an HTTP answer), so that
+/// tests can prove such records still replay.
+pub async fn complete_legacy<'c>(
+    conn: impl sqlx::PgExecutor<'c>,
+    account_id: &str,
+    key: &str,
+    response: &LegacyResponse,
 ) -> sqlx::Result<()> {
     let headers = serde_json::to_value(&response.headers).unwrap_or_default();
     sqlx::query!(

@@ -4,7 +4,9 @@ use sqlx::PgPool;
 use super::keys::Checked;
 use crate::domain::{EngineId, VoiceKind};
 
-#[derive(Debug, Clone)]
+/// Serialisable: an idempotency record holds the profile as it was added (its replay answers
+/// with that, whatever happened to the profile since).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct VoiceRow {
     pub id: String,
     pub name: String,

@@ -13,6 +13,7 @@ mod console;
 mod db;
 mod door_parity;
 mod embedded;
+mod idempotency;
 mod mcp;
 mod oauth;
 mod openai_speech;

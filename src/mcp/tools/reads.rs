@@ -9,10 +9,9 @@ use crate::domain::{GenerationId, Page, PageBound};
 use crate::http::error::ServiceError;
 use crate::http::json::JsonObject;
 use crate::http::models::{CaptureList, Generation, VoiceList};
-use crate::api::generations::present;
+
 use crate::mcp::McpState;
-use crate::service::Principal;
-use crate::store;
+use crate::service::{Principal, reads};
 
 pub async fn list_voices(
     state: &McpState,
@@ -20,7 +19,7 @@ pub async fn list_voices(
     args: &JsonObject,
 ) -> Result<CallToolResult, ServiceError> {
     args.only(&[])?;
-    let rows = store::voices::list(&state.pool, &principal.account_id).await?;
+    let rows = reads::voices(state, principal, None).await?;
     let list = VoiceList {
         total: rows.len() as i64,
         data: rows.into_iter().map(Into::into).collect(),
@@ -36,11 +35,10 @@ pub async fn list_captures(
     args.only(&["limit", "offset"])?;
     let limit = page_bound(args, Page::LIMIT)?;
     let offset = page_bound(args, Page::OFFSET)?;
-    let (rows, total) =
-        store::captures::page(&state.pool, &principal.account_id, limit, offset).await?;
+    let page = reads::captures(state, principal, None, limit, offset).await?;
     let list = CaptureList {
-        data: rows.into_iter().map(Into::into).collect(),
-        total,
+        data: page.rows.into_iter().map(Into::into).collect(),
+        total: page.total,
         limit,
         offset,
     };
@@ -57,11 +55,8 @@ pub async fn get_generation(
     let id = GenerationId::parse(id, "generation_id")
         .map_err(|message| ServiceError::invalid("generation_id", message))?;
     let id = id.as_str();
-    // Another account's generation is "not found", exactly like a missing one.
-    let row = store::generations::find(&state.pool, &principal.account_id, id)
-        .await?
-        .ok_or_else(ServiceError::not_found)?;
-    let generation = present(state, row);
+    let row = reads::generation(state, principal, None, id).await?;
+    let generation = Generation::present(state, row);
     let structured = json!(generation);
     let mut content = vec![ContentBlock::text(structured.to_string())];
     content.extend(audio_link(&generation));

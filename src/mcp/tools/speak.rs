@@ -2,8 +2,9 @@
 //!
 //! The generation is created by `service::speech::create`, as on REST: the same admission
 //! (allowance, key ceiling, pending cap), the same metering, and the same idempotency records
-//! (the arguments are fingerprinted in `POST /v1/speech`'s form and the stored answer is its
-//! 202), so one `idempotency_key` makes one generation whichever door it is sent through. The
+//! (the arguments are fingerprinted in `POST /v1/speech`'s form and the key stores the
+//! accepted generation), so one `idempotency_key` makes one generation whichever door it is
+//! sent through. The
 //! tool then waits up to `wait_seconds` on the durable queue's completion notifications,
 //! sending progress notifications when the caller asked for them. A generation not done by then
 //! goes on; the result names its id for `get_generation`.
@@ -21,20 +22,16 @@ use tokio::time::Instant;
 use super::reads::audio_link;
 use super::schemas::{DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS};
 use super::{bounded, flag, idempotency_key, success};
+use crate::api::speech::{parse_format, parse_seed, parse_temperature, parse_text};
 use crate::domain::GenerationStatus;
 use crate::http::error::{ErrorCode, ServiceError};
 use crate::http::json::{Field, JsonObject};
 use crate::http::models::Generation;
-use crate::api::generations::present;
-use crate::api::speech::{
-    OPERATION, accepted_answer, accepted_generation, parse_format, parse_seed, parse_temperature,
-    parse_text,
-};
 use crate::mcp::McpState;
-use crate::service::Principal;
-use crate::service::idempotency::{Keyed, fingerprint_json};
-use crate::service::speech::{self as service, Created, Fields, SpeechRequest, VoiceChoice};
-use crate::store;
+use crate::service::audio::StoredAudio;
+use crate::service::idempotency::{Keyed, Operation};
+use crate::service::speech::{self as service, Fields, SpeechRequest, VoiceChoice};
+use crate::service::{Principal, reads};
 
 /// Largest audio returned inline (base64 in the result) when `inline_audio` is asked for.
 pub const MAX_INLINE_BYTES: u64 = 1024 * 1024;
@@ -95,10 +92,9 @@ pub async fn speak(
         .unsigned_abs();
     let inline = flag(arguments.inline_audio, "inline_audio")?.unwrap_or(false);
     let key = idempotency_key(arguments.idempotency_key)?;
-    let fingerprint = match key {
-        Some(_) => fingerprint_json(OPERATION, &rest_form(&args)),
-        None => Vec::new(),
-    };
+    // Fingerprinted in `POST /v1/speech`'s form: one key answers for one request whichever door
+    // sent it.
+    let keyed = Keyed::json(Operation::Speech, key, &rest_form(&args));
     let request = SpeechRequest {
         text,
         voice: VoiceChoice::IdOrName(&voice),
@@ -106,44 +102,24 @@ pub async fn speak(
         temperature,
         format,
     };
-    let keyed = Keyed {
-        key,
-        fingerprint,
-        render: &accepted_answer,
-    };
-    let created = service::create(
-        state.speech_desk(),
-        principal,
-        request,
-        FIELDS_OF_SPEAK,
-        keyed,
-    )
-    .await?;
-    let (id, replayed) = match created {
-        Created::Admitted(admitted) => (admitted.id, false),
-        Created::Replayed(stored) => (
-            accepted_generation(&stored)
-                .ok_or_else(|| ServiceError::internal("stored speech answer without an id"))?,
-            true,
-        ),
-    };
+    let accepted = service::create(state, principal, request, FIELDS_OF_SPEAK, keyed).await?;
+    let (id, replayed) = (accepted.generation_id, accepted.replayed);
     // Never past the server's own request time limit.
     let wait = Duration::from_secs(wait).min(service::sync_wait_limit(state.request_timeout));
     wait_for(state, &id, wait, context).await?;
-    let row = store::generations::find(&state.pool, &principal.account_id, &id)
-        .await?
-        .ok_or_else(|| ServiceError::internal("admitted generation not found"))?;
+    let row = reads::generation(state, principal, None, &id)
+        .await
+        .map_err(|err| match err.code {
+            ErrorCode::NotFound => ServiceError::internal("admitted generation not found"),
+            _ => err,
+        })?;
     let status = row.status;
-    let generation = present(state, row);
+    let generation = Generation::present(state, row);
     match status {
         GenerationStatus::Completed => completed(state, &generation, replayed, inline).await,
-        // The reason is in the generation's `error` (get_generation); the answer names only
-        // the id, never the engine's text (as POST /v1/audio/speech does).
-        GenerationStatus::Failed => Err(ServiceError::new(
-            ErrorCode::InternalError,
-            format!(
-                "The generation {id} failed; nothing was charged. get_generation with this id tells why."
-            ),
+        GenerationStatus::Failed => Err(service::generation_failed(
+            &id,
+            "get_generation with this id",
         )),
         GenerationStatus::Generating => Ok(pending(&generation, wait, replayed)),
     }
@@ -279,16 +255,7 @@ async fn completed(
 
 /// The audio itself, base64, when it is small enough; a note otherwise.
 async fn inline_audio(state: &McpState, id: &str) -> Result<ContentBlock, ServiceError> {
-    let key = store::generations::for_download(&state.pool, id)
-        .await?
-        .and_then(|d| d.audio_key)
-        .ok_or_else(|| ServiceError::internal("completed generation without audio"))?;
-    let head = state
-        .blobs
-        .head(&key)
-        .await
-        .map_err(ServiceError::internal)?
-        .ok_or_else(|| ServiceError::internal("audio blob missing"))?;
+    let StoredAudio { key, head } = crate::service::audio::completed(state, id).await?;
     if head.len > MAX_INLINE_BYTES {
         return Ok(ContentBlock::text(format!(
             "The audio is {} bytes, over the 1 MiB inline limit: download it from the audio_url.",

@@ -4,29 +4,24 @@
 //! `mcp::auth::admit`, before the message was read), then the
 //! idempotency key, the audio (decoded from `audio_base64` under the same limits, or fetched
 //! from `audio_url`), recognition and the capture. Base64 audio is fingerprinted exactly as REST
-//! fingerprints its `audio` field, and the stored answer is REST's, so a key answers for the
-//! same clip through either door.
+//! fingerprints its `audio` field, and the key stores the transcription, so a key answers for
+//! the same clip through either door.
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Value, json};
 
 use super::{idempotency_key, success};
-use crate::api::transcriptions::{OPERATION, TranscriptionResult, answer};
 use crate::audio::MAX_AUDIO_BYTES;
 use crate::http::error::ServiceError;
 use crate::http::json::JsonObject;
 use crate::mcp::McpState;
 use crate::mcp::url_audio::fetch_audio_url;
 use crate::service::Principal;
-use crate::service::idempotency::{Keyed, fingerprint};
-use crate::service::transcription::{self as service, Incoming, Outcome, Place};
+use crate::service::idempotency::{Keyed, Operation, fingerprint};
+use crate::service::transcription::{self as service, Incoming, Place};
 
 /// The capture `source` of everything this door transcribes.
 pub const SOURCE: &str = "agent";
-
-/// The idempotency operation of transcription from a URL (a URL and a clip are different
-/// requests even when the clip is the same).
-const URL_OPERATION: &str = "transcribe audio_url";
 
 /// Where the audio comes from.
 enum Audio {
@@ -50,11 +45,11 @@ pub async fn transcribe(
         None => service::take_place(&state.asr, principal)?,
     };
     let wants_fingerprint = key.is_some();
-    let (incoming_audio, fingerprint, param) = match audio {
+    let (incoming_audio, operation, fingerprint, param) = match audio {
         Audio::Base64(text) => {
             let (bytes, fingerprint) = tokio::task::spawn_blocking(move || {
                 let fingerprint = if wants_fingerprint {
-                    fingerprint(OPERATION, &[text.as_bytes()])
+                    fingerprint(Operation::Transcription.name(), &[text.as_bytes()])
                 } else {
                     Vec::new()
                 };
@@ -62,67 +57,55 @@ pub async fn transcribe(
             })
             .await
             .map_err(ServiceError::internal)??;
-            (Fetch::Ready(bytes), fingerprint, "audio_base64")
+            (
+                Fetch::Ready(bytes),
+                Operation::Transcription,
+                fingerprint,
+                "audio_base64",
+            )
         }
         Audio::Url(url) => {
             let fingerprint = if wants_fingerprint {
-                fingerprint(URL_OPERATION, &[url.as_bytes()])
+                fingerprint(Operation::TranscriptionFromUrl.name(), &[url.as_bytes()])
             } else {
                 Vec::new()
             };
             let allow_loopback = state.allow_loopback_fetch;
-            (Fetch::Url(url, allow_loopback), fingerprint, "audio_url")
+            (
+                Fetch::Url(url, allow_loopback),
+                Operation::TranscriptionFromUrl,
+                fingerprint,
+                "audio_url",
+            )
         }
     };
     let keyed = Keyed {
+        operation,
         key,
         fingerprint,
-        render: &answer,
     };
     let incoming = Incoming {
         audio: incoming_audio.bytes(),
         source: SOURCE,
         param,
     };
-    let outcome = service::run(
-        state.transcription_desk(),
-        principal,
-        place,
-        incoming,
-        keyed,
-    )
-    .await?;
-    let (result, replayed) = match outcome {
-        Outcome::Transcribed(done) => (
-            TranscriptionResult {
-                id: done.capture_id,
-                text: done.text,
-                language: done.language,
-                duration_ms: done.duration_ms,
-            },
-            false,
-        ),
-        Outcome::Replayed(stored) => (
-            serde_json::from_slice(&stored.body)
-                .map_err(|e| ServiceError::internal(format!("stored transcription answer: {e}")))?,
-            true,
-        ),
-    };
+    let done = service::run(state, principal, place, incoming, keyed).await?;
+    let result = &done.transcribed;
     let summary = format!(
         "Transcribed {:.1} s of audio (language {}) into capture {}:\n{}",
         result.duration_ms as f64 / 1000.0,
         result.language,
-        result.id,
+        result.capture_id,
         result.text
     );
     Ok(success(
         vec![ContentBlock::text(summary)],
         json!({
-            "capture_id": result.id,
+            "capture_id": result.capture_id,
             "text": result.text,
             "language": result.language,
             "duration_ms": result.duration_ms,
-            "replayed": replayed,
+            "replayed": done.replayed,
         }),
     ))
 }

@@ -376,3 +376,25 @@ pub async fn authenticate(
         },
     }))
 }
+
+/// The applications `account_id` authorized that still hold a live token (the console's
+/// applications page).
+pub async fn authorizations(
+    pool: &sqlx::PgPool,
+    account_id: &str,
+) -> Result<Vec<crate::store::oauth::AuthorizationSummary>, ServiceError> {
+    Ok(crate::store::oauth::list_authorizations(pool, account_id).await?)
+}
+
+/// Revokes the account's authorization `id`: every token of it is refused from its next
+/// request on. 404 `not_found` when the account has no such authorization.
+pub async fn revoke_authorization(
+    pool: &sqlx::PgPool,
+    account_id: &str,
+    id: &str,
+) -> Result<(), ServiceError> {
+    if !crate::store::oauth::revoke_owned(pool, account_id, id).await? {
+        return Err(ServiceError::not_found());
+    }
+    Ok(())
+}

@@ -1,0 +1,102 @@
+//! Reads of the account's voices, captures and generations, for every door (`GET /v1/voices`,
+//! `/v1/captures`, `/v1/generations/{id}`, the agent's `list_voices`, `list_captures`,
+//! `get_generation`, `speak`'s result).
+//!
+//! A REST read holds a [`CredentialCheck`]: one statement confirms the key and reads, on the
+//! read pool (docs/architecture.md). A door whose principal is already confirmed for this
+//! request (the agent interface, the console's session) reads without one.
+
+use super::core::Core;
+use super::error::ServiceError;
+use super::principal::Principal;
+use super::principal_cache::CredentialCheck;
+use crate::store;
+use crate::store::captures::CaptureRow;
+use crate::store::generations::GenerationRow;
+use crate::store::voices::VoiceRow;
+
+/// One page of the account's captures, newest first, and how many there are.
+pub struct CapturePage {
+    pub rows: Vec<CaptureRow>,
+    pub total: i64,
+}
+
+/// The account's voice profiles.
+pub async fn voices(
+    core: &Core,
+    principal: &Principal,
+    check: Option<&CredentialCheck>,
+) -> Result<Vec<VoiceRow>, ServiceError> {
+    let Some(check) = check else {
+        return Ok(store::voices::list(&core.pool, &principal.account_id).await?);
+    };
+    let mut connection = core.reads.acquire().await?;
+    let listed =
+        store::voices::list_checked(connection.get(), check.credential(), &principal.account_id)
+            .await?;
+    connection.finish();
+    check.confirm(listed)
+}
+
+/// One page of the account's captures (`limit` and `offset` already within their bounds).
+pub async fn captures(
+    core: &Core,
+    principal: &Principal,
+    check: Option<&CredentialCheck>,
+    limit: i64,
+    offset: i64,
+) -> Result<CapturePage, ServiceError> {
+    let (rows, total) = match check {
+        None => store::captures::page(&core.pool, &principal.account_id, limit, offset).await?,
+        Some(check) => {
+            let mut connection = core.reads.acquire().await?;
+            let page = store::captures::page_checked(
+                connection.get(),
+                check.credential(),
+                &principal.account_id,
+                limit,
+                offset,
+            )
+            .await?;
+            connection.finish();
+            check.confirm(page)?
+        }
+    };
+    Ok(CapturePage { rows, total })
+}
+
+/// The account's generation `id`; another account's is 404 `not_found`, exactly like a missing
+/// one.
+pub async fn generation(
+    core: &Core,
+    principal: &Principal,
+    check: Option<&CredentialCheck>,
+    id: &str,
+) -> Result<GenerationRow, ServiceError> {
+    let found = match check {
+        None => store::generations::find(&core.pool, &principal.account_id, id).await?,
+        Some(check) => {
+            let mut connection = core.reads.acquire().await?;
+            let found = store::generations::find_checked(
+                connection.get(),
+                check.credential(),
+                &principal.account_id,
+                id,
+            )
+            .await?;
+            connection.finish();
+            check.confirm(found)?
+        }
+    };
+    found.ok_or_else(ServiceError::not_found)
+}
+
+/// Confirms the request's credential when the read needs nothing else from the database
+/// (`GET /v1/voices/presets`: one round trip).
+pub async fn confirm_credential(core: &Core, check: &CredentialCheck) -> Result<(), ServiceError> {
+    let mut connection = core.reads.acquire().await?;
+    let fingerprint = store::keys::fingerprint(connection.get(), check.credential()).await?;
+    connection.finish();
+    check.confirm(fingerprint)?;
+    Ok(())
+}
