@@ -240,4 +240,5 @@ pub mod reference;
 pub mod registry;
 pub mod sampling;
 pub mod spectrogram;
+pub mod text;
 pub mod whisper;

@@ -231,7 +231,7 @@ pub fn normalized_chars_ms(language: &str, text: &str) -> i64 {
         .is_some_and(|p| p.eq_ignore_ascii_case("en"));
     let normalized;
     let text = if english {
-        normalized = kokoro::normalize::english(text.trim());
+        normalized = super::text::normalize::english(text.trim());
         normalized.as_str()
     } else {
         text.trim()

@@ -22,9 +22,9 @@ use crate::engines::chatterbox_shared::{
     self as shared, Array, KvInput, PieceTrace, Presets, SAMPLE_RATE, START_SPEECH, STOP_SPEECH,
     Trace, VoicePrint, files,
 };
-use crate::engines::kokoro::split;
 use crate::engines::onnx::{self, inference};
 use crate::engines::sampling::{self, GuidedSampling};
+use crate::engines::text::split;
 use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
 use text::Cangjie;
 

@@ -20,9 +20,9 @@ pub use crate::engines::chatterbox_shared::{
     Array, NOISE_FRAMES, PieceTrace, SAMPLE_RATE, START_SPEECH, STOP_SPEECH, Trace, VoicePrint,
     files,
 };
-use crate::engines::kokoro::split;
 use crate::engines::onnx::{self, inference};
 use crate::engines::sampling::{self, Sampling};
+use crate::engines::text::split;
 use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
 
 /// The engine id, and the directory under the models dir.

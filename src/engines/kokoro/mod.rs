@@ -1,29 +1,26 @@
 //! Kokoro-82M (int8 ONNX) on ONNX Runtime: 24 kHz speech from espeak-ng phonemes.
 //!
-//! Data path: text ([`normalize`]d in English) → [`split`] into pieces under 510 tokens → [`phonemize`] (espeak-ng) →
+//! Data path: text ([`normalize`]d in English) → [`split`] into pieces under 510 tokens →
+//! [`phonemize`] (espeak-ng) →
 //! [`session`] (one ONNX Runtime session) with the voice's style row and [`noise`] drawn from
 //! the request's seed (one stream per piece) → pieces joined with short pauses. Pieces are the
 //! engine's [`Segment`]s: the worker may render them on several sessions at once.
 
 pub mod estimate;
 mod noise;
-pub mod normalize;
-pub(crate) mod phonemize;
 pub mod readable;
 pub mod session;
-pub(crate) mod split;
 mod voices;
 
 use std::path::{Path, PathBuf};
 
 use self::noise::SourceNoise;
-use self::phonemize::Vocab;
 use self::session::KokoroSession;
-use self::voices::{Style, VoiceIndex};
-use crate::engines::{Engine, EngineError, Pcm, Preset, Segment, SynthesisInput};
-
-pub use self::split::{Boundary, Piece};
 pub use self::voices::{RAW_VOICE_BYTES, is_voice_name};
+use self::voices::{Style, VoiceIndex};
+use crate::engines::text::phonemize::{self, Vocab};
+use crate::engines::text::{Piece, normalize, split};
+use crate::engines::{Engine, EngineError, Pcm, Preset, Segment, SynthesisInput};
 
 pub const SAMPLE_RATE: u32 = 24_000;
 /// Pieces must stay below this many phoneme tokens (the voices have 510 style rows).

@@ -21,10 +21,10 @@ use rand_distr::StandardNormal;
 
 pub use print::LuxPrint;
 
-use crate::engines::kokoro::{normalize, phonemize, split};
 use crate::engines::onnx::{self, inference};
 use crate::engines::qwen::expect_io;
 use crate::engines::spectrogram::{self, Mel};
+use crate::engines::text::{normalize, phonemize, split};
 use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
 
 /// The rate of reference audio (and of the features the model was trained on).

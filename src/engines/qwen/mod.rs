@@ -35,8 +35,8 @@ use self::graphs::{Graphs, LoopSettings};
 use self::prompt::{Example, Prompt, Speaker, Tables};
 use self::sampling::Warp;
 use self::tokenizer::TextTokenizer;
-use crate::engines::kokoro::split;
 use crate::engines::onnx;
+use crate::engines::text::split;
 use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
 
 pub const SAMPLE_RATE: u32 = 24_000;
