@@ -230,9 +230,9 @@ pub trait Engine: Send {
 pub mod chatterbox;
 pub mod chatterbox_shared;
 pub mod chatterbox_turbo;
+pub mod files;
 pub mod kokoro;
 pub mod luxtts;
-pub mod manifest;
 pub mod npy;
 pub mod onnx;
 pub mod qwen;

@@ -15,6 +15,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
+use crate::engines::files::{Clips, preset_names};
 use crate::engines::onnx::inference;
 use crate::engines::{EngineError, Preset};
 
@@ -92,7 +93,7 @@ impl Presets {
         encoder: &mut Session,
     ) -> Result<&Voice, EngineError> {
         if !self.0.contains_key(preset) {
-            if !files::preset_names(dir).iter().any(|n| n == preset) {
+            if !preset_names(dir, Clips::Any).iter().any(|n| n == preset) {
                 return Err(EngineError::UnknownPreset(preset.to_owned()));
             }
             let path = dir.join(files::VOICES).join(format!("{preset}.wav"));
@@ -109,7 +110,7 @@ impl Presets {
 
 /// Lists the preset voices (reference clips) of `dir` without loading a model.
 pub fn presets(dir: &Path, language: &str, note: &str) -> Vec<Preset> {
-    files::preset_names(dir)
+    preset_names(dir, Clips::Any)
         .into_iter()
         .map(|name| Preset {
             description: format!("reference voice voices/{name}.wav{note}"),

@@ -21,6 +21,7 @@ use rand_distr::StandardNormal;
 
 pub use print::LuxPrint;
 
+use crate::engines::files::{Clips, preset_names};
 use crate::engines::onnx::{self, inference};
 use crate::engines::qwen::expect_io;
 use crate::engines::spectrogram::{self, Mel};
@@ -80,7 +81,7 @@ pub struct Trace {
 
 /// Lists the preset voices (clips with transcripts) without loading a model.
 pub fn presets(dir: &Path) -> Vec<Preset> {
-    files::preset_names(dir)
+    preset_names(dir, Clips::WithTranscript)
         .into_iter()
         .map(|name| Preset {
             description: format!("reference voice voices/{name}.wav"),
@@ -246,7 +247,10 @@ impl LuxEngine {
         if let Some(print) = self.voices.get(preset) {
             return Ok(print.clone());
         }
-        if !files::preset_names(&self.dir).iter().any(|n| n == preset) {
+        if !preset_names(&self.dir, Clips::WithTranscript)
+            .iter()
+            .any(|n| n == preset)
+        {
             return Err(EngineError::UnknownPreset(preset.to_owned()));
         }
         let clip = self.dir.join(files::VOICES).join(format!("{preset}.wav"));

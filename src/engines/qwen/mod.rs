@@ -35,6 +35,7 @@ use self::graphs::{Graphs, LoopSettings};
 use self::prompt::{Example, Prompt, Speaker, Tables};
 use self::sampling::Warp;
 use self::tokenizer::TextTokenizer;
+use crate::engines::files::{Clips, preset_names};
 use crate::engines::onnx;
 use crate::engines::text::split;
 use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
@@ -113,7 +114,7 @@ pub struct Trace {
 /// Lists the presets without loading a model: Base's reference clips, CustomVoice's speakers.
 pub fn presets(dir: &Path, variant: Variant) -> Vec<Preset> {
     match variant {
-        Variant::Base => files::preset_names(dir)
+        Variant::Base => preset_names(dir, Clips::Any)
             .into_iter()
             .map(|name| Preset {
                 description: format!("reference voice voices/{name}.wav"),
@@ -238,7 +239,10 @@ impl QwenEngine {
     /// A Base preset's print, from `voices/<preset>.wav` (and `.txt`) on first use.
     fn preset(&mut self, preset: &str) -> Result<&PresetVoice, EngineError> {
         if !self.voices.contains_key(preset) {
-            if !files::preset_names(&self.dir).iter().any(|n| n == preset) {
+            if !preset_names(&self.dir, Clips::Any)
+                .iter()
+                .any(|n| n == preset)
+            {
                 return Err(EngineError::UnknownPreset(preset.to_owned()));
             }
             let clip = self.dir.join(files::VOICES).join(format!("{preset}.wav"));
