@@ -235,6 +235,7 @@ pub mod kokoro;
 pub mod luxtts;
 pub mod npy;
 pub mod onnx;
+pub mod print_codec;
 pub mod qwen;
 pub mod reference;
 pub mod registry;
