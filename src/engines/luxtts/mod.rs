@@ -23,6 +23,7 @@ pub use print::LuxPrint;
 
 use crate::engines::files::{Clips, preset_names};
 use crate::engines::onnx::{self, inference};
+use crate::engines::pieces;
 use crate::engines::qwen::expect_io;
 use crate::engines::spectrogram::{self, Mel};
 use crate::engines::text::{normalize, phonemize, split};
@@ -71,6 +72,12 @@ pub struct PieceTrace {
     /// The start noise x [1, frames, width].
     pub noise: Vec<f32>,
     pub waveform: Vec<f32>,
+}
+
+impl pieces::Spoken for PieceTrace {
+    fn audio(&self) -> &[f32] {
+        &self.waveform
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -287,40 +294,22 @@ impl LuxEngine {
             ));
         }
         let mut tokenize = |texts: &[&str]| self.tokenize(texts);
-        let pieces = split::split(text, MAX_TOKENS, &mut tokenize)?;
-        if pieces.is_empty() {
-            return Err(EngineError::InvalidInput(
-                "the text has nothing to pronounce".into(),
-            ));
-        }
+        let pieces = pieces::some(split::split(text, MAX_TOKENS, &mut tokenize)?)?;
         let mut rng = ChaCha8Rng::seed_from_u64(input.seed);
-        let mut trace = Trace::default();
-        let mut samples = Vec::new();
-        let last = pieces.len() - 1;
-        for (i, piece) in pieces.iter().enumerate() {
-            if input.is_cancelled() {
-                return Err(EngineError::Cancelled);
-            }
+        let rate = self.sample_rate;
+        let (pcm, pieces) = pieces::render(&pieces, input, rate, |_, piece| {
             let (noise, waveform) = self.speak(&print, &piece.tokens, &mut rng)?;
-            samples.extend(waveform.iter().map(|s| s.clamp(-1.0, 1.0)));
-            if i < last {
-                let pause = (piece.boundary.pause_secs() * self.sample_rate as f32) as usize;
-                samples.resize(samples.len() + pause, 0.0);
-            }
-            trace.pieces.push(PieceTrace {
+            Ok(PieceTrace {
                 tokens: piece.tokens.clone(),
                 noise,
                 waveform,
-            });
-        }
-        trace.print = Some(print);
-        Ok((
-            Pcm {
-                samples,
-                sample_rate: self.sample_rate,
-            },
-            trace,
-        ))
+            })
+        })?;
+        let trace = Trace {
+            print: Some(print),
+            pieces,
+        };
+        Ok((pcm, trace))
     }
 
     /// One piece: text encoder, the flow-matching steps from seeded noise, the vocoder.

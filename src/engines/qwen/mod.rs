@@ -37,6 +37,7 @@ use self::sampling::Warp;
 use self::tokenizer::TextTokenizer;
 use crate::engines::files::{Clips, preset_names};
 use crate::engines::onnx;
+use crate::engines::pieces;
 use crate::engines::text::split;
 use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
 
@@ -102,6 +103,12 @@ pub struct PieceTrace {
     pub text_ids: Vec<u32>,
     pub generated: Generated,
     pub waveform: Vec<f32>,
+}
+
+impl pieces::Spoken for PieceTrace {
+    fn audio(&self) -> &[f32] {
+        &self.waveform
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -342,24 +349,10 @@ impl QwenEngine {
             groups: self.config.talker_num_code_groups,
             max_frames: generate.max_new_tokens.min(MAX_FRAMES),
         };
-        let pieces = self.pieces(text)?;
-        if pieces.is_empty() {
-            return Err(EngineError::InvalidInput(
-                "the text has nothing to pronounce".into(),
-            ));
-        }
+        let pieces = pieces::some(self.pieces(text)?)?;
         let pad = self.tables.project(self.config.tts_pad_token_id)?;
         let mut rng = ChaCha8Rng::seed_from_u64(input.seed);
-        let mut trace = Trace {
-            reference,
-            pieces: Vec::new(),
-        };
-        let mut samples = Vec::new();
-        let last = pieces.len() - 1;
-        for (i, piece) in pieces.iter().enumerate() {
-            if input.is_cancelled() {
-                return Err(EngineError::Cancelled);
-            }
+        let (pcm, pieces) = pieces::render(&pieces, input, SAMPLE_RATE, |_, piece| {
             let text_ids: Vec<u32> = piece.tokens.iter().map(|&t| t as u32).collect();
             let prompt = Prompt {
                 instruction_ids: instruction_ids.as_deref(),
@@ -374,24 +367,13 @@ impl QwenEngine {
                 self.graphs
                     .generate(&self.tables, rows, &pad, &settings, &mut rng, input)?;
             let waveform = self.speak(&generated.codes, example.map(|e| e.codes))?;
-            samples.extend(waveform.iter().map(|s| s.clamp(-1.0, 1.0)));
-            if i < last {
-                let pause = (piece.boundary.pause_secs() * SAMPLE_RATE as f32) as usize;
-                samples.resize(samples.len() + pause, 0.0);
-            }
-            trace.pieces.push(PieceTrace {
+            Ok(PieceTrace {
                 text_ids,
                 generated,
                 waveform,
-            });
-        }
-        Ok((
-            Pcm {
-                samples,
-                sample_rate: SAMPLE_RATE,
-            },
-            trace,
-        ))
+            })
+        })?;
+        Ok((pcm, Trace { reference, pieces }))
     }
 
     /// The vocoder on the generated codes; with an in-context example, on the reference codes
