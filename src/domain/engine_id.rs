@@ -37,19 +37,17 @@ impl EngineId {
         }
     }
 
-    /// Engines that make a voice from reference audio (their [`crate::engines::Engine`]
-    /// implements `reference_rate` and `voice_print`); `qwen_custom_voice` and `kokoro` only
-    /// have presets, and `tada` exists on no deployment.
+    /// Engines that make a voice from reference audio, as each engine states it
+    /// ([`crate::engines::EngineInfo::can_clone`]); `qwen_custom_voice` and `kokoro` only have
+    /// presets, and `tada` exists on no deployment.
     pub fn can_clone(self) -> bool {
-        matches!(
-            self,
-            EngineId::Qwen | EngineId::Luxtts | EngineId::Chatterbox | EngineId::ChatterboxTurbo
-        )
+        crate::engines::info(self).can_clone
     }
 
-    /// Only the chatterbox engines take a temperature (spec §2).
+    /// Whether the engine takes a temperature, as it states it (spec §2: only the chatterbox
+    /// engines).
     pub fn accepts_temperature(self) -> bool {
-        matches!(self, EngineId::Chatterbox | EngineId::ChatterboxTurbo)
+        crate::engines::info(self).accepts_temperature
     }
 }
 

@@ -68,7 +68,7 @@ impl EngineRegistry {
     /// Whether `engine` can exist on any deployment: tada has no ONNX export (docs/engines.md),
     /// so its voices are refused at request time rather than failing later.
     pub fn is_available(engine: EngineId) -> bool {
-        engine != EngineId::Tada
+        super::info(engine).available
     }
 
     /// Whether generations on `engine` can run here (its models are in place). Runs on
@@ -276,10 +276,6 @@ struct PanicOnMarker {
 
 #[cfg(debug_assertions)]
 impl Engine for PanicOnMarker {
-    fn presets(&self) -> Vec<Preset> {
-        self.inner.presets()
-    }
-
     fn synthesize(&mut self, input: &super::SynthesisInput<'_>) -> Result<super::Pcm, EngineError> {
         assert!(
             !input.text.contains(&self.marker),

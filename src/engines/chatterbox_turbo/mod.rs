@@ -14,6 +14,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokenizers::Tokenizer;
 
+use crate::domain::EngineId;
 use crate::engines::chatterbox_shared::{self as shared, Presets};
 pub use crate::engines::chatterbox_shared::{
     Array, NOISE_FRAMES, PieceTrace, SAMPLE_RATE, START_SPEECH, STOP_SPEECH, Trace, VoicePrint,
@@ -24,10 +25,18 @@ use crate::engines::onnx::{self, inference};
 use crate::engines::pieces;
 use crate::engines::sampling::{self, Sampling};
 use crate::engines::text::split;
-use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
+use crate::engines::{Engine, EngineError, EngineInfo, Pcm, Preset, SynthesisInput};
 
 /// The engine id, and the directory under the models dir.
 pub const DIR: &str = "chatterbox_turbo";
+/// Clones from a reference clip; takes a temperature.
+pub const INFO: EngineInfo = EngineInfo {
+    id: EngineId::ChatterboxTurbo,
+    can_clone: true,
+    accepts_temperature: true,
+    available: true,
+    dir: DIR,
+};
 /// Appended after the generated tokens so that the decoder ends on silence (upstream).
 pub const SILENCE: i64 = 4299;
 pub const SILENCE_TOKENS: usize = 3;
@@ -247,16 +256,12 @@ impl ChatterboxTurboEngine {
 }
 
 impl Engine for ChatterboxTurboEngine {
-    fn presets(&self) -> Vec<Preset> {
-        presets(&self.dir)
-    }
-
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
         self.synthesize_traced(input).map(|(pcm, _)| pcm)
     }
 
     fn reference_rate(&self) -> Option<u32> {
-        Some(SAMPLE_RATE)
+        INFO.can_clone.then_some(SAMPLE_RATE)
     }
 
     /// The speech encoder's four outputs, as [`VoicePrint::to_bytes`]; the transcript and the

@@ -18,10 +18,20 @@ use self::noise::SourceNoise;
 use self::session::KokoroSession;
 pub use self::voices::{RAW_VOICE_BYTES, is_voice_name};
 use self::voices::{Style, VoiceIndex};
+use crate::domain::EngineId;
 use crate::engines::pieces;
 use crate::engines::text::phonemize::{self, Vocab};
 use crate::engines::text::{Piece, normalize, split};
-use crate::engines::{Engine, EngineError, Pcm, Preset, Segment, SynthesisInput};
+use crate::engines::{Engine, EngineError, EngineInfo, Pcm, Preset, Segment, SynthesisInput};
+
+/// Preset voices only; no temperature.
+pub const INFO: EngineInfo = EngineInfo {
+    id: EngineId::Kokoro,
+    can_clone: false,
+    accepts_temperature: false,
+    available: true,
+    dir: "kokoro",
+};
 
 pub const SAMPLE_RATE: u32 = 24_000;
 /// Pieces must stay below this many phoneme tokens (the voices have 510 style rows).
@@ -57,7 +67,7 @@ impl KokoroConfig {
     /// The layout `voiced models fetch kokoro` creates under `models_dir`, one thread.
     pub fn from_models_dir(models_dir: &Path) -> Self {
         Self {
-            model_dir: models_dir.join("kokoro"),
+            model_dir: models_dir.join(INFO.dir),
             ort_library: models_dir.join("onnxruntime").join(files::ORT_LIBRARY),
             intra_threads: 1,
         }
@@ -231,11 +241,14 @@ impl KokoroEngine {
     }
 }
 
-impl Engine for KokoroEngine {
-    fn presets(&self) -> Vec<Preset> {
+impl KokoroEngine {
+    /// The voices this instance's index holds (what [`presets`] lists for its folder).
+    pub fn presets(&self) -> Vec<Preset> {
         self.voices.presets()
     }
+}
 
+impl Engine for KokoroEngine {
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
         let segments = self.segments_of(input)?;
         let (pcm, _) = pieces::render(&segments, input, SAMPLE_RATE, |i, segment| {

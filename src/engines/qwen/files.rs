@@ -36,12 +36,17 @@ pub enum Variant {
 }
 
 impl Variant {
+    /// The engine's capabilities.
+    pub fn info(self) -> &'static crate::engines::EngineInfo {
+        match self {
+            Self::Base => &super::INFO_BASE,
+            Self::CustomVoice => &super::INFO_CUSTOM_VOICE,
+        }
+    }
+
     /// The engine id, which is also the directory under the models dir.
     pub fn engine(self) -> &'static str {
-        match self {
-            Self::Base => "qwen",
-            Self::CustomVoice => "qwen_custom_voice",
-        }
+        self.info().dir
     }
 
     /// `tts_model_type` in `config.json`.

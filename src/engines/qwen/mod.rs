@@ -35,11 +35,29 @@ use self::graphs::{Graphs, LoopSettings};
 use self::prompt::{Example, Prompt, Speaker, Tables};
 use self::sampling::Warp;
 use self::tokenizer::TextTokenizer;
+use crate::domain::EngineId;
 use crate::engines::files::{Clips, preset_names};
 use crate::engines::onnx;
 use crate::engines::pieces;
 use crate::engines::text::split;
-use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
+use crate::engines::{Engine, EngineError, EngineInfo, Pcm, Preset, SynthesisInput};
+
+/// Base clones from a reference clip (and its transcript, when given); no temperature.
+pub const INFO_BASE: EngineInfo = EngineInfo {
+    id: EngineId::Qwen,
+    can_clone: true,
+    accepts_temperature: false,
+    available: true,
+    dir: "qwen",
+};
+/// CustomVoice speaks its nine built-in speakers only.
+pub const INFO_CUSTOM_VOICE: EngineInfo = EngineInfo {
+    id: EngineId::QwenCustomVoice,
+    can_clone: false,
+    accepts_temperature: false,
+    available: true,
+    dir: "qwen_custom_voice",
+};
 
 pub const SAMPLE_RATE: u32 = 24_000;
 pub const SAMPLES_PER_FRAME: usize = clone::SAMPLES_PER_FRAME;
@@ -406,16 +424,12 @@ impl QwenEngine {
 }
 
 impl Engine for QwenEngine {
-    fn presets(&self) -> Vec<Preset> {
-        presets(&self.dir, self.variant)
-    }
-
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
         self.synthesize_traced(input).map(|(pcm, _)| pcm)
     }
 
     fn reference_rate(&self) -> Option<u32> {
-        (self.variant == Variant::Base).then_some(SAMPLE_RATE)
+        self.variant.info().can_clone.then_some(SAMPLE_RATE)
     }
 
     fn voice_print(
