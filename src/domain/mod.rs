@@ -10,7 +10,7 @@ mod scope;
 mod speech;
 
 pub use api_key::{ApiKeySecret, KEY_PREFIX, SecretHash};
-pub use engine_id::EngineId;
+pub use engine_id::{EngineId, EngineInfo};
 pub use ids::new_id;
 pub use plan::{Feature, Plan};
 pub use scope::Scope;

@@ -226,13 +226,10 @@ pub trait Engine: Send {
     }
 }
 
-pub use self::info::{EngineInfo, info};
-
 pub mod chatterbox;
 pub mod chatterbox_shared;
 pub mod chatterbox_turbo;
 pub mod files;
-pub mod info;
 pub mod kokoro;
 pub mod lm;
 pub mod luxtts;

@@ -68,21 +68,21 @@ impl EngineRegistry {
     /// Whether `engine` can exist on any deployment: tada has no ONNX export (docs/engines.md),
     /// so its voices are refused at request time rather than failing later.
     pub fn is_available(engine: EngineId) -> bool {
-        super::info(engine).available
+        engine.info().available
     }
 
     /// Whether generations on `engine` can run here (its models are in place). Runs on
     /// requests (`GET /v1/voices/presets`): an engine whose folder is absent costs one `stat`,
     /// not one per expected file and precision variant.
     pub fn is_installed(&self, engine: EngineId) -> bool {
-        let info = super::info(engine);
-        let dir = self.models_dir.join(info.dir);
+        // Every engine's folder is named by its id.
+        let dir = self.models_dir.join(engine.as_str());
         let runtime = || onnx::library_path(&self.models_dir).is_file();
         let placed =
             |problems: &dyn Fn() -> Vec<String>| dir.is_dir() && runtime() && problems().is_empty();
         match engine {
             EngineId::ChatterboxTurbo | EngineId::Chatterbox => {
-                placed(&|| chatterbox_files::problems(&dir, info.dir))
+                placed(&|| chatterbox_files::problems(&dir, engine.as_str()))
             }
             EngineId::Qwen | EngineId::QwenCustomVoice => {
                 placed(&|| qwen::files::problems(&dir, qwen_variant(engine)))
@@ -180,7 +180,7 @@ impl EngineRegistry {
     }
 
     fn presets_of(&self, engine: EngineId) -> Option<Vec<Preset>> {
-        let dir = self.models_dir.join(super::info(engine).dir);
+        let dir = self.models_dir.join(engine.as_str());
         Some(match engine {
             EngineId::Kokoro => kokoro::presets(&dir).ok()?,
             EngineId::ChatterboxTurbo => chatterbox_turbo::presets(&dir),

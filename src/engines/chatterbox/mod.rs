@@ -18,7 +18,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokenizers::Tokenizer;
 
-use crate::domain::EngineId;
+use crate::domain::{EngineId, EngineInfo};
 use crate::engines::chatterbox_shared::{
     self as shared, Array, PieceTrace, Presets, SAMPLE_RATE, START_SPEECH, STOP_SPEECH, Trace,
     VoicePrint, files,
@@ -28,19 +28,13 @@ use crate::engines::onnx::{self, inference};
 use crate::engines::pieces;
 use crate::engines::sampling::{self, GuidedSampling};
 use crate::engines::text::split;
-use crate::engines::{Engine, EngineError, EngineInfo, Pcm, Preset, SynthesisInput};
+use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
 use text::Cangjie;
 
 /// The engine id, and the directory under the models dir.
 pub const DIR: &str = "chatterbox";
-/// Clones from a reference clip (any of its 23 languages); takes a temperature.
-pub const INFO: EngineInfo = EngineInfo {
-    id: EngineId::Chatterbox,
-    can_clone: true,
-    accepts_temperature: true,
-    available: true,
-    dir: DIR,
-};
+/// Its capabilities ([`EngineId::info`]).
+pub const INFO: &EngineInfo = EngineId::Chatterbox.info();
 /// The embedder puts the exaggeration (emotion) vector at this id's row.
 pub const EXAGGERATION_TOKEN: i64 = 6563;
 pub const START_TEXT: i64 = 255;

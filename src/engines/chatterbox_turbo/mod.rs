@@ -14,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokenizers::Tokenizer;
 
-use crate::domain::EngineId;
+use crate::domain::{EngineId, EngineInfo};
 use crate::engines::chatterbox_shared::{self as shared, Presets};
 pub use crate::engines::chatterbox_shared::{
     Array, NOISE_FRAMES, PieceTrace, SAMPLE_RATE, START_SPEECH, STOP_SPEECH, Trace, VoicePrint,
@@ -25,18 +25,12 @@ use crate::engines::onnx::{self, inference};
 use crate::engines::pieces;
 use crate::engines::sampling::{self, Sampling};
 use crate::engines::text::split;
-use crate::engines::{Engine, EngineError, EngineInfo, Pcm, Preset, SynthesisInput};
+use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
 
 /// The engine id, and the directory under the models dir.
 pub const DIR: &str = "chatterbox_turbo";
-/// Clones from a reference clip; takes a temperature.
-pub const INFO: EngineInfo = EngineInfo {
-    id: EngineId::ChatterboxTurbo,
-    can_clone: true,
-    accepts_temperature: true,
-    available: true,
-    dir: DIR,
-};
+/// Its capabilities ([`EngineId::info`]).
+pub const INFO: &EngineInfo = EngineId::ChatterboxTurbo.info();
 /// Appended after the generated tokens so that the decoder ends on silence (upstream).
 pub const SILENCE: i64 = 4299;
 pub const SILENCE_TOKENS: usize = 3;

@@ -18,20 +18,14 @@ use self::noise::SourceNoise;
 use self::session::KokoroSession;
 pub use self::voices::{RAW_VOICE_BYTES, is_voice_name};
 use self::voices::{Style, VoiceIndex};
-use crate::domain::EngineId;
+use crate::domain::{EngineId, EngineInfo};
 use crate::engines::pieces;
 use crate::engines::text::phonemize::{self, Vocab};
 use crate::engines::text::{Piece, normalize, split};
-use crate::engines::{Engine, EngineError, EngineInfo, Pcm, Preset, Segment, SynthesisInput};
+use crate::engines::{Engine, EngineError, Pcm, Preset, Segment, SynthesisInput};
 
-/// Preset voices only; no temperature.
-pub const INFO: EngineInfo = EngineInfo {
-    id: EngineId::Kokoro,
-    can_clone: false,
-    accepts_temperature: false,
-    available: true,
-    dir: "kokoro",
-};
+/// Its capabilities ([`EngineId::info`]).
+pub const INFO: &EngineInfo = EngineId::Kokoro.info();
 
 pub const SAMPLE_RATE: u32 = 24_000;
 /// Pieces must stay below this many phoneme tokens (the voices have 510 style rows).
@@ -67,7 +61,7 @@ impl KokoroConfig {
     /// The layout `voiced models fetch kokoro` creates under `models_dir`, one thread.
     pub fn from_models_dir(models_dir: &Path) -> Self {
         Self {
-            model_dir: models_dir.join(INFO.dir),
+            model_dir: models_dir.join(INFO.id.as_str()),
             ort_library: models_dir.join("onnxruntime").join(files::ORT_LIBRARY),
             intra_threads: 1,
         }

@@ -21,23 +21,17 @@ use rand_distr::StandardNormal;
 
 pub use print::LuxPrint;
 
-use crate::domain::EngineId;
+use crate::domain::{EngineId, EngineInfo};
 use crate::engines::files::{Clips, preset_names};
 use crate::engines::onnx::{self, inference};
 use crate::engines::pieces;
 use crate::engines::qwen::expect_io;
 use crate::engines::spectrogram::{self, Mel};
 use crate::engines::text::{normalize, phonemize, split};
-use crate::engines::{Engine, EngineError, EngineInfo, Pcm, Preset, SynthesisInput};
+use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
 
-/// Clones from a reference clip with its transcript; no temperature.
-pub const INFO: EngineInfo = EngineInfo {
-    id: EngineId::Luxtts,
-    can_clone: true,
-    accepts_temperature: false,
-    available: true,
-    dir: files::DIR,
-};
+/// Its capabilities ([`EngineId::info`]).
+pub const INFO: &EngineInfo = EngineId::Luxtts.info();
 /// The rate of reference audio (and of the features the model was trained on).
 pub const REFERENCE_RATE: u32 = 24_000;
 /// Upstream `LuxTTS.generate_speech` defaults: 4 steps, guidance 3.0, t_shift 0.5, speed 1.0

@@ -37,16 +37,16 @@ pub enum Variant {
 
 impl Variant {
     /// The engine's capabilities.
-    pub fn info(self) -> &'static crate::engines::EngineInfo {
+    pub fn info(self) -> &'static crate::domain::EngineInfo {
         match self {
-            Self::Base => &super::INFO_BASE,
-            Self::CustomVoice => &super::INFO_CUSTOM_VOICE,
+            Self::Base => super::INFO_BASE,
+            Self::CustomVoice => super::INFO_CUSTOM_VOICE,
         }
     }
 
     /// The engine id, which is also the directory under the models dir.
     pub fn engine(self) -> &'static str {
-        self.info().dir
+        self.info().id.as_str()
     }
 
     /// `tts_model_type` in `config.json`.

@@ -35,29 +35,16 @@ use self::graphs::{Graphs, LoopSettings};
 use self::prompt::{Example, Prompt, Speaker, Tables};
 use self::sampling::Warp;
 use self::tokenizer::TextTokenizer;
-use crate::domain::EngineId;
+use crate::domain::{EngineId, EngineInfo};
 use crate::engines::files::{Clips, preset_names};
 use crate::engines::onnx;
 use crate::engines::pieces;
 use crate::engines::text::split;
-use crate::engines::{Engine, EngineError, EngineInfo, Pcm, Preset, SynthesisInput};
+use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
 
-/// Base clones from a reference clip (and its transcript, when given); no temperature.
-pub const INFO_BASE: EngineInfo = EngineInfo {
-    id: EngineId::Qwen,
-    can_clone: true,
-    accepts_temperature: false,
-    available: true,
-    dir: "qwen",
-};
-/// CustomVoice speaks its nine built-in speakers only.
-pub const INFO_CUSTOM_VOICE: EngineInfo = EngineInfo {
-    id: EngineId::QwenCustomVoice,
-    can_clone: false,
-    accepts_temperature: false,
-    available: true,
-    dir: "qwen_custom_voice",
-};
+/// Base's and CustomVoice's capabilities ([`EngineId::info`]).
+pub const INFO_BASE: &EngineInfo = EngineId::Qwen.info();
+pub const INFO_CUSTOM_VOICE: &EngineInfo = EngineId::QwenCustomVoice.info();
 
 pub const SAMPLE_RATE: u32 = 24_000;
 pub const SAMPLES_PER_FRAME: usize = clone::SAMPLES_PER_FRAME;
