@@ -1,6 +1,9 @@
 //! Validated domain types: each can only be built valid, so code past the HTTP edge never
 //! re-checks them.
 
+/// Each engine's capabilities, stated once ([`EngineId::info`]).
+pub use engine_id::EngineInfo;
+
 mod api_key;
 mod engine_id;
 mod ids;
@@ -10,7 +13,7 @@ mod scope;
 mod speech;
 
 pub use api_key::{ApiKeySecret, KEY_PREFIX, SecretHash};
-pub use engine_id::{EngineId, EngineInfo};
+pub use engine_id::EngineId;
 pub use ids::new_id;
 pub use plan::{Feature, Plan};
 pub use scope::Scope;
