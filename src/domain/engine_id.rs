@@ -37,20 +37,78 @@ impl EngineId {
         }
     }
 
-    /// Engines that make a voice from reference audio (their [`crate::engines::Engine`]
-    /// implements `reference_rate` and `voice_print`); `qwen_custom_voice` and `kokoro` only
-    /// have presets, and `tada` exists on no deployment.
+    /// What the engine can do: the one statement of its capabilities, which the engine
+    /// itself (its `reference_rate`), the engine registry and the two methods below read.
+    pub const fn info(self) -> &'static EngineInfo {
+        match self {
+            EngineId::Qwen => &EngineInfo {
+                id: EngineId::Qwen,
+                can_clone: true,
+                accepts_temperature: false,
+                available: true,
+            },
+            EngineId::QwenCustomVoice => &EngineInfo {
+                id: EngineId::QwenCustomVoice,
+                can_clone: false,
+                accepts_temperature: false,
+                available: true,
+            },
+            EngineId::Luxtts => &EngineInfo {
+                id: EngineId::Luxtts,
+                can_clone: true,
+                accepts_temperature: false,
+                available: true,
+            },
+            EngineId::Chatterbox => &EngineInfo {
+                id: EngineId::Chatterbox,
+                can_clone: true,
+                accepts_temperature: true,
+                available: true,
+            },
+            EngineId::ChatterboxTurbo => &EngineInfo {
+                id: EngineId::ChatterboxTurbo,
+                can_clone: true,
+                accepts_temperature: true,
+                available: true,
+            },
+            EngineId::Tada => &EngineInfo {
+                id: EngineId::Tada,
+                can_clone: false,
+                accepts_temperature: false,
+                available: false,
+            },
+            EngineId::Kokoro => &EngineInfo {
+                id: EngineId::Kokoro,
+                can_clone: false,
+                accepts_temperature: false,
+                available: true,
+            },
+        }
+    }
+
+    /// Engines that make a voice from reference audio ([`EngineInfo::can_clone`]);
+    /// `qwen_custom_voice` and `kokoro` only have presets, and `tada` exists on no deployment.
     pub fn can_clone(self) -> bool {
-        matches!(
-            self,
-            EngineId::Qwen | EngineId::Luxtts | EngineId::Chatterbox | EngineId::ChatterboxTurbo
-        )
+        self.info().can_clone
     }
 
     /// Only the chatterbox engines take a temperature (spec §2).
     pub fn accepts_temperature(self) -> bool {
-        matches!(self, EngineId::Chatterbox | EngineId::ChatterboxTurbo)
+        self.info().accepts_temperature
     }
+}
+
+/// One engine's capabilities ([`EngineId::info`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineInfo {
+    pub id: EngineId,
+    /// Makes a voice from reference audio: the engine implements `reference_rate` and
+    /// `voice_print` (it answers `reference_rate` from this).
+    pub can_clone: bool,
+    /// Reads the synthesis input's temperature (spec §2: the chatterbox engines).
+    pub accepts_temperature: bool,
+    /// Can exist on a deployment at all (tada has no ONNX export, docs/engines.md).
+    pub available: bool,
 }
 
 impl FromStr for EngineId {
@@ -82,5 +140,34 @@ impl<'de> serde::Deserialize<'de> for EngineId {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
         text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_id_has_its_own_info_with_the_spec_capabilities() {
+        let having = |f: fn(&EngineInfo) -> bool| -> Vec<EngineId> {
+            EngineId::ALL.into_iter().filter(|e| f(e.info())).collect()
+        };
+        assert!(EngineId::ALL.into_iter().all(|e| e.info().id == e));
+        assert_eq!(
+            having(|i| i.can_clone),
+            [
+                EngineId::Qwen,
+                EngineId::Luxtts,
+                EngineId::Chatterbox,
+                EngineId::ChatterboxTurbo
+            ]
+        );
+        assert_eq!(
+            having(|i| i.accepts_temperature),
+            [EngineId::Chatterbox, EngineId::ChatterboxTurbo]
+        );
+        assert_eq!(having(|i| !i.available), [EngineId::Tada]);
+        assert!(EngineId::Chatterbox.can_clone() && EngineId::Chatterbox.accepts_temperature());
+        assert!(!EngineId::Kokoro.can_clone() && !EngineId::Qwen.accepts_temperature());
     }
 }

@@ -1,6 +1,9 @@
 //! Validated domain types: each can only be built valid, so code past the HTTP edge never
 //! re-checks them.
 
+/// Each engine's capabilities, stated once ([`EngineId::info`]).
+pub use engine_id::EngineInfo;
+
 mod api_key;
 mod ceiling;
 mod email;

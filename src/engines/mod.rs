@@ -181,10 +181,9 @@ pub struct Segment {
 
 /// Synchronous; one instance per dedicated OS thread.
 pub trait Engine: Send {
-    fn presets(&self) -> Vec<Preset>;
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError>;
     /// The rate reference audio must have for [`Engine::voice_print`]; `None` when the engine
-    /// cannot clone.
+    /// cannot clone (its [`EngineInfo::can_clone`] is false).
     fn reference_rate(&self) -> Option<u32> {
         None
     }
@@ -230,14 +229,18 @@ pub trait Engine: Send {
 pub mod chatterbox;
 pub mod chatterbox_shared;
 pub mod chatterbox_turbo;
+pub mod files;
 pub mod kokoro;
+pub mod lm;
 pub mod luxtts;
-pub mod manifest;
 pub mod npy;
 pub mod onnx;
+pub mod pieces;
+pub mod print_codec;
 pub mod qwen;
 pub mod reference;
 pub mod registry;
 pub mod sampling;
 pub mod spectrogram;
+pub mod text;
 pub mod whisper;

@@ -10,7 +10,7 @@ use super::chatterbox_turbo::{self, ChatterboxTurboEngine, TurboConfig};
 use super::kokoro::{self, KokoroConfig, KokoroEngine};
 use super::luxtts::{self, LuxConfig, LuxEngine};
 use super::qwen::{self, QwenEngine, QwenEngineConfig, Variant};
-use super::{Engine, EngineError, Preset};
+use super::{Engine, EngineError, Preset, onnx};
 use crate::domain::EngineId;
 
 /// Why tada voices are refused (no ONNX export exists; see docs/engines.md).
@@ -68,50 +68,37 @@ impl EngineRegistry {
     /// Whether `engine` can exist on any deployment: tada has no ONNX export (docs/engines.md),
     /// so its voices are refused at request time rather than failing later.
     pub fn is_available(engine: EngineId) -> bool {
-        engine != EngineId::Tada
+        engine.info().available
     }
 
     /// Whether generations on `engine` can run here (its models are in place). Runs on
     /// requests (`GET /v1/voices/presets`): an engine whose folder is absent costs one `stat`,
     /// not one per expected file and precision variant.
     pub fn is_installed(&self, engine: EngineId) -> bool {
+        // Every engine's folder is named by its id.
+        let dir = self.models_dir.join(engine.as_str());
+        let runtime = || onnx::library_path(&self.models_dir).is_file();
+        let placed =
+            |problems: &dyn Fn() -> Vec<String>| dir.is_dir() && runtime() && problems().is_empty();
         match engine {
-            EngineId::ChatterboxTurbo => {
-                let config = self.turbo_config();
-                config.dir.is_dir()
-                    && config.ort_library.is_file()
-                    && chatterbox_files::problems(&config.dir, chatterbox_turbo::DIR).is_empty()
+            EngineId::ChatterboxTurbo | EngineId::Chatterbox => {
+                placed(&|| chatterbox_files::problems(&dir, engine.as_str()))
             }
-            EngineId::Chatterbox => {
-                let config = self.chatterbox_config();
-                config.dir.is_dir()
-                    && config.ort_library.is_file()
-                    && chatterbox_files::problems(&config.dir, chatterbox::DIR).is_empty()
+            EngineId::Qwen | EngineId::QwenCustomVoice => {
+                placed(&|| qwen::files::problems(&dir, qwen_variant(engine)))
             }
+            EngineId::Luxtts => placed(&|| luxtts::files::problems(&dir)),
             EngineId::Kokoro => {
-                let config = self.kokoro_config();
-                config.ort_library.is_file()
+                runtime()
                     && [
                         kokoro::files::SEEDED_MODEL,
                         kokoro::files::VOCAB,
                         kokoro::files::VOICES_JA,
                     ]
                     .iter()
-                    .all(|file| config.model_dir.join(file).is_file())
+                    .all(|file| dir.join(file).is_file())
             }
-            EngineId::Qwen | EngineId::QwenCustomVoice => {
-                let config = self.qwen_config(qwen_variant(engine));
-                config.dir.is_dir()
-                    && config.ort_library.is_file()
-                    && qwen::files::problems(&config.dir, config.variant).is_empty()
-            }
-            EngineId::Luxtts => {
-                let config = self.lux_config();
-                config.dir.is_dir()
-                    && config.ort_library.is_file()
-                    && luxtts::files::problems(&config.dir).is_empty()
-            }
-            _ => false,
+            EngineId::Tada => false,
         }
     }
 
@@ -183,38 +170,38 @@ impl EngineRegistry {
         }
     }
 
-    /// Presets of each installed engine, without loading a model.
+    /// Presets of each installed engine, without loading a model, in [`LISTED`] order.
     pub fn presets(&self) -> Vec<(EngineId, Vec<Preset>)> {
-        let mut all = Vec::new();
-        if self.is_installed(EngineId::Kokoro)
-            && let Ok(presets) = kokoro::presets(&self.kokoro_config().model_dir)
-        {
-            all.push((EngineId::Kokoro, presets));
-        }
-        if self.is_installed(EngineId::ChatterboxTurbo) {
-            all.push((
-                EngineId::ChatterboxTurbo,
-                chatterbox_turbo::presets(&self.turbo_config().dir),
-            ));
-        }
-        for engine in [EngineId::Qwen, EngineId::QwenCustomVoice] {
-            if self.is_installed(engine) {
-                let config = self.qwen_config(qwen_variant(engine));
-                all.push((engine, qwen::presets(&config.dir, config.variant)));
-            }
-        }
-        if self.is_installed(EngineId::Luxtts) {
-            all.push((EngineId::Luxtts, luxtts::presets(&self.lux_config().dir)));
-        }
-        if self.is_installed(EngineId::Chatterbox) {
-            all.push((
-                EngineId::Chatterbox,
-                chatterbox::presets(&self.chatterbox_config().dir),
-            ));
-        }
-        all
+        LISTED
+            .into_iter()
+            .filter(|engine| self.is_installed(*engine))
+            .filter_map(|engine| Some((engine, self.presets_of(engine)?)))
+            .collect()
+    }
+
+    fn presets_of(&self, engine: EngineId) -> Option<Vec<Preset>> {
+        let dir = self.models_dir.join(engine.as_str());
+        Some(match engine {
+            EngineId::Kokoro => kokoro::presets(&dir).ok()?,
+            EngineId::ChatterboxTurbo => chatterbox_turbo::presets(&dir),
+            EngineId::Qwen | EngineId::QwenCustomVoice => qwen::presets(&dir, qwen_variant(engine)),
+            EngineId::Luxtts => luxtts::presets(&dir),
+            EngineId::Chatterbox => chatterbox::presets(&dir),
+            EngineId::Tada => return None,
+        })
     }
 }
+
+/// The order [`EngineRegistry::presets`] lists the engines in (what `GET /v1/voices/presets`
+/// and `voiced admin voice presets` show).
+const LISTED: [EngineId; 6] = [
+    EngineId::Kokoro,
+    EngineId::ChatterboxTurbo,
+    EngineId::Qwen,
+    EngineId::QwenCustomVoice,
+    EngineId::Luxtts,
+    EngineId::Chatterbox,
+];
 
 /// Fixed milliseconds and milliseconds per character of [`normalized_chars_ms`].
 pub const CHARS_ESTIMATE: (i64, i64) = (600, 74);
@@ -231,7 +218,7 @@ pub fn normalized_chars_ms(language: &str, text: &str) -> i64 {
         .is_some_and(|p| p.eq_ignore_ascii_case("en"));
     let normalized;
     let text = if english {
-        normalized = kokoro::normalize::english(text.trim());
+        normalized = super::text::normalize::english(text.trim());
         normalized.as_str()
     } else {
         text.trim()
@@ -276,10 +263,6 @@ struct PanicOnMarker {
 
 #[cfg(debug_assertions)]
 impl Engine for PanicOnMarker {
-    fn presets(&self) -> Vec<Preset> {
-        self.inner.presets()
-    }
-
     fn synthesize(&mut self, input: &super::SynthesisInput<'_>) -> Result<super::Pcm, EngineError> {
         assert!(
             !input.text.contains(&self.marker),

@@ -5,11 +5,11 @@
 //! are recorded next to them, so that the engine loads only a seeded decoder made from the
 //! decoder in place.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::kokoro::{FetchError, ensure_onnx, run_script};
 use crate::engines::chatterbox_shared::files;
+use crate::engines::files::manifest;
 use crate::engines::{chatterbox, chatterbox_turbo};
 
 const SEED_SCRIPT: &str = include_str!("../../scripts/seed_noise_graph.py");
@@ -51,16 +51,8 @@ pub fn prepare(models_dir: &Path, engine: &str) -> Result<PathBuf, FetchError> {
             std::ffi::OsStr::new(&channels),
         ],
     )?;
-    let sum = |path: &Path| {
-        files::sha256(path).map_err(|source| FetchError::Io {
-            path: path.to_owned(),
-            source,
-        })
-    };
-    let manifest = files::manifest(&decoder);
-    let record = format!("{} {}\n", sum(&decoder)?, sum(&seeded)?);
-    fs::write(&manifest, record).map_err(|source| FetchError::Io {
-        path: manifest.clone(),
+    manifest::record_seeded(&decoder, &seeded).map_err(|source| FetchError::Io {
+        path: manifest::seeded_path(&decoder),
         source,
     })?;
     Ok(seeded)

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::kokoro::{FetchError, ensure_onnx, run_script};
 use crate::domain::EngineId;
-use crate::engines::{luxtts, manifest, qwen};
+use crate::engines::files::manifest;
+use crate::engines::{luxtts, qwen};
 
 const CHECK_SCRIPT: &str = include_str!("../../scripts/check_graph_noise.py");
 

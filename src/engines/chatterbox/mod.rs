@@ -12,24 +12,29 @@ pub mod text;
 
 use std::path::{Path, PathBuf};
 
-use ort::session::{Session, SessionInputValue};
-use ort::value::{DynValue, Tensor};
+use ort::session::Session;
+use ort::value::Tensor;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokenizers::Tokenizer;
 
+use crate::domain::{EngineId, EngineInfo};
 use crate::engines::chatterbox_shared::{
-    self as shared, Array, KvInput, PieceTrace, Presets, SAMPLE_RATE, START_SPEECH, STOP_SPEECH,
-    Trace, VoicePrint, files,
+    self as shared, Array, PieceTrace, Presets, SAMPLE_RATE, START_SPEECH, STOP_SPEECH, Trace,
+    VoicePrint, files,
 };
-use crate::engines::kokoro::split;
+use crate::engines::lm::LanguageModel;
 use crate::engines::onnx::{self, inference};
+use crate::engines::pieces;
 use crate::engines::sampling::{self, GuidedSampling};
+use crate::engines::text::split;
 use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
 use text::Cangjie;
 
 /// The engine id, and the directory under the models dir.
 pub const DIR: &str = "chatterbox";
+/// Its capabilities ([`EngineId::info`]).
+pub const INFO: &EngineInfo = EngineId::Chatterbox.info();
 /// The embedder puts the exaggeration (emotion) vector at this id's row.
 pub const EXAGGERATION_TOKEN: i64 = 6563;
 pub const START_TEXT: i64 = 255;
@@ -98,13 +103,11 @@ pub struct ChatterboxEngine {
     dir: PathBuf,
     encoder: Session,
     embed: Session,
-    lm: Session,
+    lm: LanguageModel,
     decoder: Session,
     tokenizer: Tokenizer,
     space_token: bool,
     cangjie: Option<Cangjie>,
-    kv: Vec<KvInput>,
-    lm_takes_positions: bool,
     noise_channels: usize,
     voices: Presets,
 }
@@ -133,13 +136,11 @@ impl ChatterboxEngine {
                 )));
             }
         }
-        let lm = open(&graph(files::LANGUAGE_MODEL))?;
+        let lm = LanguageModel::new(open(&graph(files::LANGUAGE_MODEL))?)?;
         let decoder = open(&decoder_path)?;
         let tokenizer = Tokenizer::from_file(config.dir.join(files::TOKENIZER))
             .map_err(|e| EngineError::NotInstalled(format!("{}: {e}", files::TOKENIZER)))?;
         let cangjie = Cangjie::load(&config.dir).map_err(EngineError::NotInstalled)?;
-        let kv = shared::kv_inputs(&lm)?;
-        let lm_takes_positions = lm.inputs().iter().any(|i| i.name() == "position_ids");
         let noise_channels = shared::noise_channels(&decoder, DIR)?;
         Ok(Self {
             dir: config.dir.clone(),
@@ -150,8 +151,6 @@ impl ChatterboxEngine {
             space_token: tokenizer.token_to_id("[SPACE]").is_some(),
             tokenizer,
             cangjie,
-            kv,
-            lm_takes_positions,
             noise_channels,
             voices: Presets::default(),
         })
@@ -199,33 +198,18 @@ impl ChatterboxEngine {
             min_p: MIN_P,
             top_p: TOP_P,
         };
-        let pieces = self.pieces(text, language)?;
-        if pieces.is_empty() {
-            return Err(EngineError::InvalidInput(
-                "the text has nothing to pronounce".into(),
-            ));
-        }
+        let pieces = pieces::some(self.pieces(text, language)?)?;
         let mut rng = ChaCha8Rng::seed_from_u64(input.seed);
-        let mut trace = Trace::default();
-        let mut samples = Vec::new();
-        let last = pieces.len() - 1;
-        for (i, piece) in pieces.iter().enumerate() {
-            if input.is_cancelled() {
-                return Err(EngineError::Cancelled);
-            }
-            let piece_trace = self.speak(print, &piece.tokens, params, &mut rng, input)?;
-            samples.extend(piece_trace.waveform.iter().map(|s| s.clamp(-1.0, 1.0)));
-            if i < last {
-                let pause = (piece.boundary.pause_secs() * SAMPLE_RATE as f32) as usize;
-                samples.resize(samples.len() + pause, 0.0);
-            }
-            trace.pieces.push(piece_trace);
-        }
-        let pcm = Pcm {
-            samples,
-            sample_rate: SAMPLE_RATE,
-        };
-        Ok((pcm, trace))
+        let (pcm, pieces) = pieces::render(&pieces, input, SAMPLE_RATE, |_, piece| {
+            self.speak(print, &piece.tokens, params, &mut rng, input)
+        })?;
+        Ok((
+            pcm,
+            Trace {
+                pieces,
+                ..Trace::default()
+            },
+        ))
     }
 
     /// The text split into pieces, each tokenized with the upstream template
@@ -282,80 +266,25 @@ impl ChatterboxEngine {
             let start = (offset + row) * width;
             uncond[start..start + width].fill(0.0);
         }
-        let prefix = cond.len() / width;
+        let mut rows = cond.len() / width;
         let mut embeds = cond;
         embeds.extend(uncond);
-        let mut rows = prefix;
-        let mut past: Vec<DynValue> = self
-            .kv
-            .iter()
-            .map(|kv| shared::empty_cache(kv, 2))
-            .collect::<Result<_, _>>()?;
+        let mut cache = self.lm.start(2)?;
         let mut generated = vec![START_SPEECH];
-        let mut first_position = 0i64;
         for step in 0..MAX_NEW_TOKENS {
             if input.is_cancelled() {
                 return Err(EngineError::Cancelled);
             }
-            let total = prefix + step;
-            let mut inputs: Vec<(std::borrow::Cow<'_, str>, SessionInputValue<'_>)> = vec![
-                (
-                    "inputs_embeds".into(),
-                    Tensor::from_array(([2, rows, width], embeds))
-                        .map_err(inference)?
-                        .into(),
-                ),
-                (
-                    "attention_mask".into(),
-                    Tensor::from_array(([2, total], vec![1i64; 2 * total]))
-                        .map_err(inference)?
-                        .into(),
-                ),
-            ];
-            if self.lm_takes_positions {
-                let row: Vec<i64> = (0..rows as i64).map(|p| first_position + p).collect();
-                let both = [row.clone(), row].concat();
-                inputs.push((
-                    "position_ids".into(),
-                    Tensor::from_array(([2, rows], both))
-                        .map_err(inference)?
-                        .into(),
-                ));
-            }
-            for (kv, value) in self.kv.iter().zip(past.drain(..)) {
-                inputs.push((kv.past.as_str().into(), value.into()));
-            }
-            let mut outputs = self.lm.run(inputs).map_err(inference)?;
-            let (shape, logits) = outputs
-                .get("logits")
-                .ok_or_else(|| inference("language model has no output logits"))?
-                .try_extract_tensor::<f32>()
-                .map_err(inference)?;
-            let vocab = *shape.last().unwrap_or(&0) as usize;
-            if shape.first() != Some(&2) || vocab == 0 || logits.len() < 2 * vocab {
-                return Err(inference(format!(
-                    "language model returned logits of shape {shape:?} for a batch of two"
-                )));
-            }
-            let half = logits.len() / 2;
-            let cond_row = &logits[half - vocab..half];
-            let uncond_row = &logits[logits.len() - vocab..];
+            let logits = self.lm.step(&mut cache, embeds, rows, width)?;
             let uniform: f64 = rng.random();
             let next =
-                sampling::sample_guided(cond_row, uncond_row, &generated, params, uniform) as i64;
-            for kv in &self.kv {
-                past.push(outputs.remove(&kv.present).ok_or_else(|| {
-                    inference(format!("language model has no output {}", kv.present))
-                })?);
-            }
-            drop(outputs);
+                sampling::sample_guided(&logits[0], &logits[1], &generated, params, uniform) as i64;
             trace.uniforms.push(uniform);
             trace.tokens.push(next);
             generated.push(next);
             if next == STOP_SPEECH {
                 break;
             }
-            first_position += rows as i64;
             let row = embed(&mut self.embed, &[next], &[step as i64 + 1])?.data;
             embeds = [row.clone(), row].concat();
             rows = 1;
@@ -385,16 +314,12 @@ impl ChatterboxEngine {
 }
 
 impl Engine for ChatterboxEngine {
-    fn presets(&self) -> Vec<Preset> {
-        presets(&self.dir)
-    }
-
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
         self.synthesize_traced(input).map(|(pcm, _)| pcm)
     }
 
     fn reference_rate(&self) -> Option<u32> {
-        Some(SAMPLE_RATE)
+        INFO.can_clone.then_some(SAMPLE_RATE)
     }
 
     /// The speech encoder's four outputs, as [`VoicePrint::to_bytes`]; the transcript and the

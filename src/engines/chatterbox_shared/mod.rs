@@ -1,6 +1,6 @@
 //! What Chatterbox Turbo and Chatterbox (multilingual) share: the file layout, the speech
-//! encoder whose four outputs are a voice (its print), the language model's KV cache plumbing,
-//! and the seeded conditional decoder.
+//! encoder whose four outputs are a voice (its print), and the seeded conditional decoder (the
+//! language model's KV cache is [`crate::engines::lm`]).
 
 pub mod files;
 mod print;
@@ -8,13 +8,13 @@ mod print;
 use std::collections::HashMap;
 use std::path::Path;
 
-use ort::memory::Allocator;
 use ort::session::Session;
-use ort::value::{DynTensor, DynValue, Tensor, TensorElementType, ValueType};
+use ort::value::{Tensor, ValueType};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
+use crate::engines::files::{Clips, preset_names};
 use crate::engines::onnx::inference;
 use crate::engines::{EngineError, Preset};
 
@@ -64,6 +64,12 @@ pub struct PieceTrace {
     pub waveform: Vec<f32>,
 }
 
+impl crate::engines::pieces::Spoken for PieceTrace {
+    fn audio(&self) -> &[f32] {
+        &self.waveform
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Trace {
     /// The reference clip fed to the speech encoder (24 kHz; empty when speaking from a stored
@@ -92,7 +98,7 @@ impl Presets {
         encoder: &mut Session,
     ) -> Result<&Voice, EngineError> {
         if !self.0.contains_key(preset) {
-            if !files::preset_names(dir).iter().any(|n| n == preset) {
+            if !preset_names(dir, Clips::Any).iter().any(|n| n == preset) {
                 return Err(EngineError::UnknownPreset(preset.to_owned()));
             }
             let path = dir.join(files::VOICES).join(format!("{preset}.wav"));
@@ -109,7 +115,7 @@ impl Presets {
 
 /// Lists the preset voices (reference clips) of `dir` without loading a model.
 pub fn presets(dir: &Path, language: &str, note: &str) -> Vec<Preset> {
-    files::preset_names(dir)
+    preset_names(dir, Clips::Any)
         .into_iter()
         .map(|name| Preset {
             description: format!("reference voice voices/{name}.wav{note}"),
@@ -205,68 +211,4 @@ pub(crate) fn dims(ty: &ValueType) -> Option<Vec<i64>> {
         ValueType::Tensor { shape, .. } => Some(shape.iter().copied().collect()),
         _ => None,
     }
-}
-
-pub(crate) struct KvInput {
-    pub past: String,
-    pub present: String,
-    ty: TensorElementType,
-    heads: i64,
-    head_dim: i64,
-}
-
-/// The cache inputs `past_key_values.N.{key,value}`, each paired by name with its output
-/// `present.N.{key,value}`; head count and head size come from the graph's declared shape
-/// [batch, heads, past, head_dim], and the element type from the graph (f16 for the fp16 and
-/// q4f16 variants).
-pub(crate) fn kv_inputs(lm: &Session) -> Result<Vec<KvInput>, EngineError> {
-    let outputs: Vec<&str> = lm.outputs().iter().map(|o| o.name()).collect();
-    let mut kv = Vec::new();
-    for input in lm.inputs() {
-        let Some(rest) = input.name().strip_prefix("past_key_values") else {
-            continue;
-        };
-        let present = format!("present{rest}");
-        if !outputs.contains(&present.as_str()) {
-            return Err(EngineError::NotInstalled(format!(
-                "language model: {} has no matching output {present}",
-                input.name()
-            )));
-        }
-        let (ty, shape) = match input.dtype() {
-            ValueType::Tensor { ty, shape, .. } => (*ty, shape.clone()),
-            _ => return Err(inference(format!("{} is not a tensor", input.name()))),
-        };
-        if shape.len() != 4 || shape[1] <= 0 || shape[3] <= 0 {
-            return Err(EngineError::NotInstalled(format!(
-                "language model: {} has shape {:?}, expected [batch, heads, past, head_dim]",
-                input.name(),
-                &shape[..]
-            )));
-        }
-        kv.push(KvInput {
-            past: input.name().to_owned(),
-            present,
-            ty,
-            heads: shape[1],
-            head_dim: shape[3],
-        });
-    }
-    if kv.is_empty() {
-        return Err(EngineError::NotInstalled(
-            "language model has no past_key_values inputs".into(),
-        ));
-    }
-    Ok(kv)
-}
-
-/// An empty cache entry [batch, heads, 0, head_dim] of the graph's element type.
-pub(crate) fn empty_cache(kv: &KvInput, batch: usize) -> Result<DynValue, EngineError> {
-    let tensor = DynTensor::new(
-        &Allocator::default(),
-        kv.ty,
-        [batch, kv.heads as usize, 0, kv.head_dim as usize],
-    )
-    .map_err(inference)?;
-    Ok(tensor.into_dyn())
 }

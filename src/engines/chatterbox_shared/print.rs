@@ -4,59 +4,41 @@
 //! (rank u32, dims u32…, f32 data), then `audio_tokens` as (count u32, i64 data).
 
 use super::{Array, VoicePrint};
+use crate::engines::print_codec::{Reader, Writer};
 
 const MAGIC: &[u8; 8] = b"VPRINT1\0";
 
 impl VoicePrint {
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = MAGIC.to_vec();
+        let mut out = Writer::new(MAGIC);
         for array in [&self.features, &self.speaker, &self.speaker_features] {
-            out.extend((array.shape.len() as u32).to_le_bytes());
+            out.count(array.shape.len());
             for d in &array.shape {
-                out.extend((*d as u32).to_le_bytes());
+                out.count(*d);
             }
-            out.extend(array.data.iter().flat_map(|x| x.to_le_bytes()));
+            out.f32s(&array.data);
         }
-        out.extend((self.tokens.len() as u32).to_le_bytes());
-        out.extend(self.tokens.iter().flat_map(|x| x.to_le_bytes()));
-        out
+        out.count(self.tokens.len()).i64s(&self.tokens).finish()
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Option<VoicePrint> {
-        let mut rest = bytes.strip_prefix(MAGIC.as_slice())?;
-        let mut take = |n: usize| -> Option<&[u8]> {
-            if rest.len() < n {
-                return None;
-            }
-            let (head, tail) = rest.split_at(n);
-            rest = tail;
-            Some(head)
-        };
+        let mut read = Reader::new(bytes, MAGIC)?;
         let mut arrays = Vec::new();
         for _ in 0..3 {
-            let rank = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
+            let rank = read.count()?;
             if rank > 8 {
                 return None;
             }
-            let mut shape = Vec::with_capacity(rank);
-            for _ in 0..rank {
-                shape.push(u32::from_le_bytes(take(4)?.try_into().ok()?) as usize);
-            }
+            let shape = (0..rank)
+                .map(|_| read.count())
+                .collect::<Option<Vec<_>>>()?;
             let count = shape.iter().try_fold(1usize, |a, d| a.checked_mul(*d))?;
-            let data = take(count.checked_mul(4)?)?
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-                .collect();
+            let data = read.f32s(count)?;
             arrays.push(Array { shape, data });
         }
-        let count = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
-        let tokens = take(count.checked_mul(8)?)?
-            .chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect();
-        if !rest.is_empty() {
-            return None;
-        }
+        let count = read.count()?;
+        let tokens = read.i64s(count)?;
+        read.finish()?;
         let mut arrays = arrays.into_iter();
         Some(VoicePrint {
             features: arrays.next()?,
@@ -95,5 +77,31 @@ mod tests {
         let mut longer = bytes.clone();
         longer.push(0);
         assert_eq!(VoicePrint::from_bytes(&longer), None);
+    }
+
+    #[test]
+    fn the_stored_layout_is_unchanged() {
+        let print = VoicePrint {
+            features: Array {
+                shape: vec![1, 1],
+                data: vec![1.5],
+            },
+            tokens: vec![-2],
+            speaker: Array {
+                shape: vec![1],
+                data: vec![0.25],
+            },
+            speaker_features: Array {
+                shape: vec![],
+                data: vec![-4.0],
+            },
+        };
+        let bytes: &[u8] = b"VPRINT1\0\
+            \x02\0\0\0\x01\0\0\0\x01\0\0\0\0\0\xc0\x3f\
+            \x01\0\0\0\x01\0\0\0\0\0\x80\x3e\
+            \0\0\0\0\0\0\x80\xc0\
+            \x01\0\0\0\xfe\xff\xff\xff\xff\xff\xff\xff";
+        assert_eq!(print.to_bytes(), bytes);
+        assert_eq!(VoicePrint::from_bytes(bytes), Some(print));
     }
 }

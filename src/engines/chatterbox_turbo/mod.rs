@@ -6,27 +6,31 @@
 //! speech token per step, sampled on the host from the request's seed → `conditional_decoder`
 //! (the seeded copy: its flow noise is an input drawn from the same seed) → waveform.
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use ort::session::{Session, SessionInputValue};
-use ort::value::{DynValue, Tensor};
+use ort::session::Session;
+use ort::value::Tensor;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokenizers::Tokenizer;
 
-use crate::engines::chatterbox_shared::{self as shared, KvInput, Presets};
+use crate::domain::{EngineId, EngineInfo};
+use crate::engines::chatterbox_shared::{self as shared, Presets};
 pub use crate::engines::chatterbox_shared::{
     Array, NOISE_FRAMES, PieceTrace, SAMPLE_RATE, START_SPEECH, STOP_SPEECH, Trace, VoicePrint,
     files,
 };
-use crate::engines::kokoro::split;
+use crate::engines::lm::LanguageModel;
 use crate::engines::onnx::{self, inference};
+use crate::engines::pieces;
 use crate::engines::sampling::{self, Sampling};
+use crate::engines::text::split;
 use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
 
 /// The engine id, and the directory under the models dir.
 pub const DIR: &str = "chatterbox_turbo";
+/// Its capabilities ([`EngineId::info`]).
+pub const INFO: &EngineInfo = EngineId::ChatterboxTurbo.info();
 /// Appended after the generated tokens so that the decoder ends on silence (upstream).
 pub const SILENCE: i64 = 4299;
 pub const SILENCE_TOKENS: usize = 3;
@@ -67,11 +71,9 @@ pub struct ChatterboxTurboEngine {
     dir: PathBuf,
     encoder: Session,
     embed: Session,
-    lm: Session,
+    lm: LanguageModel,
     decoder: Session,
     tokenizer: Tokenizer,
-    kv: Vec<KvInput>,
-    lm_takes_positions: bool,
     noise_channels: usize,
     voices: Presets,
 }
@@ -98,12 +100,10 @@ impl ChatterboxTurboEngine {
             .map_err(EngineError::NotInstalled)?;
         let encoder = open(&graph(files::SPEECH_ENCODER))?;
         let embed = open(&graph(files::EMBED_TOKENS))?;
-        let lm = open(&graph(files::LANGUAGE_MODEL))?;
+        let lm = LanguageModel::new(open(&graph(files::LANGUAGE_MODEL))?)?;
         let decoder = open(&decoder_path)?;
         let tokenizer = Tokenizer::from_file(config.dir.join(files::TOKENIZER))
             .map_err(|e| EngineError::NotInstalled(format!("{}: {e}", files::TOKENIZER)))?;
-        let kv = shared::kv_inputs(&lm)?;
-        let lm_takes_positions = lm.inputs().iter().any(|i| i.name() == "position_ids");
         let noise_channels = shared::noise_channels(&decoder, DIR)?;
         Ok(Self {
             dir: config.dir.clone(),
@@ -112,8 +112,6 @@ impl ChatterboxTurboEngine {
             lm,
             decoder,
             tokenizer,
-            kv,
-            lm_takes_positions,
             noise_channels,
             voices: Presets::default(),
         })
@@ -160,33 +158,18 @@ impl ChatterboxTurboEngine {
             top_p: TOP_P,
             repetition_penalty: REPETITION_PENALTY,
         };
-        let pieces = self.pieces(text)?;
-        if pieces.is_empty() {
-            return Err(EngineError::InvalidInput(
-                "the text has nothing to pronounce".into(),
-            ));
-        }
+        let pieces = pieces::some(self.pieces(text)?)?;
         let mut rng = ChaCha8Rng::seed_from_u64(input.seed);
-        let mut trace = Trace::default();
-        let mut samples = Vec::new();
-        let last = pieces.len() - 1;
-        for (i, piece) in pieces.iter().enumerate() {
-            if input.is_cancelled() {
-                return Err(EngineError::Cancelled);
-            }
-            let piece_trace = self.speak(print, &piece.tokens, params, &mut rng, input)?;
-            samples.extend(piece_trace.waveform.iter().map(|s| s.clamp(-1.0, 1.0)));
-            if i < last {
-                let pause = (piece.boundary.pause_secs() * SAMPLE_RATE as f32) as usize;
-                samples.resize(samples.len() + pause, 0.0);
-            }
-            trace.pieces.push(piece_trace);
-        }
-        let pcm = Pcm {
-            samples,
-            sample_rate: SAMPLE_RATE,
-        };
-        Ok((pcm, trace))
+        let (pcm, pieces) = pieces::render(&pieces, input, SAMPLE_RATE, |_, piece| {
+            self.speak(print, &piece.tokens, params, &mut rng, input)
+        })?;
+        Ok((
+            pcm,
+            Trace {
+                pieces,
+                ..Trace::default()
+            },
+        ))
     }
 
     fn pieces(&self, text: &str) -> Result<Vec<split::Piece>, EngineError> {
@@ -229,72 +212,21 @@ impl ChatterboxTurboEngine {
         let mut embeds = print.features.data.clone();
         embeds.extend_from_slice(&text.data);
         let mut rows = embeds.len() / width;
-        let prefix = rows;
-        let mut first_position = 0i64;
-        let mut past: Vec<DynValue> = self
-            .kv
-            .iter()
-            .map(|kv| shared::empty_cache(kv, 1))
-            .collect::<Result<_, _>>()?;
+        let mut cache = self.lm.start(1)?;
         let mut generated = vec![START_SPEECH];
-        for step in 0..MAX_NEW_TOKENS {
-            let total = prefix + step;
+        for _ in 0..MAX_NEW_TOKENS {
             if input.is_cancelled() {
                 return Err(EngineError::Cancelled);
             }
-            let mut inputs: Vec<(Cow<'_, str>, SessionInputValue<'_>)> = vec![
-                (
-                    "inputs_embeds".into(),
-                    Tensor::from_array(([1, rows, width], embeds))
-                        .map_err(inference)?
-                        .into(),
-                ),
-                (
-                    "attention_mask".into(),
-                    Tensor::from_array(([1, total], vec![1i64; total]))
-                        .map_err(inference)?
-                        .into(),
-                ),
-            ];
-            if self.lm_takes_positions {
-                let positions: Vec<i64> = (0..rows as i64).map(|p| first_position + p).collect();
-                inputs.push((
-                    "position_ids".into(),
-                    Tensor::from_array(([1, rows], positions))
-                        .map_err(inference)?
-                        .into(),
-                ));
-            }
-            for (kv, value) in self.kv.iter().zip(past.drain(..)) {
-                inputs.push((kv.past.as_str().into(), value.into()));
-            }
-            let mut outputs = self.lm.run(inputs).map_err(inference)?;
-            let (shape, logits) = outputs
-                .get("logits")
-                .ok_or_else(|| inference("language model has no output logits"))?
-                .try_extract_tensor::<f32>()
-                .map_err(inference)?;
-            let vocab = *shape.last().unwrap_or(&0) as usize;
-            if vocab == 0 || logits.len() < vocab {
-                return Err(inference("language model returned no logits"));
-            }
+            let logits = self.lm.step(&mut cache, embeds, rows, width)?;
             let uniform: f64 = rng.random();
-            let next =
-                sampling::sample(&logits[logits.len() - vocab..], &generated, params, uniform)
-                    as i64;
-            for kv in &self.kv {
-                past.push(outputs.remove(&kv.present).ok_or_else(|| {
-                    inference(format!("language model has no output {}", kv.present))
-                })?);
-            }
-            drop(outputs);
+            let next = sampling::sample(&logits[0], &generated, params, uniform) as i64;
             trace.uniforms.push(uniform);
             trace.tokens.push(next);
             generated.push(next);
             if next == STOP_SPEECH {
                 break;
             }
-            first_position += rows as i64;
             embeds = embed(&mut self.embed, &[next])?.data;
             rows = 1;
         }
@@ -318,16 +250,12 @@ impl ChatterboxTurboEngine {
 }
 
 impl Engine for ChatterboxTurboEngine {
-    fn presets(&self) -> Vec<Preset> {
-        presets(&self.dir)
-    }
-
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
         self.synthesize_traced(input).map(|(pcm, _)| pcm)
     }
 
     fn reference_rate(&self) -> Option<u32> {
-        Some(SAMPLE_RATE)
+        INFO.can_clone.then_some(SAMPLE_RATE)
     }
 
     /// The speech encoder's four outputs, as [`VoicePrint::to_bytes`]; the transcript and the

@@ -7,8 +7,8 @@
 //! Costs one espeak-ng process (no model, no session): callers on an async runtime run it on the
 //! blocking pool.
 
-use super::{normalize, phonemize, split};
 use crate::engines::EngineError;
+use crate::engines::text::{normalize, phonemize, split};
 
 /// What Kokoro will read of a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

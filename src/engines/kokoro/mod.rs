@@ -1,29 +1,31 @@
 //! Kokoro-82M (int8 ONNX) on ONNX Runtime: 24 kHz speech from espeak-ng phonemes.
 //!
-//! Data path: text ([`normalize`]d in English) → [`split`] into pieces under 510 tokens → [`phonemize`] (espeak-ng) →
+//! Data path: text ([`normalize`]d in English) → [`split`] into pieces under 510 tokens →
+//! [`phonemize`] (espeak-ng) →
 //! [`session`] (one ONNX Runtime session) with the voice's style row and [`noise`] drawn from
 //! the request's seed (one stream per piece) → pieces joined with short pauses. Pieces are the
 //! engine's [`Segment`]s: the worker may render them on several sessions at once.
 
 pub mod estimate;
 mod noise;
-pub mod normalize;
-pub(crate) mod phonemize;
 pub mod readable;
 pub mod session;
-pub(crate) mod split;
 mod voices;
 
 use std::path::{Path, PathBuf};
 
 use self::noise::SourceNoise;
-use self::phonemize::Vocab;
 use self::session::KokoroSession;
+pub use self::voices::{RAW_VOICE_BYTES, is_voice_name};
 use self::voices::{Style, VoiceIndex};
+use crate::domain::{EngineId, EngineInfo};
+use crate::engines::pieces;
+use crate::engines::text::phonemize::{self, Vocab};
+use crate::engines::text::{Piece, normalize, split};
 use crate::engines::{Engine, EngineError, Pcm, Preset, Segment, SynthesisInput};
 
-pub use self::split::{Boundary, Piece};
-pub use self::voices::{RAW_VOICE_BYTES, is_voice_name};
+/// Its capabilities ([`EngineId::info`]).
+pub const INFO: &EngineInfo = EngineId::Kokoro.info();
 
 pub const SAMPLE_RATE: u32 = 24_000;
 /// Pieces must stay below this many phoneme tokens (the voices have 510 style rows).
@@ -59,7 +61,7 @@ impl KokoroConfig {
     /// The layout `voiced models fetch kokoro` creates under `models_dir`, one thread.
     pub fn from_models_dir(models_dir: &Path) -> Self {
         Self {
-            model_dir: models_dir.join("kokoro"),
+            model_dir: models_dir.join(INFO.id.as_str()),
             ort_library: models_dir.join("onnxruntime").join(files::ORT_LIBRARY),
             intra_threads: 1,
         }
@@ -195,12 +197,7 @@ impl KokoroEngine {
         if text.is_empty() {
             return Err(EngineError::InvalidInput("the text is empty".into()));
         }
-        let pieces = self.pieces(text, input.preset, input.language)?;
-        if pieces.is_empty() {
-            return Err(EngineError::InvalidInput(
-                "the text has nothing to pronounce".into(),
-            ));
-        }
+        let pieces = pieces::some(self.pieces(text, input.preset, input.language)?)?;
         let last = pieces.len() - 1;
         Ok(pieces
             .into_iter()
@@ -218,25 +215,40 @@ impl KokoroEngine {
     }
 }
 
-impl Engine for KokoroEngine {
-    fn presets(&self) -> Vec<Preset> {
+impl KokoroEngine {
+    /// Segment `index`'s audio as the model made it (no clamp, no pause).
+    fn speak_segment(
+        &mut self,
+        input: &SynthesisInput<'_>,
+        segment: &Segment,
+        index: usize,
+    ) -> Result<Vec<f32>, EngineError> {
+        if !self.voices.contains(input.preset) {
+            return Err(EngineError::UnknownPreset(input.preset.to_owned()));
+        }
+        // Each piece's noise comes from its own stream of the seed, so the audio is a function
+        // of (text, voice, seed) whichever session renders which piece.
+        let source = SourceNoise::draw(&mut noise::piece_rng(input.seed, index));
+        let row = self.style(input.preset)?.row(segment.tokens.len()).to_vec();
+        self.session
+            .infer_until(&segment.tokens, &row, &source, input.cancel)
+    }
+}
+
+impl KokoroEngine {
+    /// The voices this instance's index holds (what [`presets`] lists for its folder).
+    pub fn presets(&self) -> Vec<Preset> {
         self.voices.presets()
     }
+}
 
+impl Engine for KokoroEngine {
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
         let segments = self.segments_of(input)?;
-        let mut samples = Vec::new();
-        for (i, segment) in segments.iter().enumerate() {
-            // A cancelled generation stops here or inside the piece; its audio is never stored.
-            if input.is_cancelled() {
-                return Err(EngineError::Cancelled);
-            }
-            samples.extend(self.render_segment(input, segment, i)?.samples);
-        }
-        Ok(Pcm {
-            samples,
-            sample_rate: SAMPLE_RATE,
-        })
+        let (pcm, _) = pieces::render(&segments, input, SAMPLE_RATE, |i, segment| {
+            self.speak_segment(input, segment, i)
+        })?;
+        Ok(pcm)
     }
 
     fn segments(
@@ -252,20 +264,10 @@ impl Engine for KokoroEngine {
         segment: &Segment,
         index: usize,
     ) -> Result<Pcm, EngineError> {
-        if !self.voices.contains(input.preset) {
-            return Err(EngineError::UnknownPreset(input.preset.to_owned()));
-        }
-        // Each piece's noise comes from its own stream of the seed, so the audio is a function
-        // of (text, voice, seed) whichever session renders which piece.
-        let source = SourceNoise::draw(&mut noise::piece_rng(input.seed, index));
-        let row = self.style(input.preset)?.row(segment.tokens.len()).to_vec();
-        let audio = self
-            .session
-            .infer_until(&segment.tokens, &row, &source, input.cancel)?;
+        let audio = self.speak_segment(input, segment, index)?;
         let pause = (segment.pause_secs * SAMPLE_RATE as f32) as usize;
         let mut samples = Vec::with_capacity(audio.len() + pause);
-        samples.extend(audio.iter().map(|s| s.clamp(-1.0, 1.0)));
-        samples.resize(samples.len() + pause, 0.0);
+        pieces::append(&mut samples, &audio, segment.pause_secs, SAMPLE_RATE);
         Ok(Pcm {
             samples,
             sample_rate: SAMPLE_RATE,

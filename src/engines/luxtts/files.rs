@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::engines::manifest;
+use crate::engines::files::manifest;
 
 pub const DIR: &str = "luxtts";
 pub const TEXT_ENCODER: &str = "text_encoder";
@@ -15,8 +15,8 @@ pub const TOKENS: &str = "tokens.txt";
 /// Precision suffixes in order of preference: fp32, fp16, q8 (upstream's `_int8`), q4.
 pub const VARIANTS: [&str; 4] = ["", "_fp16", "_int8", "_int4"];
 /// Reference clips of the preset voices with their transcripts: `voices/<preset>.wav` and
-/// `voices/<preset>.txt`.
-pub const VOICES: &str = "voices";
+/// `voices/<preset>.txt` ([`Clips::WithTranscript`](crate::engines::files::Clips)).
+pub use crate::engines::files::VOICES;
 
 pub fn dir(models_dir: &Path) -> PathBuf {
     models_dir.join(DIR)
@@ -65,22 +65,4 @@ pub fn problems(dir: &Path) -> Vec<String> {
         problems.push(problem);
     }
     problems
-}
-
-/// Presets: the stems of `voices/*.wav` that have a transcript `voices/<stem>.txt`, sorted.
-pub fn preset_names(dir: &Path) -> Vec<String> {
-    let voices = dir.join(VOICES);
-    let mut names: Vec<String> = std::fs::read_dir(&voices)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let path = e.path();
-            (path.extension().is_some_and(|x| x == "wav") && path.with_extension("txt").is_file())
-                .then(|| path.file_stem()?.to_str().map(str::to_owned))
-                .flatten()
-        })
-        .collect();
-    names.sort();
-    names
 }

@@ -21,12 +21,17 @@ use rand_distr::StandardNormal;
 
 pub use print::LuxPrint;
 
-use crate::engines::kokoro::{normalize, phonemize, split};
+use crate::domain::{EngineId, EngineInfo};
+use crate::engines::files::{Clips, preset_names};
 use crate::engines::onnx::{self, inference};
+use crate::engines::pieces;
 use crate::engines::qwen::expect_io;
 use crate::engines::spectrogram::{self, Mel};
+use crate::engines::text::{normalize, phonemize, split};
 use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
 
+/// Its capabilities ([`EngineId::info`]).
+pub const INFO: &EngineInfo = EngineId::Luxtts.info();
 /// The rate of reference audio (and of the features the model was trained on).
 pub const REFERENCE_RATE: u32 = 24_000;
 /// Upstream `LuxTTS.generate_speech` defaults: 4 steps, guidance 3.0, t_shift 0.5, speed 1.0
@@ -72,6 +77,12 @@ pub struct PieceTrace {
     pub waveform: Vec<f32>,
 }
 
+impl pieces::Spoken for PieceTrace {
+    fn audio(&self) -> &[f32] {
+        &self.waveform
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Trace {
     pub print: Option<LuxPrint>,
@@ -80,7 +91,7 @@ pub struct Trace {
 
 /// Lists the preset voices (clips with transcripts) without loading a model.
 pub fn presets(dir: &Path) -> Vec<Preset> {
-    files::preset_names(dir)
+    preset_names(dir, Clips::WithTranscript)
         .into_iter()
         .map(|name| Preset {
             description: format!("reference voice voices/{name}.wav"),
@@ -246,7 +257,10 @@ impl LuxEngine {
         if let Some(print) = self.voices.get(preset) {
             return Ok(print.clone());
         }
-        if !files::preset_names(&self.dir).iter().any(|n| n == preset) {
+        if !preset_names(&self.dir, Clips::WithTranscript)
+            .iter()
+            .any(|n| n == preset)
+        {
             return Err(EngineError::UnknownPreset(preset.to_owned()));
         }
         let clip = self.dir.join(files::VOICES).join(format!("{preset}.wav"));
@@ -283,40 +297,22 @@ impl LuxEngine {
             ));
         }
         let mut tokenize = |texts: &[&str]| self.tokenize(texts);
-        let pieces = split::split(text, MAX_TOKENS, &mut tokenize)?;
-        if pieces.is_empty() {
-            return Err(EngineError::InvalidInput(
-                "the text has nothing to pronounce".into(),
-            ));
-        }
+        let pieces = pieces::some(split::split(text, MAX_TOKENS, &mut tokenize)?)?;
         let mut rng = ChaCha8Rng::seed_from_u64(input.seed);
-        let mut trace = Trace::default();
-        let mut samples = Vec::new();
-        let last = pieces.len() - 1;
-        for (i, piece) in pieces.iter().enumerate() {
-            if input.is_cancelled() {
-                return Err(EngineError::Cancelled);
-            }
+        let rate = self.sample_rate;
+        let (pcm, pieces) = pieces::render(&pieces, input, rate, |_, piece| {
             let (noise, waveform) = self.speak(&print, &piece.tokens, &mut rng)?;
-            samples.extend(waveform.iter().map(|s| s.clamp(-1.0, 1.0)));
-            if i < last {
-                let pause = (piece.boundary.pause_secs() * self.sample_rate as f32) as usize;
-                samples.resize(samples.len() + pause, 0.0);
-            }
-            trace.pieces.push(PieceTrace {
+            Ok(PieceTrace {
                 tokens: piece.tokens.clone(),
                 noise,
                 waveform,
-            });
-        }
-        trace.print = Some(print);
-        Ok((
-            Pcm {
-                samples,
-                sample_rate: self.sample_rate,
-            },
-            trace,
-        ))
+            })
+        })?;
+        let trace = Trace {
+            print: Some(print),
+            pieces,
+        };
+        Ok((pcm, trace))
     }
 
     /// One piece: text encoder, the flow-matching steps from seeded noise, the vocoder.
@@ -424,16 +420,12 @@ impl LuxEngine {
 }
 
 impl Engine for LuxEngine {
-    fn presets(&self) -> Vec<Preset> {
-        presets(&self.dir)
-    }
-
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
         self.synthesize_traced(input).map(|(pcm, _)| pcm)
     }
 
     fn reference_rate(&self) -> Option<u32> {
-        Some(REFERENCE_RATE)
+        INFO.can_clone.then_some(REFERENCE_RATE)
     }
 
     fn voice_print(

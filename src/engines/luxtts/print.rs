@@ -3,6 +3,8 @@
 //! frames u32, feature width u32, features (f32…, frame-major), tokens (count u32, i64…),
 //! RMS f32.
 
+use crate::engines::print_codec::{Reader, Writer};
+
 const MAGIC: &[u8; 8] = b"LUXVP1\0\0";
 
 #[derive(Debug, Clone, PartialEq)]
@@ -21,36 +23,26 @@ impl LuxPrint {
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = MAGIC.to_vec();
-        out.extend((self.frames() as u32).to_le_bytes());
-        out.extend((self.width as u32).to_le_bytes());
-        out.extend(self.features.iter().flat_map(|x| x.to_le_bytes()));
-        out.extend((self.tokens.len() as u32).to_le_bytes());
-        out.extend(self.tokens.iter().flat_map(|x| x.to_le_bytes()));
-        out.extend(self.rms.to_le_bytes());
-        out
+        Writer::new(MAGIC)
+            .count(self.frames())
+            .count(self.width)
+            .f32s(&self.features)
+            .count(self.tokens.len())
+            .i64s(&self.tokens)
+            .f32(self.rms)
+            .finish()
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
-        let mut rest = bytes.strip_prefix(MAGIC.as_slice())?;
-        let mut take = |n: usize| -> Option<&[u8]> {
-            let (head, tail) = rest.split_at_checked(n)?;
-            rest = tail;
-            Some(head)
-        };
-        let frames = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
-        let width = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
-        let features = take(frames.checked_mul(width)?.checked_mul(4)?)?
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect();
-        let count = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
-        let tokens = take(count.checked_mul(8)?)?
-            .chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect();
-        let rms = f32::from_le_bytes(take(4)?.try_into().ok()?);
-        if !rest.is_empty() || width == 0 {
+        let mut read = Reader::new(bytes, MAGIC)?;
+        let frames = read.count()?;
+        let width = read.count()?;
+        let features = read.f32s(frames.checked_mul(width)?)?;
+        let count = read.count()?;
+        let tokens = read.i64s(count)?;
+        let rms = read.f32()?;
+        read.finish()?;
+        if width == 0 {
             return None;
         }
         Some(Self {
@@ -79,5 +71,26 @@ mod tests {
         assert_eq!(LuxPrint::from_bytes(&bytes), Some(print));
         assert_eq!(LuxPrint::from_bytes(&bytes[..bytes.len() - 1]), None);
         assert_eq!(LuxPrint::from_bytes(b"QWENVP1\0"), None);
+    }
+
+    #[test]
+    fn the_stored_layout_is_unchanged() {
+        let print = LuxPrint {
+            width: 1,
+            features: vec![1.5, 0.25],
+            tokens: vec![-2],
+            rms: -4.0,
+        };
+        let bytes: &[u8] = b"LUXVP1\0\0\
+            \x02\0\0\0\x01\0\0\0\0\0\xc0\x3f\0\0\x80\x3e\
+            \x01\0\0\0\xfe\xff\xff\xff\xff\xff\xff\xff\
+            \0\0\x80\xc0";
+        assert_eq!(print.to_bytes(), bytes);
+        assert_eq!(LuxPrint::from_bytes(bytes), Some(print));
+        // A zero width is refused even when the bytes add up.
+        assert_eq!(
+            LuxPrint::from_bytes(b"LUXVP1\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"),
+            None
+        );
     }
 }

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::engines::manifest;
+use crate::engines::files::manifest;
 
 pub const TALKER_PREFILL: &str = "talker_prefill.onnx";
 pub const TALKER_DECODE: &str = "talker_decode.onnx";
@@ -24,7 +24,7 @@ pub const MERGES: &str = "tokenizer/merges.txt";
 pub const EMBEDDINGS: &str = "embeddings";
 /// Base only: reference clips of the preset voices, `voices/<preset>.wav`, each optionally with
 /// its transcript `voices/<preset>.txt` (then the clip is also an in-context example).
-pub const VOICES: &str = "voices";
+pub use crate::engines::files::VOICES;
 
 /// The two engines on this layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,12 +36,17 @@ pub enum Variant {
 }
 
 impl Variant {
+    /// The engine's capabilities.
+    pub fn info(self) -> &'static crate::domain::EngineInfo {
+        match self {
+            Self::Base => super::INFO_BASE,
+            Self::CustomVoice => super::INFO_CUSTOM_VOICE,
+        }
+    }
+
     /// The engine id, which is also the directory under the models dir.
     pub fn engine(self) -> &'static str {
-        match self {
-            Self::Base => "qwen",
-            Self::CustomVoice => "qwen_custom_voice",
-        }
+        self.info().id.as_str()
     }
 
     /// `tts_model_type` in `config.json`.
@@ -119,21 +124,4 @@ pub fn problems(dir: &Path, variant: Variant) -> Vec<String> {
 
 pub fn embedding(dir: &Path, table: &str) -> PathBuf {
     dir.join(EMBEDDINGS).join(format!("{table}.npy"))
-}
-
-/// Base presets: the stems of `voices/*.wav`, sorted.
-pub fn preset_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir.join(VOICES))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let path = e.path();
-            (path.extension().is_some_and(|x| x == "wav"))
-                .then(|| path.file_stem()?.to_str().map(str::to_owned))
-                .flatten()
-        })
-        .collect();
-    names.sort();
-    names
 }

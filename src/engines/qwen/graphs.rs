@@ -3,12 +3,11 @@
 //! groups 1…15, the frame fed back through `talker_decode` with its stacked KV cache; at the
 //! stop id, `vocoder` turns the frames into 24 kHz audio.
 
-use std::borrow::Cow;
 use std::path::Path;
 
 use ort::environment::Environment;
 use ort::memory::Allocator;
-use ort::session::{Session, SessionInputValue, SessionOutputs};
+use ort::session::{Session, SessionOutputs};
 use ort::value::{DynTensor, DynValue, Tensor, TensorElementType, ValueType};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -16,8 +15,16 @@ use rand_chacha::ChaCha8Rng;
 use super::files;
 use super::prompt::Tables;
 use super::sampling::{self, Warp};
+use crate::engines::lm::{Inputs, run_cached};
 use crate::engines::onnx::{self, inference};
 use crate::engines::{EngineError, SynthesisInput};
+
+/// The stacked caches of `talker_decode` and `code_predictor` ([layers, 1, heads, T, head_dim]
+/// each): past input, present output.
+const STACKED_KV: [(&str, &str); 2] = [
+    ("past_keys", "present_keys"),
+    ("past_values", "present_values"),
+];
 
 /// What one generation loop settles on besides the prompt.
 pub struct LoopSettings {
@@ -132,8 +139,9 @@ impl Graphs {
             .map_err(inference)?;
         let mut logits = last_row(&outputs, "logits")?;
         let mut hidden = last_row(&outputs, "hidden_states")?;
-        let (mut past_keys, mut past_values) = stack_prefill_cache(&outputs, self.talker_layers)?;
+        let (keys, values) = stack_prefill_cache(&outputs, self.talker_layers)?;
         drop(outputs);
+        let mut cache = vec![keys, values];
 
         let vocab = logits.len();
         let control = vocab.saturating_sub(1024);
@@ -159,7 +167,7 @@ impl Graphs {
             let next = tables.frame(&frame, pad)?;
             generated.codes.extend(frame);
             let total = rows + step + 1;
-            let mut inputs: Vec<(Cow<'_, str>, SessionInputValue<'_>)> = vec![
+            let inputs: Inputs<'_> = vec![
                 (
                     "inputs_embeds".into(),
                     Tensor::from_array(([1, 1, hidden_size], next))
@@ -179,13 +187,15 @@ impl Graphs {
                         .into(),
                 ),
             ];
-            inputs.push(("past_keys".into(), past_keys.into()));
-            inputs.push(("past_values".into(), past_values.into()));
-            let mut outputs = self.decode.run(inputs).map_err(inference)?;
+            let outputs = run_cached(
+                &mut self.decode,
+                files::TALKER_DECODE,
+                inputs,
+                &mut cache,
+                &STACKED_KV,
+            )?;
             logits = last_row(&outputs, "logits")?;
             hidden = last_row(&outputs, "hidden_states")?;
-            past_keys = take(&mut outputs, "present_keys")?;
-            past_values = take(&mut outputs, "present_values")?;
         }
         Ok(generated)
     }
@@ -203,11 +213,10 @@ impl Graphs {
         let width = tables.hidden;
         let mut frame = vec![code];
         let mut embeds = [hidden, tables.code(0, code)?].concat();
-        let mut past_keys = self.empty_predictor_cache()?;
-        let mut past_values = self.empty_predictor_cache()?;
+        let mut cache = vec![self.empty_predictor_cache()?, self.empty_predictor_cache()?];
         for group in 1..settings.groups {
             let rows = embeds.len() / width;
-            let inputs: Vec<(Cow<'_, str>, SessionInputValue<'_>)> = vec![
+            let inputs: Inputs<'_> = vec![
                 (
                     "inputs_embeds".into(),
                     Tensor::from_array(([1, rows, width], embeds))
@@ -220,18 +229,20 @@ impl Graphs {
                         .map_err(inference)?
                         .into(),
                 ),
-                ("past_keys".into(), past_keys.into()),
-                ("past_values".into(), past_values.into()),
             ];
-            let mut outputs = self.predictor.run(inputs).map_err(inference)?;
+            let outputs = run_cached(
+                &mut self.predictor,
+                files::CODE_PREDICTOR,
+                inputs,
+                &mut cache,
+                &STACKED_KV,
+            )?;
             let logits = last_row(&outputs, "logits")?;
             let uniform: f64 = rng.random();
             generated.predictor_uniforms.push(uniform);
             let code =
                 sampling::sample(&logits, &[], |_| false, settings.predictor, uniform) as i64;
             frame.push(code);
-            past_keys = take(&mut outputs, "present_keys")?;
-            past_values = take(&mut outputs, "present_values")?;
             embeds = tables.code(group, code)?.to_vec();
         }
         Ok(frame)
@@ -312,12 +323,6 @@ fn last_row(outputs: &SessionOutputs<'_>, name: &str) -> Result<Vec<f32>, Engine
         return Err(inference(format!("output {name} is empty")));
     }
     Ok(data[data.len() - width..].to_vec())
-}
-
-fn take(outputs: &mut SessionOutputs<'_>, name: &str) -> Result<DynValue, EngineError> {
-    outputs
-        .remove(name)
-        .ok_or_else(|| inference(format!("no output {name}")))
 }
 
 /// The graph has these inputs and outputs, with float (not float16) key/value caches.

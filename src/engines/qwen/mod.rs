@@ -35,9 +35,16 @@ use self::graphs::{Graphs, LoopSettings};
 use self::prompt::{Example, Prompt, Speaker, Tables};
 use self::sampling::Warp;
 use self::tokenizer::TextTokenizer;
-use crate::engines::kokoro::split;
+use crate::domain::{EngineId, EngineInfo};
+use crate::engines::files::{Clips, preset_names};
 use crate::engines::onnx;
+use crate::engines::pieces;
+use crate::engines::text::split;
 use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
+
+/// Base's and CustomVoice's capabilities ([`EngineId::info`]).
+pub const INFO_BASE: &EngineInfo = EngineId::Qwen.info();
+pub const INFO_CUSTOM_VOICE: &EngineInfo = EngineId::QwenCustomVoice.info();
 
 pub const SAMPLE_RATE: u32 = 24_000;
 pub const SAMPLES_PER_FRAME: usize = clone::SAMPLES_PER_FRAME;
@@ -103,6 +110,12 @@ pub struct PieceTrace {
     pub waveform: Vec<f32>,
 }
 
+impl pieces::Spoken for PieceTrace {
+    fn audio(&self) -> &[f32] {
+        &self.waveform
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Trace {
     /// The 24 kHz reference clip of a Base preset (empty for a stored print or CustomVoice).
@@ -113,7 +126,7 @@ pub struct Trace {
 /// Lists the presets without loading a model: Base's reference clips, CustomVoice's speakers.
 pub fn presets(dir: &Path, variant: Variant) -> Vec<Preset> {
     match variant {
-        Variant::Base => files::preset_names(dir)
+        Variant::Base => preset_names(dir, Clips::Any)
             .into_iter()
             .map(|name| Preset {
                 description: format!("reference voice voices/{name}.wav"),
@@ -238,7 +251,10 @@ impl QwenEngine {
     /// A Base preset's print, from `voices/<preset>.wav` (and `.txt`) on first use.
     fn preset(&mut self, preset: &str) -> Result<&PresetVoice, EngineError> {
         if !self.voices.contains_key(preset) {
-            if !files::preset_names(&self.dir).iter().any(|n| n == preset) {
+            if !preset_names(&self.dir, Clips::Any)
+                .iter()
+                .any(|n| n == preset)
+            {
                 return Err(EngineError::UnknownPreset(preset.to_owned()));
             }
             let clip = self.dir.join(files::VOICES).join(format!("{preset}.wav"));
@@ -338,24 +354,10 @@ impl QwenEngine {
             groups: self.config.talker_num_code_groups,
             max_frames: generate.max_new_tokens.min(MAX_FRAMES),
         };
-        let pieces = self.pieces(text)?;
-        if pieces.is_empty() {
-            return Err(EngineError::InvalidInput(
-                "the text has nothing to pronounce".into(),
-            ));
-        }
+        let pieces = pieces::some(self.pieces(text)?)?;
         let pad = self.tables.project(self.config.tts_pad_token_id)?;
         let mut rng = ChaCha8Rng::seed_from_u64(input.seed);
-        let mut trace = Trace {
-            reference,
-            pieces: Vec::new(),
-        };
-        let mut samples = Vec::new();
-        let last = pieces.len() - 1;
-        for (i, piece) in pieces.iter().enumerate() {
-            if input.is_cancelled() {
-                return Err(EngineError::Cancelled);
-            }
+        let (pcm, pieces) = pieces::render(&pieces, input, SAMPLE_RATE, |_, piece| {
             let text_ids: Vec<u32> = piece.tokens.iter().map(|&t| t as u32).collect();
             let prompt = Prompt {
                 instruction_ids: instruction_ids.as_deref(),
@@ -370,24 +372,13 @@ impl QwenEngine {
                 self.graphs
                     .generate(&self.tables, rows, &pad, &settings, &mut rng, input)?;
             let waveform = self.speak(&generated.codes, example.map(|e| e.codes))?;
-            samples.extend(waveform.iter().map(|s| s.clamp(-1.0, 1.0)));
-            if i < last {
-                let pause = (piece.boundary.pause_secs() * SAMPLE_RATE as f32) as usize;
-                samples.resize(samples.len() + pause, 0.0);
-            }
-            trace.pieces.push(PieceTrace {
+            Ok(PieceTrace {
                 text_ids,
                 generated,
                 waveform,
-            });
-        }
-        Ok((
-            Pcm {
-                samples,
-                sample_rate: SAMPLE_RATE,
-            },
-            trace,
-        ))
+            })
+        })?;
+        Ok((pcm, Trace { reference, pieces }))
     }
 
     /// The vocoder on the generated codes; with an in-context example, on the reference codes
@@ -420,16 +411,12 @@ impl QwenEngine {
 }
 
 impl Engine for QwenEngine {
-    fn presets(&self) -> Vec<Preset> {
-        presets(&self.dir, self.variant)
-    }
-
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
         self.synthesize_traced(input).map(|(pcm, _)| pcm)
     }
 
     fn reference_rate(&self) -> Option<u32> {
-        (self.variant == Variant::Base).then_some(SAMPLE_RATE)
+        self.variant.info().can_clone.then_some(SAMPLE_RATE)
     }
 
     fn voice_print(

@@ -4,6 +4,8 @@
 //! Little-endian, versioned: `QWENVP1\0`, speaker (count u32, f32…), transcript tokens
 //! (count u32, u32…), groups u32, frames u32, codes (i64…, frame-major).
 
+use crate::engines::print_codec::{Reader, Writer};
+
 const MAGIC: &[u8; 8] = b"QWENVP1\0";
 
 #[derive(Debug, Clone, PartialEq)]
@@ -23,44 +25,28 @@ impl QwenPrint {
     }
 
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = MAGIC.to_vec();
-        out.extend((self.speaker.len() as u32).to_le_bytes());
-        out.extend(self.speaker.iter().flat_map(|x| x.to_le_bytes()));
-        out.extend((self.text_ids.len() as u32).to_le_bytes());
-        out.extend(self.text_ids.iter().flat_map(|x| x.to_le_bytes()));
         let frames = self.codes.len().checked_div(self.groups).unwrap_or(0);
-        out.extend((self.groups as u32).to_le_bytes());
-        out.extend((frames as u32).to_le_bytes());
-        out.extend(self.codes.iter().flat_map(|x| x.to_le_bytes()));
-        out
+        Writer::new(MAGIC)
+            .count(self.speaker.len())
+            .f32s(&self.speaker)
+            .count(self.text_ids.len())
+            .u32s(&self.text_ids)
+            .count(self.groups)
+            .count(frames)
+            .i64s(&self.codes)
+            .finish()
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
-        let mut rest = bytes.strip_prefix(MAGIC.as_slice())?;
-        let mut take = |n: usize| -> Option<&[u8]> {
-            let (head, tail) = rest.split_at_checked(n)?;
-            rest = tail;
-            Some(head)
-        };
-        let n = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
-        let speaker = take(n.checked_mul(4)?)?
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect();
-        let n = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
-        let text_ids = take(n.checked_mul(4)?)?
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-            .collect();
-        let groups = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
-        let frames = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
-        let codes = take(frames.checked_mul(groups)?.checked_mul(8)?)?
-            .chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect();
-        if !rest.is_empty() {
-            return None;
-        }
+        let mut read = Reader::new(bytes, MAGIC)?;
+        let n = read.count()?;
+        let speaker = read.f32s(n)?;
+        let n = read.count()?;
+        let text_ids = read.u32s(n)?;
+        let groups = read.count()?;
+        let frames = read.count()?;
+        let codes = read.i64s(frames.checked_mul(groups)?)?;
+        read.finish()?;
         Some(Self {
             speaker,
             text_ids,
@@ -97,5 +83,22 @@ mod tests {
         };
         assert!(!plain.has_example());
         assert_eq!(QwenPrint::from_bytes(&plain.to_bytes()), Some(plain));
+    }
+
+    #[test]
+    fn the_stored_layout_is_unchanged() {
+        let print = QwenPrint {
+            speaker: vec![1.5],
+            text_ids: vec![258],
+            groups: 2,
+            codes: vec![-2, 3],
+        };
+        let bytes: &[u8] = b"QWENVP1\0\
+            \x01\0\0\0\0\0\xc0\x3f\
+            \x01\0\0\0\x02\x01\0\0\
+            \x02\0\0\0\x01\0\0\0\
+            \xfe\xff\xff\xff\xff\xff\xff\xff\x03\0\0\0\0\0\0\0";
+        assert_eq!(print.to_bytes(), bytes);
+        assert_eq!(QwenPrint::from_bytes(bytes), Some(print));
     }
 }
