@@ -16,7 +16,6 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::speech;
 use crate::audio::AudioFormat;
 use crate::domain::{CancelReason, EngineId, GenerationStatus, Seed, SpeechText, Temperature};
 use crate::http::auth::Principal;
@@ -135,9 +134,9 @@ impl TryFrom<OpenAiSpeechRequest> for OpenAiSpeechInput {
 
     fn try_from(body: OpenAiSpeechRequest) -> Result<Self, ApiError> {
         let (model, choice) = parse_model(body.model)?;
-        let text = speech::parse_text(body.input, "input")?;
+        let text = crate::http::fields::parse_text(body.input, "input")?;
         let voice_ref = parse_voice(body.voice)?;
-        let format = speech::parse_format(body.response_format, "response_format")?;
+        let format = crate::http::fields::parse_format(body.response_format, "response_format")?;
         refuse_unsupported(&body.instructions, body.speed, body.stream_format)?;
         Ok(Self {
             model,
@@ -145,8 +144,8 @@ impl TryFrom<OpenAiSpeechRequest> for OpenAiSpeechInput {
             text,
             voice_ref,
             format,
-            seed: speech::parse_seed(body.seed)?,
-            temperature: speech::parse_temperature(body.temperature)?,
+            seed: crate::http::fields::parse_seed(body.seed)?,
+            temperature: crate::http::fields::parse_temperature(body.temperature)?,
         })
     }
 }

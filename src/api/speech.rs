@@ -14,40 +14,13 @@ use crate::audio::AudioFormat;
 use crate::domain::{Seed, SpeechText, Temperature};
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
+use crate::http::fields::{parse_format, parse_seed, parse_temperature, parse_text};
 use crate::http::idempotency;
 use crate::http::json::{Field, JsonObject};
 use crate::http::models::Problem;
 use crate::service::Core;
 use crate::service::idempotency::{Keyed, Operation};
 use crate::service::speech::{self as service, Accepted, Fields, VoiceChoice};
-
-pub fn parse_seed(seed: Field<u64>) -> Result<Option<Seed>, ApiError> {
-    let invalid = |m: String| ApiError::invalid("seed", m);
-    seed.optional(|| invalid(Seed::REFUSAL.to_owned()))?
-        .map(|n| Seed::new(n).map_err(invalid))
-        .transpose()
-}
-
-pub fn parse_temperature(temperature: Field<f64>) -> Result<Option<Temperature>, ApiError> {
-    let invalid = |m: String| ApiError::invalid("temperature", m);
-    temperature
-        .optional(|| invalid(Temperature::REFUSAL.to_owned()))?
-        .map(|n| Temperature::new(n).map_err(invalid))
-        .transpose()
-}
-
-pub fn parse_format(format: Field<String>, field: &str) -> Result<AudioFormat, ApiError> {
-    let invalid = || ApiError::invalid(field, format!("{field} must be one of mp3, opus, wav"));
-    match format.optional(invalid)? {
-        None => Ok(AudioFormat::Mp3),
-        Some(s) => s.parse().map_err(|_| invalid()),
-    }
-}
-
-pub fn parse_text(text: Field<String>, field: &str) -> Result<SpeechText, ApiError> {
-    SpeechText::new(&text.required(field)?)
-        .map_err(|m| ApiError::invalid(field, format!("{field} {m}")))
-}
 
 /// Answer of `POST /v1/speech`.
 #[derive(Debug, Serialize, ToSchema)]

@@ -7,6 +7,7 @@ pub mod body;
 pub mod client_addr;
 pub mod connection;
 pub mod error;
+pub mod fields;
 pub mod idempotency;
 pub mod json;
 pub mod models;
