@@ -25,49 +25,14 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use sqlx::PgPool;
 
 use super::error::{ApiError, ErrorCode};
-use crate::domain::oauth::ACCESS_TOKEN_PREFIX;
-use crate::domain::{Scope, SecretHash};
+use crate::domain::Scope;
 use crate::service::Core;
+use crate::service::auth;
+pub use crate::service::auth::{AuthState, Resource as AuthResource, resolve_key};
 pub use crate::service::principal::{Credential, Principal, Requirement};
-use crate::service::principal_cache::{CredentialCheck, PrincipalCache};
-use crate::store;
-
-/// The protected resource a request is for. An OAuth access token is accepted only when its
-/// audience includes the resource's identifier (RFC 8707); API keys work on both.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuthResource {
-    /// The REST API: `{public_base_url}/v1`.
-    Api,
-    /// The agent interface: `{public_base_url}/mcp`.
-    Mcp,
-}
-
-impl AuthResource {
-    fn path(self) -> &'static str {
-        match self {
-            AuthResource::Api => "/v1",
-            AuthResource::Mcp => "/mcp",
-        }
-    }
-
-    /// The resource identifier, e.g. `https://voice.example.com/v1`.
-    pub fn identifier(self, public_base_url: &str) -> String {
-        format!("{}{}", public_base_url.trim_end_matches('/'), self.path())
-    }
-
-    /// Its protected-resource metadata document (RFC 9728 §3.1: the path after the well-known
-    /// name), e.g. `https://voice.example.com/.well-known/oauth-protected-resource/mcp`.
-    pub fn metadata_url(self, public_base_url: &str) -> String {
-        format!(
-            "{}/.well-known/oauth-protected-resource{}",
-            public_base_url.trim_end_matches('/'),
-            self.path()
-        )
-    }
-}
+use crate::service::principal_cache::CredentialCheck;
 
 /// The `WWW-Authenticate` challenge of a 401 (RFC 6750 §3, RFC 9728 §5.1):
 /// `Bearer resource_metadata="…", scope="voice:read voice:generate"`, plus
@@ -134,26 +99,6 @@ fn presented_credential(headers: &HeaderMap) -> Result<&str, ApiError> {
     Ok(token)
 }
 
-/// What authentication needs: the database, this process's principals, and what a challenge
-/// names. Its own small state (one `Arc` per request), not the whole [`Core`].
-pub struct AuthState {
-    pub pool: PgPool,
-    pub principals: Arc<PrincipalCache>,
-    pub public_base_url: Arc<str>,
-    pub oauth: Arc<crate::service::oauth::OAuthSettings>,
-}
-
-impl AuthState {
-    pub fn of(state: &Core) -> AuthState {
-        AuthState {
-            pool: state.pool.clone(),
-            principals: state.principals.clone(),
-            public_base_url: state.public_base_url.clone(),
-            oauth: state.oauth.clone(),
-        }
-    }
-}
-
 /// Step 1: resolve the credential to a [`Principal`] in the request's extensions. Refusals
 /// carry the `WWW-Authenticate` challenge; a token's 403 `insufficient_scope` carries one too.
 pub async fn authenticate(
@@ -218,6 +163,7 @@ pub async fn resolve_principal(
 
 type Resolved = (Arc<Principal>, Arc<CredentialCheck>);
 
+/// The credential of `headers` resolved for `resource` (`service::auth::resolve`).
 async fn resolve(
     state: &AuthState,
     headers: &HeaderMap,
@@ -225,111 +171,9 @@ async fn resolve(
     reading: bool,
 ) -> Result<Resolved, ApiError> {
     let presented = presented_credential(headers)?;
-    if presented.starts_with(ACCESS_TOKEN_PREFIX) && !headers.contains_key("x-api-key") {
-        let identifier = resource.identifier(&state.public_base_url);
-        let principal = crate::service::oauth::tokens::authenticate(
-            &state.oauth,
-            &state.pool,
-            presented,
-            &identifier,
-        )
-        .await?
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::InvalidApiKey,
-                format!(
-                    "The access token is unknown, expired or revoked, or was not issued for {identifier}."
-                ),
-            )
-        })?;
-        // Checked in the database just now: a read only needs the token to be live still.
-        let check = CredentialCheck::verified(&SecretHash::of(presented));
-        return Ok((Arc::new(principal), Arc::new(check)));
-    }
-    let hash = SecretHash::of(presented);
-    // Only reads start from memory: their statement confirms the principal (`confirm_reads`).
-    if reading && let Some(entry) = state.principals.get(&hash) {
-        if entry.take_stale_use(chrono::Utc::now())
-            && let Some(key_id) = entry.principal.api_key_id()
-        {
-            touch(&state.pool, key_id);
-        }
-        let check = CredentialCheck::cached(&hash, &entry);
-        return Ok((entry.principal.clone(), Arc::new(check)));
-    }
-    resolve_key(&state.pool, &state.principals, &hash).await
-}
-
-/// Looks the key up in the database and keeps the principal in `cache` for later reads.
-pub(crate) async fn resolve_key(
-    pool: &PgPool,
-    cache: &PrincipalCache,
-    hash: &SecretHash,
-) -> Result<Resolved, ApiError> {
-    let record = store::keys::find_by_hash(pool, hash).await?;
-    // The lookup was by hash; compare again in constant time so that correctness never rests
-    // on the database's comparison. A revoked key has no fingerprint.
-    let Some((record, fingerprint)) = record
-        .filter(|r| hash.matches(&r.secret_sha256) && !r.revoked)
-        .and_then(|r| r.fingerprint.clone().map(|f| (r, f)))
-    else {
-        cache.remove(&hash.0);
-        return Err(ApiError::invalid_api_key());
-    };
-    let last_used = touch_if_stale(pool, &record);
-    let principal = Arc::new(principal_of(&record)?);
-    cache.insert(hash, principal.clone(), &fingerprint, last_used);
-    Ok((
-        principal,
-        Arc::new(CredentialCheck::fresh(hash, &fingerprint)),
-    ))
-}
-
-fn principal_of(record: &store::keys::KeyRecord) -> Result<Principal, ApiError> {
-    Ok(Principal {
-        account_id: record.account_id.clone(),
-        scopes: record
-            .scopes
-            .iter()
-            .filter_map(|s| s.parse().ok())
-            .collect(),
-        plan: record.plan.parse().map_err(ApiError::internal)?,
-        features: record
-            .features
-            .iter()
-            .filter_map(|f| f.parse().ok())
-            .collect(),
-        credential: Credential::ApiKey {
-            key_id: record.key_id.clone(),
-            ceiling_minutes: record.ceiling_minutes,
-        },
-    })
-}
-
-/// Keeps the key's "last used" (shown in the console) to the minute without a write per request:
-/// only a stale time is updated, off the request path. Returns the time now on record.
-fn touch_if_stale(
-    pool: &PgPool,
-    record: &store::keys::KeyRecord,
-) -> Option<chrono::DateTime<chrono::Utc>> {
-    let now = chrono::Utc::now();
-    let stale = record
-        .last_used_at
-        .is_none_or(|at| now - at >= chrono::TimeDelta::minutes(1));
-    if stale {
-        touch(pool, &record.key_id);
-        return Some(now);
-    }
-    record.last_used_at
-}
-
-fn touch(pool: &PgPool, key_id: &str) {
-    let (pool, key_id) = (pool.clone(), key_id.to_owned());
-    tokio::spawn(async move {
-        if let Err(err) = store::keys::touch(&pool, &key_id).await {
-            tracing::warn!(error = %err, "recording a key's last use failed");
-        }
-    });
+    // A bearer that looks like an access token is one, unless an API key header came too.
+    let bearer_only = !headers.contains_key("x-api-key");
+    auth::resolve(state, presented, bearer_only, resource, reading).await
 }
 
 /// Steps 3–5 for one group of routes.

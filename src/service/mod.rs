@@ -5,6 +5,7 @@
 
 pub mod accounts;
 pub mod audio;
+pub mod auth;
 pub mod cloning;
 pub mod core;
 pub mod error;

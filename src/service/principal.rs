@@ -15,6 +15,29 @@ pub struct Principal {
     pub credential: Credential,
 }
 
+impl Principal {
+    /// The principal of a stored credential (a key row or an access token's): scopes and
+    /// features the server does not know (any more) are dropped; a plan it does not know is an
+    /// internal error.
+    pub fn from_row(
+        account_id: &str,
+        scopes: &[String],
+        plan: &str,
+        features: &[String],
+        credential: Credential,
+    ) -> Result<Principal, crate::service::ServiceError> {
+        Ok(Principal {
+            account_id: account_id.to_owned(),
+            scopes: scopes.iter().filter_map(|s| s.parse().ok()).collect(),
+            plan: plan
+                .parse()
+                .map_err(crate::service::ServiceError::internal)?,
+            features: features.iter().filter_map(|f| f.parse().ok()).collect(),
+            credential,
+        })
+    }
+}
+
 /// What authenticated the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Credential {

@@ -346,10 +346,7 @@ pub async fn authenticate(
     {
         return Ok(None);
     }
-    let stale = record
-        .last_used_at
-        .is_none_or(|at| chrono::Utc::now() - at >= chrono::TimeDelta::minutes(1));
-    if stale {
+    if crate::service::auth::stale(record.last_used_at) {
         let (pool, id) = (pool.clone(), record.authorization_id.clone());
         tokio::spawn(async move {
             if let Err(err) = store::oauth::touch(&pool, &id).await {
@@ -357,24 +354,17 @@ pub async fn authenticate(
             }
         });
     }
-    Ok(Some(Principal {
-        account_id: record.account_id,
-        scopes: record
-            .scopes
-            .iter()
-            .filter_map(|s| s.parse().ok())
-            .collect(),
-        plan: record.plan.parse().map_err(ServiceError::internal)?,
-        features: record
-            .features
-            .iter()
-            .filter_map(|f| f.parse().ok())
-            .collect(),
-        credential: Credential::OAuth {
+    Principal::from_row(
+        &record.account_id,
+        &record.scopes,
+        &record.plan,
+        &record.features,
+        Credential::OAuth {
             authorization_id: record.authorization_id,
             client_id: record.client_id,
         },
-    }))
+    )
+    .map(Some)
 }
 
 /// The applications `account_id` authorized that still hold a live token (the console's
