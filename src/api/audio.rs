@@ -9,11 +9,10 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
 use crate::api::generations::check_id;
-use crate::domain::Plan;
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::models::Problem;
 use crate::service::Core;
-use crate::store;
+use crate::service::audio::{self, LinkedAudio};
 use crate::store::blobs;
 
 /// Seconds a download refused for its link's concurrency is told to wait.
@@ -22,13 +21,6 @@ const BUSY_RETRY_AFTER_SECS: u64 = 1;
 /// Longest life of a presigned URL handed out by a redirect (`blob_redirect`): it is followed at
 /// once; a player that comes back later goes through the signed link again.
 const PRESIGNED_MAX_SECS: i64 = 5 * 60;
-
-fn invalid_signature() -> ApiError {
-    ApiError::new(
-        ErrorCode::InvalidSignature,
-        "The audio link is missing its signature, was altered, or has expired; poll the generation for a fresh audio_url.",
-    )
-}
 
 /// Downloads a generation's audio through the signed `audio_url` (no API key).
 #[utoipa::path(get, path = "/v1/audio/{generationId}", tag = "speech",
@@ -57,20 +49,8 @@ pub async fn download_audio(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     check_id(&id)?;
-    let sig = query.get("sig").ok_or_else(invalid_signature)?;
-    let now = chrono::Utc::now().timestamp();
-    let expires = state
-        .signer
-        .verify(&id, sig, now)
-        .map_err(|_| invalid_signature())?;
-    let row = store::generations::for_download(&state.pool, &id)
-        .await?
-        .ok_or_else(ApiError::not_found)?;
-    let plan: Plan = row.plan.parse().map_err(ApiError::internal)?;
-    if !plan.allows_api() {
-        return Err(ApiError::pro_plan_required());
-    }
-    let key = row.audio_key.ok_or_else(ApiError::not_found)?;
+    let LinkedAudio { key, expires, now } =
+        audio::by_link(&state, &id, query.get("sig").map(String::as_str)).await?;
     if state.blob_redirect {
         let life = (expires - now).clamp(1, PRESIGNED_MAX_SECS);
         let presigned = state

@@ -3,7 +3,8 @@
 //! ended, the agent's inline audio).
 
 use super::core::Core;
-use super::error::ServiceError;
+use super::error::{ErrorCode, ServiceError};
+use crate::domain::Plan;
 use crate::store;
 use crate::store::blobs::BlobHead;
 
@@ -34,4 +35,43 @@ pub async fn completed(core: &Core, id: &str) -> Result<StoredAudio, ServiceErro
         .map_err(ServiceError::internal)?
         .ok_or_else(|| ServiceError::internal("audio blob missing"))?;
     Ok(StoredAudio { key, head })
+}
+
+/// The audio behind a signed link (`GET /v1/audio/{id}?sig=…`, no key): what it is stored as,
+/// when the link expires, and the time it was checked at.
+pub struct LinkedAudio {
+    pub key: String,
+    pub expires: i64,
+    pub now: i64,
+}
+
+/// Checks a signed link: its signature and expiry (`invalid_signature`), a generation with
+/// stored audio (`not_found`), and its account's plan, which must still allow the API
+/// (`pro_plan_required`).
+pub async fn by_link(
+    core: &Core,
+    id: &str,
+    sig: Option<&str>,
+) -> Result<LinkedAudio, ServiceError> {
+    let invalid_signature = || {
+        ServiceError::new(
+            ErrorCode::InvalidSignature,
+            "The audio link is missing its signature, was altered, or has expired; poll the generation for a fresh audio_url.",
+        )
+    };
+    let sig = sig.ok_or_else(invalid_signature)?;
+    let now = chrono::Utc::now().timestamp();
+    let expires = core
+        .signer
+        .verify(id, sig, now)
+        .map_err(|_| invalid_signature())?;
+    let row = store::generations::for_download(&core.pool, id)
+        .await?
+        .ok_or_else(ServiceError::not_found)?;
+    let plan: Plan = row.plan.parse().map_err(ServiceError::internal)?;
+    if !plan.allows_api() {
+        return Err(ServiceError::pro_plan_required());
+    }
+    let key = row.audio_key.ok_or_else(ServiceError::not_found)?;
+    Ok(LinkedAudio { key, expires, now })
 }
