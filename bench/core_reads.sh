@@ -28,8 +28,11 @@ DURATION="${DURATION:-10s}"
 CONNECTIONS="${CONNECTIONS:-64}"
 ROUNDS="${ROUNDS:-3}"
 
-nice -n 5 cargo build --release --locked --bin voiced
-bin="$CARGO_TARGET_DIR/release/voiced"
+# VOICED_BIN runs another build (e.g. a copy of an older commit's, to compare before and after).
+if [ -z "${VOICED_BIN:-}" ]; then
+  nice -n 5 cargo build --release --locked --bin voiced
+fi
+bin="${VOICED_BIN:-$CARGO_TARGET_DIR/release/voiced}"
 work=$(mktemp -d /tmp/voiced-bench.XXXXXX)
 chmod 755 "$work"
 export VOICED_DATA_DIR="$work/data" VOICED_BIND=127.0.0.1:18080 VOICED_WORKERS=0 VOICED_LOG=warn \

@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("VOICED_CACHE", Path.home() / ".cache/voiced"))
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", CACHE / "target"))
 MODELS = Path(os.environ.get("VOICED_MODELS_DIR", CACHE / "models"))
-BIN = TARGET / "release/voiced"
+# VOICED_BIN runs another build (e.g. a copy of an older commit's, to compare before and after).
+BIN = Path(os.environ.get("VOICED_BIN", TARGET / "release/voiced"))
 VENV_PY = CACHE / "venv-bench/bin/python"
 KOKORO_MODEL = MODELS / "kokoro/kokoro-v1.0.int8.onnx"
 KOKORO_VOICES = MODELS / "kokoro/voices_ja.npz"

@@ -21,6 +21,9 @@ impl GenerationId {
         if chars == 0 || chars > MAX_ID_CHARS {
             return Err(format!("{field} must be 1 to {MAX_ID_CHARS} characters"));
         }
+        if raw.contains('\0') {
+            return Err(format!("{field} has no NUL characters"));
+        }
         Ok(Self(raw.to_owned()))
     }
 

@@ -86,6 +86,10 @@ impl SpeechText {
         if trimmed.chars().count() > MAX_TEXT_CHARS {
             return Err(format!("must be at most {MAX_TEXT_CHARS} characters"));
         }
+        // Nothing speaks a NUL, and PostgreSQL text cannot hold one (it was a 500).
+        if trimmed.contains('\0') {
+            return Err("must not contain NUL characters".into());
+        }
         Ok(Self(trimmed.to_owned()))
     }
 
@@ -98,6 +102,15 @@ impl SpeechText {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn speech_text_refuses_nul() {
+        assert_eq!(
+            SpeechText::new("a\u{0}b").unwrap_err(),
+            "must not contain NUL characters"
+        );
+        assert_eq!(SpeechText::new("  a b ").unwrap().as_str(), "a b");
+    }
 
     #[test]
     fn seeds() {

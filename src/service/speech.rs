@@ -150,6 +150,16 @@ async fn find_voice(
     choice: VoiceChoice<'_>,
     field: &'static str,
 ) -> Result<VoiceRow, ServiceError> {
+    // No profile's name or id holds a NUL, and PostgreSQL cannot take one as a parameter.
+    let value = match choice {
+        VoiceChoice::Name(v) | VoiceChoice::IdOrName(v) => v,
+    };
+    if value.contains('\0') {
+        return Err(ServiceError::invalid(
+            field,
+            "No voice profile of this account has that name.",
+        ));
+    }
     match choice {
         VoiceChoice::Name(name) => store::voices::find(pool, &principal.account_id, name)
             .await?
