@@ -166,7 +166,7 @@ fn documented(v1: OpenApiRouter<Core>) -> (Router<Core>, utoipa::openapi::OpenAp
 pub fn router(core: Core) -> (Router, utoipa::openapi::OpenApi) {
     // Layers wrap what is above them: authenticate runs first, then the rate limit, then the
     // check that a read made with a principal from memory was confirmed by its statement.
-    let auth_state = Arc::new(http::auth::AuthState::of(&core));
+    let auth_state = core.clone();
     let v1 = v1_routes()
         .layer(from_fn_with_state(
             auth_state.clone(),

@@ -24,7 +24,7 @@ use crate::http::idempotency;
 use crate::http::json::{Field, JsonObject};
 use crate::service::Core;
 use crate::service::audio::StoredAudio;
-use crate::service::idempotency::{Operation, fingerprint_json};
+use crate::service::idempotency::{Keyed, Operation};
 use crate::service::speech::{self as service, CancelOnDrop, Fields, SyncSpeechRequest};
 use crate::worker::streams::{StreamEnd, StreamEvent, Subscription};
 
@@ -274,10 +274,7 @@ pub async fn create_openai_speech(
         seed,
         temperature,
     } = body.decode::<OpenAiSpeechRequest>()?.try_into()?;
-    let fingerprint = match key {
-        Some(_) => fingerprint_json(Operation::SyncSpeech.name(), &body.value()),
-        None => Vec::new(),
-    };
+    let keyed = Keyed::json(Operation::SyncSpeech, key, &body.value());
     let engine = match choice {
         ModelChoice::Engine(engine) => Some((engine, "model")),
         ModelChoice::VoiceDefault => None,
@@ -290,15 +287,8 @@ pub async fn create_openai_speech(
         temperature,
         format,
     };
-    let accepted = service::create_sync(
-        &state,
-        &principal,
-        request,
-        FIELDS_OF_OPENAI,
-        key,
-        fingerprint,
-    )
-    .await?;
+    let accepted =
+        service::create_sync(&state, &principal, request, FIELDS_OF_OPENAI, keyed).await?;
     deliver(&state, &accepted.generation_id, &model, accepted.replayed).await
 }
 

@@ -176,7 +176,7 @@ pub async fn state(
     let csrf_key = signer.derive_key("console anonymous csrf");
     let flash_key = signer.derive_key("console key flash");
     let reads = Arc::new(ReadPool::new(pool.clone()));
-    let core = Core {
+    let core = Core::new(crate::service::core::Handles {
         asr: asr(config)?,
         blobs: blob_store(config, &pool)?,
         blob_redirect: config.blob_redirect,
@@ -206,7 +206,7 @@ pub async fn state(
         downloads: Arc::new(crate::service::core::DownloadSlots::new(
             config.downloads_per_link as usize,
         )),
-    };
+    });
     Ok(AppState {
         core,
         links: Arc::new(ErrorLinks {

@@ -30,7 +30,7 @@ use super::error::{ApiError, ErrorCode};
 use crate::domain::Scope;
 use crate::service::Core;
 use crate::service::auth;
-pub use crate::service::auth::{AuthState, Resource as AuthResource, resolve_key};
+pub use crate::service::auth::{Resource as AuthResource, resolve_key};
 pub use crate::service::principal::{Credential, Principal, Requirement};
 use crate::service::principal_cache::CredentialCheck;
 
@@ -102,7 +102,7 @@ fn presented_credential(headers: &HeaderMap) -> Result<&str, ApiError> {
 /// Step 1: resolve the credential to a [`Principal`] in the request's extensions. Refusals
 /// carry the `WWW-Authenticate` challenge; a token's 403 `insufficient_scope` carries one too.
 pub async fn authenticate(
-    State(state): State<Arc<AuthState>>,
+    State(state): State<Core>,
     mut request: Request,
     next: Next,
 ) -> Response {
@@ -157,7 +157,7 @@ pub async fn resolve_principal(
     headers: &HeaderMap,
     resource: AuthResource,
 ) -> Result<Principal, ApiError> {
-    let (principal, _) = resolve(&AuthState::of(state), headers, resource, false).await?;
+    let (principal, _) = resolve(state, headers, resource, false).await?;
     Ok((*principal).clone())
 }
 
@@ -165,7 +165,7 @@ type Resolved = (Arc<Principal>, Arc<CredentialCheck>);
 
 /// The credential of `headers` resolved for `resource` (`service::auth::resolve`).
 async fn resolve(
-    state: &AuthState,
+    state: &Core,
     headers: &HeaderMap,
     resource: AuthResource,
     reading: bool,

@@ -14,7 +14,8 @@ use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::auth::{self, AuthState};
+use super::auth;
+use crate::service::Core;
 use crate::domain::SecretHash;
 use crate::service::principal_cache::{CredentialCheck, Outcome};
 
@@ -23,7 +24,7 @@ use crate::service::principal_cache::{CredentialCheck, Outcome};
 /// credential changed, the answer is dropped, the cache entry too, and the request runs again
 /// with the principal looked up in the database.
 pub async fn confirm_reads(
-    State(state): State<Arc<AuthState>>,
+    State(state): State<Core>,
     request: Request,
     next: Next,
 ) -> Response {
@@ -64,7 +65,7 @@ pub async fn confirm_reads(
 /// live: the credential comes before the rate limit in the order of checks, so a revoked key is
 /// told 401, not to wait. Runs outside the rate limit; costs a lookup per such refusal only.
 pub async fn confirm_refusals(
-    State(state): State<Arc<AuthState>>,
+    State(state): State<Core>,
     request: Request,
     next: Next,
 ) -> Response {

@@ -47,26 +47,6 @@ impl Resource {
     }
 }
 
-/// What authentication needs: the database, this process's principals, and what a challenge
-/// names. Its own small state (one `Arc` per request), not the whole [`Core`].
-pub struct AuthState {
-    pub pool: PgPool,
-    pub principals: Arc<PrincipalCache>,
-    pub public_base_url: Arc<str>,
-    pub oauth: Arc<crate::service::oauth::OAuthSettings>,
-}
-
-impl AuthState {
-    pub fn of(state: &Core) -> AuthState {
-        AuthState {
-            pool: state.pool.clone(),
-            principals: state.principals.clone(),
-            public_base_url: state.public_base_url.clone(),
-            oauth: state.oauth.clone(),
-        }
-    }
-}
-
 /// A credential's "last used" (shown in the console) is kept to the minute without a write per
 /// request: only a time a minute old or more (or none) is updated, off the request path.
 pub fn stale(last_used_at: Option<chrono::DateTime<chrono::Utc>>) -> bool {
@@ -80,7 +60,7 @@ pub type Resolved = (Arc<Principal>, Arc<CredentialCheck>);
 /// bearer) an OAuth access token that is live and whose audience includes `resource`. Reads
 /// (`reading`) may start from the principal kept in memory; their statement confirms it.
 pub async fn resolve(
-    state: &AuthState,
+    state: &Core,
     presented: &str,
     bearer_only: bool,
     resource: Resource,

@@ -23,9 +23,27 @@ use crate::worker::completions::Completions;
 use crate::worker::health::WorkerHealth;
 use crate::worker::streams::Streams;
 
-/// Everything the operations share, whatever door called them.
+/// Everything the operations share, whatever door called them. One `Arc`: extractors clone it
+/// for every request, so a clone is one reference count, not twenty.
 #[derive(Clone)]
-pub struct Core {
+pub struct Core(Arc<Handles>);
+
+impl Core {
+    pub fn new(handles: Handles) -> Self {
+        Self(Arc::new(handles))
+    }
+}
+
+impl std::ops::Deref for Core {
+    type Target = Handles;
+
+    fn deref(&self) -> &Handles {
+        &self.0
+    }
+}
+
+/// The handles themselves (reached through [`Core`]).
+pub struct Handles {
     pub pool: PgPool,
     pub signer: AudioSigner,
     /// Shared: the core is cloned for every request.

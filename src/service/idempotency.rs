@@ -72,6 +72,7 @@ pub enum Outcome {
 
 /// The idempotency of one request: the key the client sent (if any) and the request's
 /// fingerprint (empty without a key).
+#[derive(Clone)]
 pub struct Keyed {
     pub operation: Operation,
     pub key: Option<IdempotencyKey>,

@@ -20,9 +20,7 @@ use super::error::{ErrorCode, ServiceError, SettingsPage};
 use super::idempotency::{self, Claim, Keyed, Operation, Outcome, Ran, failpoint};
 use super::principal::Principal;
 use crate::audio::AudioFormat;
-use crate::domain::{
-    CancelReason, EngineId, IdempotencyKey, Seed, SpeechText, Temperature, VoiceKind, new_id,
-};
+use crate::domain::{CancelReason, EngineId, Seed, SpeechText, Temperature, VoiceKind, new_id};
 use crate::engines::registry::EngineRegistry;
 use crate::store;
 use crate::store::voices::VoiceRow;
@@ -201,14 +199,10 @@ pub async fn create_sync(
     principal: &Principal,
     request: SyncSpeechRequest<'_>,
     fields: Fields,
-    key: Option<IdempotencyKey>,
-    fingerprint: Vec<u8>,
+    keyed: Keyed,
 ) -> Result<Accepted, ServiceError> {
-    let keyed = || Keyed {
-        operation: Operation::SyncSpeech,
-        key: key.clone(),
-        fingerprint: fingerprint.clone(),
-    };
+    let key = keyed.key.clone();
+    let keyed = || keyed.clone();
     let mut request = Some(request);
     // Twice at most: a replay of a cancelled generation forgets the record and runs again.
     for _ in 0..2 {
