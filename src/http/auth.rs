@@ -101,11 +101,7 @@ fn presented_credential(headers: &HeaderMap) -> Result<&str, ApiError> {
 
 /// Step 1: resolve the credential to a [`Principal`] in the request's extensions. Refusals
 /// carry the `WWW-Authenticate` challenge; a token's 403 `insufficient_scope` carries one too.
-pub async fn authenticate(
-    State(state): State<Core>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+pub async fn authenticate(State(state): State<Core>, mut request: Request, next: Next) -> Response {
     let reading = matches!(*request.method(), Method::GET | Method::HEAD);
     let resolved = resolve(&state, request.headers(), AuthResource::Api, reading).await;
     let (principal, check) = match resolved {

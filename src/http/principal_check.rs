@@ -15,19 +15,15 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::auth;
-use crate::service::Core;
 use crate::domain::SecretHash;
+use crate::service::Core;
 use crate::service::principal_cache::{CredentialCheck, Outcome};
 
 /// Runs the request; when its principal came from memory and no statement confirmed it (a
 /// refusal, a 4xx before any query, a changed fingerprint), or a statement found the
 /// credential changed, the answer is dropped, the cache entry too, and the request runs again
 /// with the principal looked up in the database.
-pub async fn confirm_reads(
-    State(state): State<Core>,
-    request: Request,
-    next: Next,
-) -> Response {
+pub async fn confirm_reads(State(state): State<Core>, request: Request, next: Next) -> Response {
     let Some(check) = request.extensions().get::<Arc<CredentialCheck>>().cloned() else {
         return next.run(request).await;
     };
@@ -64,11 +60,7 @@ pub async fn confirm_reads(
 /// A rate-limit refusal (429) of a principal from memory leaves only once the key is known to be
 /// live: the credential comes before the rate limit in the order of checks, so a revoked key is
 /// told 401, not to wait. Runs outside the rate limit; costs a lookup per such refusal only.
-pub async fn confirm_refusals(
-    State(state): State<Core>,
-    request: Request,
-    next: Next,
-) -> Response {
+pub async fn confirm_refusals(State(state): State<Core>, request: Request, next: Next) -> Response {
     let check = request.extensions().get::<Arc<CredentialCheck>>().cloned();
     let response = next.run(request).await;
     match check {
