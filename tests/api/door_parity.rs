@@ -54,6 +54,8 @@ struct Input {
     temperature: Option<f64>,
     /// A body past the door's limit.
     oversized: bool,
+    /// The text the speech doors send (an ordinary sentence when `None`).
+    text: Option<String>,
     /// The clip the transcription doors send (a valid tone when `None`).
     audio: Option<Vec<u8>>,
 }
@@ -281,6 +283,18 @@ async fn cases(app: &TestApp) -> Vec<Case> {
             "invalid_request",
         ),
         case(
+            // PostgreSQL text cannot hold a NUL: refused before any statement, not a 500.
+            "text with a NUL character",
+            &key,
+            Input {
+                text: Some("Parity \u{0} is a promise.".to_owned()),
+                ..normal("Mine")
+            },
+            SPEECH_DOORS,
+            400,
+            "invalid_request",
+        ),
+        case(
             "engine not installed",
             &key,
             normal("Absent"),
@@ -403,7 +417,10 @@ async fn send(app: &TestApp, door: Door, credential: &str, input: &Input) -> Ref
     let text = if input.oversized {
         oversized_text()
     } else {
-        "Parity is a promise.".to_owned()
+        input
+            .text
+            .clone()
+            .unwrap_or_else(|| "Parity is a promise.".to_owned())
     };
     let audio = if input.oversized {
         oversized_audio()
