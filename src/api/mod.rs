@@ -166,10 +166,10 @@ fn documented(v1: OpenApiRouter<Core>) -> (Router<Core>, utoipa::openapi::OpenAp
 pub fn router(core: Core) -> (Router, utoipa::openapi::OpenApi) {
     // Layers wrap what is above them: authenticate runs first, then the rate limit, then the
     // check that a read made with a principal from memory was confirmed by its statement.
-    let auth_state = core.clone();
+    let auth = core.clone();
     let v1 = v1_routes()
         .layer(from_fn_with_state(
-            auth_state.clone(),
+            auth.clone(),
             http::principal_check::confirm_reads,
         ))
         .layer(from_fn_with_state(
@@ -177,10 +177,10 @@ pub fn router(core: Core) -> (Router, utoipa::openapi::OpenApi) {
             http::rate_limit::rate_limit,
         ))
         .layer(from_fn_with_state(
-            auth_state.clone(),
+            auth.clone(),
             http::principal_check::confirm_refusals,
         ))
-        .layer(from_fn_with_state(auth_state, http::auth::authenticate));
+        .layer(from_fn_with_state(auth, http::auth::authenticate));
     let (api, document) = documented(v1);
     let spec_json = Arc::new(document.to_pretty_json().expect("OpenAPI serialises"));
     let router = api

@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::http::{HeaderMap, Method, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
@@ -43,7 +43,8 @@ use super::peek::{self, Head, Scan};
 use super::tools;
 use crate::domain::Scope;
 use crate::http::auth::{
-    AuthResource, credential_sent, resolve_principal, www_authenticate_insufficient_scope,
+    AuthResource, credential_sent, resolve_principal, www_authenticate,
+    www_authenticate_insufficient_scope,
 };
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::json;
@@ -336,20 +337,16 @@ fn unauthenticated(state: &McpState, headers: &HeaderMap, err: ApiError) -> Resp
     if err.code != ErrorCode::InvalidApiKey {
         return err.into_response();
     }
-    // The same parameters as REST's challenge (`http::auth::www_authenticate`), in the order
-    // this door has always sent them: `error` first.
-    let error = if credential_sent(headers) {
-        "error=\"invalid_token\", "
-    } else {
-        ""
-    };
-    let challenge = format!(
-        "Bearer {error}resource_metadata=\"{}\", scope=\"{} {}\"",
-        AuthResource::Mcp.metadata_url(&state.public_base_url),
-        Scope::VoiceRead,
-        Scope::VoiceGenerate,
+    let challenge = www_authenticate(
+        &state.public_base_url,
+        AuthResource::Mcp,
+        credential_sent(headers),
     );
-    with_challenge(err.into_response(), &challenge)
+    let mut response = err.into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, challenge);
+    response
 }
 
 /// 403 naming the scope the tool needs.
@@ -360,18 +357,6 @@ fn insufficient_scope(state: &McpState, scope: Scope, err: ApiError) -> Response
     response
         .headers_mut()
         .insert(header::WWW_AUTHENTICATE, challenge);
-    response
-}
-
-fn with_challenge(mut response: Response, challenge: &str) -> Response {
-    match HeaderValue::from_str(challenge) {
-        Ok(value) => {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, value);
-        }
-        Err(_) => tracing::error!("public_base_url makes an invalid WWW-Authenticate header"),
-    }
     response
 }
 

@@ -411,7 +411,7 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
     );
     let (_, body) = json(response).await;
     assert_eq!(body["code"], "invalid_api_key");
-    // A bad one: the same, with error="invalid_token".
+    // A bad one: the same, with error="invalid_token" (one builder for every door: REST's).
     let response = app
         .mcp_rpc(&[("authorization", "Bearer vk_not_a_key")], list.clone())
         .await;
@@ -419,7 +419,7 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
     assert_eq!(
         header(&response, "www-authenticate"),
         format!(
-            "Bearer error=\"invalid_token\", resource_metadata=\"{metadata}\", scope=\"voice:read voice:generate\""
+            "Bearer resource_metadata=\"{metadata}\", scope=\"voice:read voice:generate\", error=\"invalid_token\""
         )
     );
     assert!(
