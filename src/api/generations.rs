@@ -1,17 +1,26 @@
-//! `GET /v1/generations/{generationId}`.
+//! `GET /v1/generations`, `GET /v1/generations/{generationId}` and
+//! `POST /v1/generations/{generationId}/cancel`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 
-use crate::domain::GenerationId;
+use super::reads::page_bound;
+use crate::domain::{GenerationId, GenerationStatus, Page};
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
-use crate::http::models::{Generation, Problem};
-use crate::service::Core;
+use crate::http::models::{Generation, GenerationList, Problem};
 use crate::service::principal_cache::CredentialCheck;
-use crate::service::reads;
+use crate::service::speech::{self, Cancelled};
+use crate::service::{Core, reads};
+use crate::store::generations::ListFilter;
+
+/// The longest `voice` filter: a profile's id or name (names are at most 100 characters).
+const VOICE_FILTER_MAX: usize = 200;
 
 /// Checks a path id's length ([`GenerationId`]); ids beyond it are refused rather than looked
 /// up.
@@ -43,4 +52,93 @@ pub async fn get_generation(
     check_id(&id)?;
     let row = reads::generation(&state, &principal, Some(&check), &id).await?;
     Ok(Json(Generation::present(&state, row)))
+}
+
+/// Lists the account's generations, newest first, optionally only those with one `status` or
+/// of one voice.
+#[utoipa::path(get, path = "/v1/generations", tag = "speech",
+    security(("api_key" = []), ("bearer" = [])),
+    params(
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 200, description = "Page size, default 50"),
+        ("offset" = Option<i64>, Query, minimum = 0, maximum = 9007199254740991_i64, description = "Generations to skip, default 0"),
+        ("status" = Option<String>, Query, description = "Only generations with this status: `generating`, `completed` or `failed`"),
+        ("voice" = Option<String>, Query, max_length = 200, description = "Only generations of this voice profile, by id or name (an unknown one matches nothing)"),
+    ),
+    responses(
+        (status = 200, description = "One page of generations, newest first; each item is what GET /v1/generations/{generationId} returns", body = GenerationList),
+        (status = 400, description = "`invalid_request` (`param` names limit, offset, status or voice)", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:read`)", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn list_generations(
+    State(state): State<Core>,
+    Extension(principal): Extension<Arc<Principal>>,
+    Extension(check): Extension<Arc<CredentialCheck>>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Json<GenerationList>, ApiError> {
+    let limit = page_bound(&query, Page::LIMIT)?;
+    let offset = page_bound(&query, Page::OFFSET)?;
+    let status = query
+        .get("status")
+        .map(|raw| {
+            raw.parse::<GenerationStatus>().map_err(|_| {
+                ApiError::invalid("status", "status must be generating, completed or failed")
+            })
+        })
+        .transpose()?;
+    let voice = query.get("voice").map(String::as_str);
+    if let Some(voice) = voice
+        && (voice.is_empty() || voice.len() > VOICE_FILTER_MAX || voice.contains('\0'))
+    {
+        return Err(ApiError::invalid(
+            "voice",
+            format!("voice must be a voice profile's id or name, 1 to {VOICE_FILTER_MAX} bytes"),
+        ));
+    }
+    let filter = ListFilter { status, voice };
+    let page = reads::generations(&state, &principal, Some(&check), filter, limit, offset).await?;
+    Ok(Json(GenerationList {
+        data: page
+            .rows
+            .into_iter()
+            .map(|row| Generation::present(&state, row))
+            .collect(),
+        total: page.total,
+        limit,
+        offset,
+    }))
+}
+
+/// Cancels a generation: a queued one never runs, a running one stops inside the piece it is
+/// rendering. It ends `failed` with `error: "cancelled: by request"`; nothing is charged.
+#[utoipa::path(post, path = "/v1/generations/{generationId}/cancel", tag = "speech",
+    security(("api_key" = []), ("bearer" = [])),
+    params(("generationId" = String, Path, min_length = 1, max_length = 200, description = "Id returned by speech creation")),
+    responses(
+        (status = 200, description = "Cancelled: the generation, now `failed` with `error: \"cancelled: by request\"` (also when it had already been cancelled)", body = Generation),
+        (status = 202, description = "Its worker was told and has not stopped within 5 s: the generation, still `generating`; poll it", body = Generation),
+        (status = 400, description = "`invalid_request`: id longer than 200 characters", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:generate`)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`not_found`: no such generation in this account", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`generation_finished`: it had already completed or failed", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn cancel_generation(
+    State(state): State<Core>,
+    Extension(principal): Extension<Arc<Principal>>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    check_id(&id)?;
+    Ok(
+        match speech::cancel_by_request(&state, &principal, &id).await? {
+            Cancelled::Stopped(row) => Json(Generation::present(&state, row)).into_response(),
+            Cancelled::Stopping(row) => {
+                (StatusCode::ACCEPTED, Json(Generation::present(&state, row))).into_response()
+            }
+        },
+    )
 }

@@ -112,6 +112,7 @@ fn v1_routes() -> OpenApiRouter<Core> {
         .routes(routes!(voices::list_presets))
         .routes(routes!(reads::list_captures))
         .routes(routes!(generations::get_generation))
+        .routes(routes!(generations::list_generations))
         .layer(from_fn_with_state(
             Requirement::read(),
             http::auth::authorize,
@@ -124,9 +125,10 @@ fn v1_routes() -> OpenApiRouter<Core> {
             http::auth::authorize,
         ));
     // Adding a preset voice needs `voice:generate` (spec: "add built-in preset voices") and no
-    // plan feature: it generates nothing.
+    // plan feature: it generates nothing. Cancelling a generation is the same kind of write.
     let voices = OpenApiRouter::new()
         .routes(routes!(voices::create_voice))
+        .routes(routes!(generations::cancel_generation))
         .layer(from_fn_with_state(
             Requirement::scope(Scope::VoiceGenerate),
             http::auth::authorize,

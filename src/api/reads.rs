@@ -39,7 +39,10 @@ pub async fn list_voices(
 
 /// One page bound from the query string: absent → its default; not an integer or out of
 /// range → 400 naming it ([`Page`] holds the rule).
-fn page_bound(query: &HashMap<String, String>, bound: PageBound) -> Result<i64, ApiError> {
+pub(super) fn page_bound(
+    query: &HashMap<String, String>,
+    bound: PageBound,
+) -> Result<i64, ApiError> {
     let value = query
         .get(bound.name)
         .map(|raw| raw.parse::<i64>().map_err(|_| bound.refusal()))

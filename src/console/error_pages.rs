@@ -69,6 +69,12 @@ pub fn doc(code: ErrorCode) -> CodeDoc {
             "Choose another name, or use the existing resource (GET /v1/voices lists them).",
             &["param (the field that collides)"],
         ),
+        ErrorCode::GenerationFinished => (
+            "The generation asked to be cancelled had already completed or failed: there is \
+             nothing left to stop, and a completed one stays charged.",
+            "Read it with GET /v1/generations/{id}; delete nothing, retry nothing.",
+            &["param (generationId)"],
+        ),
         ErrorCode::RateLimitExceeded => (
             "The key made more requests than its rate policy allows (600 writes per hour, 300 \
              reads per minute), or the account has too many generations pending.",

@@ -93,6 +93,8 @@ pub enum CancelReason {
     TimeLimit,
     /// The server shut down.
     Shutdown,
+    /// The account asked for it (`POST /v1/generations/{id}/cancel`, MCP `cancel_generation`).
+    Request,
 }
 
 impl CancelReason {
@@ -102,6 +104,7 @@ impl CancelReason {
             CancelReason::Disconnected => "cancelled: the client disconnected",
             CancelReason::TimeLimit => "cancelled: the request ran past the time limit",
             CancelReason::Shutdown => "cancelled: the server shut down",
+            CancelReason::Request => "cancelled: by request",
         }
     }
 }

@@ -97,6 +97,16 @@ pub struct CaptureList {
     pub offset: i64,
 }
 
+/// One page of the account's generations (`GET /v1/generations`), newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GenerationList {
+    pub data: Vec<Generation>,
+    /// How many generations match the filters.
+    pub total: i64,
+    pub limit: i64,
+    pub offset: i64,
+}
+
 /// A speech generation (`GET /v1/generations/{generationId}`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Generation {

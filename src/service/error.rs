@@ -18,6 +18,8 @@ pub enum ErrorCode {
     IdempotencyKeyReused,
     IdempotencyKeyInUse,
     Conflict,
+    /// Cancelling a generation that has already completed or failed.
+    GenerationFinished,
     RateLimitExceeded,
     QuotaExhausted,
     KeyCeilingExceeded,
@@ -34,7 +36,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 21] = [
         ErrorCode::InvalidApiKey,
         ErrorCode::ProPlanRequired,
         ErrorCode::InsufficientScope,
@@ -43,6 +45,7 @@ impl ErrorCode {
         ErrorCode::IdempotencyKeyReused,
         ErrorCode::IdempotencyKeyInUse,
         ErrorCode::Conflict,
+        ErrorCode::GenerationFinished,
         ErrorCode::RateLimitExceeded,
         ErrorCode::QuotaExhausted,
         ErrorCode::KeyCeilingExceeded,
@@ -67,6 +70,7 @@ impl ErrorCode {
             ErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
             ErrorCode::IdempotencyKeyInUse => "idempotency_key_in_use",
             ErrorCode::Conflict => "conflict",
+            ErrorCode::GenerationFinished => "generation_finished",
             ErrorCode::RateLimitExceeded => "rate_limit_exceeded",
             ErrorCode::QuotaExhausted => "quota_exhausted",
             ErrorCode::KeyCeilingExceeded => "key_ceiling_exceeded",
@@ -91,7 +95,9 @@ impl ErrorCode {
             | ErrorCode::InvalidSignature => StatusCode::FORBIDDEN,
             ErrorCode::InvalidRequest => StatusCode::BAD_REQUEST,
             ErrorCode::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::IdempotencyKeyInUse | ErrorCode::Conflict => StatusCode::CONFLICT,
+            ErrorCode::IdempotencyKeyInUse
+            | ErrorCode::Conflict
+            | ErrorCode::GenerationFinished => StatusCode::CONFLICT,
             ErrorCode::RateLimitExceeded
             | ErrorCode::QuotaExhausted
             | ErrorCode::KeyCeilingExceeded => StatusCode::TOO_MANY_REQUESTS,
@@ -116,6 +122,7 @@ impl ErrorCode {
             ErrorCode::IdempotencyKeyReused => "Idempotency key reused",
             ErrorCode::IdempotencyKeyInUse => "Idempotency key in use",
             ErrorCode::Conflict => "Conflict",
+            ErrorCode::GenerationFinished => "Generation already finished",
             ErrorCode::RateLimitExceeded => "Rate limit exceeded",
             ErrorCode::QuotaExhausted => "Audio allowance used up",
             ErrorCode::KeyCeilingExceeded => "Key spend ceiling reached",

@@ -1,5 +1,5 @@
 //! Reads of the account's voices, captures and generations, for every door (`GET /v1/voices`,
-//! `/v1/captures`, `/v1/generations/{id}`, the agent's `list_voices`, `list_captures`,
+//! `/v1/captures`, `/v1/generations`, `/v1/generations/{id}`, the agent's `list_voices`, `list_captures`,
 //! `get_generation`, `speak`'s result).
 //!
 //! A REST read holds a [`CredentialCheck`]: one statement confirms the key and reads, on the
@@ -12,7 +12,7 @@ use super::principal::Principal;
 use super::principal_cache::CredentialCheck;
 use crate::store;
 use crate::store::captures::CaptureRow;
-use crate::store::generations::GenerationRow;
+use crate::store::generations::{GenerationRow, ListFilter};
 use crate::store::voices::VoiceRow;
 
 /// One page of the account's captures, newest first, and how many there are.
@@ -89,6 +89,31 @@ pub async fn generation(
         }
     };
     found.ok_or_else(ServiceError::not_found)
+}
+
+/// One page of the account's generations, newest first, and how many match the filter.
+pub struct GenerationPage {
+    pub rows: Vec<GenerationRow>,
+    pub total: i64,
+}
+
+/// One page of the account's generations matching `filter` (`limit` and `offset` already
+/// within their bounds). With a [`CredentialCheck`] the credential is confirmed first, in its
+/// own statement on the read pool; the page is read in one snapshot on the main pool.
+pub async fn generations(
+    core: &Core,
+    principal: &Principal,
+    check: Option<&CredentialCheck>,
+    filter: ListFilter<'_>,
+    limit: i64,
+    offset: i64,
+) -> Result<GenerationPage, ServiceError> {
+    if let Some(check) = check {
+        confirm_credential(core, check).await?;
+    }
+    let (rows, total) =
+        store::generations::list(&core.pool, &principal.account_id, filter, limit, offset).await?;
+    Ok(GenerationPage { rows, total })
 }
 
 /// Confirms the request's credential when the read needs nothing else from the database

@@ -19,10 +19,14 @@ use super::core::Core;
 use super::error::{ErrorCode, ServiceError, SettingsPage};
 use super::idempotency::{self, Claim, Keyed, Operation, Outcome, Ran, failpoint};
 use super::principal::Principal;
+use super::reads;
 use crate::audio::AudioFormat;
-use crate::domain::{CancelReason, EngineId, Seed, SpeechText, Temperature, VoiceKind, new_id};
+use crate::domain::{
+    CancelReason, EngineId, GenerationStatus, Seed, SpeechText, Temperature, VoiceKind, new_id,
+};
 use crate::engines::registry::EngineRegistry;
 use crate::store;
+use crate::store::generations::GenerationRow;
 use crate::store::voices::VoiceRow;
 
 /// The admission settings (`max_pending_per_account`, `max_audio_per_request_secs`).
@@ -558,6 +562,62 @@ pub async fn cancel(pool: &PgPool, id: &str, reason: CancelReason) -> Result<(),
     store::queue::cancel(pool, id, reason).await?;
     tracing::info!(generation_id = %id, reason = reason.as_str(), "generation cancelled");
     Ok(())
+}
+
+/// How long a cancel by request waits for a running generation's worker to stop before it
+/// answers with the generation as it stands (still `generating`, its stop on the way).
+pub const CANCEL_WAIT: Duration = Duration::from_secs(5);
+
+/// What a cancel by request left: the generation stopped (it now reads `failed`, "cancelled:
+/// by request"), or its worker was told and has not stopped yet.
+pub enum Cancelled {
+    Stopped(GenerationRow),
+    Stopping(GenerationRow),
+}
+
+/// Cancels the account's generation `id` because the account asked (`POST
+/// /v1/generations/{id}/cancel`, the agent's `cancel_generation`): a queued one never runs, a
+/// running one stops inside the piece it renders; it fails with "cancelled: by request",
+/// nothing is charged and its reservation ends. Another account's id is 404 `not_found`; one
+/// that had already completed or failed (before this request, or while it was on its way) is
+/// 409 `generation_finished`. Cancelling one whose cancellation is under way is not an error.
+pub async fn cancel_by_request(
+    core: &Core,
+    principal: &Principal,
+    id: &str,
+) -> Result<Cancelled, ServiceError> {
+    let row = reads::generation(core, principal, None, id).await?;
+    if row.status.is_finished() && !row.cancelled {
+        return Err(finished(&row));
+    }
+    if !row.status.is_finished() {
+        cancel(&core.pool, id, CancelReason::Request).await?;
+        // A missed notification is re-checked every half second.
+        let _ = tokio::time::timeout(
+            CANCEL_WAIT,
+            core.completions.wait(id, Duration::from_millis(500)),
+        )
+        .await;
+    }
+    let row = reads::generation(core, principal, None, id).await?;
+    match row.status {
+        GenerationStatus::Generating => Ok(Cancelled::Stopping(row)),
+        GenerationStatus::Failed if row.cancelled => Ok(Cancelled::Stopped(row)),
+        // It completed (or failed on its own) before the cancellation reached it.
+        _ => Err(finished(&row)),
+    }
+}
+
+fn finished(row: &GenerationRow) -> ServiceError {
+    ServiceError::new(
+        ErrorCode::GenerationFinished,
+        format!(
+            "The generation {} has already {}; there is nothing to cancel.",
+            row.id,
+            row.status.as_str()
+        ),
+    )
+    .with_param("generationId")
 }
 
 /// A synchronous caller's hold on its generation: the one that made it cancels it when dropped

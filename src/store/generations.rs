@@ -97,6 +97,64 @@ pub async fn find_checked(
     })
 }
 
+/// Which of the account's generations a list shows: all, or those with `status`, or those of
+/// one voice (`voice` is the profile's id or its name).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ListFilter<'a> {
+    pub status: Option<GenerationStatus>,
+    pub voice: Option<&'a str>,
+}
+
+/// One page of the account's generations matching `filter`, newest first, and how many match
+/// (both read in one snapshot).
+pub async fn list(
+    pool: &PgPool,
+    account_id: &str,
+    filter: ListFilter<'_>,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<(Vec<GenerationRow>, i64)> {
+    let status = filter.status.map(GenerationStatus::as_str);
+    let mut tx = pool.begin().await?;
+    sqlx::query!("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        .execute(&mut *tx)
+        .await?;
+    let rows = sqlx::query_as!(
+        GenerationRow,
+        r#"SELECT g.id, g.voice_id, g.engine AS "engine: EngineId",
+                  g.status AS "status: GenerationStatus", g.error,
+                  (g.status = 'failed' AND g.cancel_reason IS NOT NULL) AS "cancelled!",
+                  g.seed, g.format, g.duration_ms, g.audio_key IS NOT NULL AS "has_audio!",
+                  g.created_at, g.finished_at
+           FROM generations g JOIN voice_profiles v ON v.id = g.voice_id
+           WHERE g.account_id = $1
+             AND ($2::text IS NULL OR g.status = $2)
+             AND ($3::text IS NULL OR v.id = $3 OR v.name = $3)
+           ORDER BY g.created_at DESC, g.id DESC LIMIT $4 OFFSET $5"#,
+        account_id,
+        status,
+        filter.voice,
+        limit,
+        offset
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    let total = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "count!"
+           FROM generations g JOIN voice_profiles v ON v.id = g.voice_id
+           WHERE g.account_id = $1
+             AND ($2::text IS NULL OR g.status = $2)
+             AND ($3::text IS NULL OR v.id = $3 OR v.name = $3)"#,
+        account_id,
+        status,
+        filter.voice
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok((rows, total))
+}
+
 /// What the signed download needs: the audio's key and the owner's plan.
 pub struct DownloadRow {
     pub audio_key: Option<String>,

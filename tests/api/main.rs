@@ -14,6 +14,7 @@ mod db;
 mod door_parity;
 mod embedded;
 mod idempotency;
+mod lifecycle;
 mod mcp;
 mod oauth;
 mod openai_speech;

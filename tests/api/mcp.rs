@@ -138,6 +138,7 @@ async fn every_tool_on_both_revisions_with_real_audio() {
     assert_eq!(
         names,
         [
+            "cancel_generation",
             "get_generation",
             "list_captures",
             "list_voices",
@@ -148,7 +149,7 @@ async fn every_tool_on_both_revisions_with_real_audio() {
     for tool in &tools {
         assert!(tool.output_schema.is_some(), "{}", tool.name);
         let annotations = tool.annotations.as_ref().expect("annotations");
-        let reads = !matches!(&*tool.name, "speak" | "transcribe");
+        let reads = !matches!(&*tool.name, "speak" | "transcribe" | "cancel_generation");
         assert_eq!(annotations.read_only_hint, Some(reads), "{}", tool.name);
     }
 
@@ -311,6 +312,12 @@ async fn every_tool_on_both_revisions_with_real_audio() {
         .unwrap();
     let polled = mcp_call(&client, "get_generation", json!({"generation_id": id})).await;
     assert_eq!(structured(&polled)["status"], "completed");
+    // A completed generation cannot be cancelled; a queued one can (the core's rule, as on
+    // POST /v1/generations/{id}/cancel).
+    let refused =
+        tool_error(&mcp_call(&client, "cancel_generation", json!({"generation_id": id})).await);
+    assert_eq!(refused["code"], "generation_finished", "{refused}");
+    assert_eq!(refused["status"], 409);
     client.cancel().await.unwrap();
     app.stop().await;
 }
@@ -520,6 +527,12 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
             json!({"generation_id": "g".repeat(201)}),
             "generation_id",
         ),
+        ("cancel_generation", json!({}), "generation_id"),
+        (
+            "cancel_generation",
+            json!({"generation_id": "gen_x", "reason": "bored"}),
+            "reason",
+        ),
         ("transcribe", json!({}), "audio_base64"),
         ("transcribe", json!({"audio_base64": "%%%"}), "audio_base64"),
         (
@@ -599,6 +612,9 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
     for id in [queued["generation_id"].as_str().unwrap(), "gen_missing"] {
         let error =
             tool_error(&mcp_call(&other, "get_generation", json!({"generation_id": id})).await);
+        assert_eq!(error["code"], "not_found", "{error}");
+        let error =
+            tool_error(&mcp_call(&other, "cancel_generation", json!({"generation_id": id})).await);
         assert_eq!(error["code"], "not_found", "{error}");
     }
     assert_eq!(
@@ -1108,7 +1124,7 @@ async fn the_sdk_oauth_client_authorizes_speaks_refreshes_and_is_revoked() {
     // 3. tools/list and speak with the token; the audio link downloads and decodes.
     let client = oauth_connect(&mcp_url, auth.clone()).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 5);
+    assert_eq!(tools.len(), 6);
     let spoken = mcp_call(
         &client,
         "speak",
@@ -1134,7 +1150,7 @@ async fn the_sdk_oauth_client_authorizes_speaks_refreshes_and_is_revoked() {
     let (second_access, second_refresh) = held_tokens(&manager).await;
     assert_ne!(second_access, first_access);
     assert_ne!(second_refresh, first_refresh);
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 5);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 6);
     client.cancel().await.unwrap();
 
     // 5. The old refresh token is refused (invalid_grant), and its reuse revokes the family:

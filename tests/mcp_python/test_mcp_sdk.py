@@ -96,7 +96,7 @@ async def speak_and_transcribe(client, mode):
     assert client.server_info.name == "voiced"
     assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"list_voices", "list_captures", "get_generation", "speak", "transcribe"}
+    assert set(tools) == {"list_voices", "list_captures", "get_generation", "cancel_generation", "speak", "transcribe"}
     assert tools["list_voices"].annotations.read_only_hint is True
     assert tools["speak"].annotations.read_only_hint is False
     assert tools["speak"].output_schema["required"][0] == "generation_id"

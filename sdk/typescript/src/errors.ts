@@ -15,6 +15,7 @@ export type ApiErrorCode =
   | "not_found"
   | "method_not_allowed"
   | "conflict"
+  | "generation_finished"
   | "idempotency_key_in_use"
   | "payload_too_large"
   | "range_not_satisfiable"
@@ -46,6 +47,7 @@ const API_CODES: ReadonlySet<string> = new Set<ApiErrorCode>([
   "not_found",
   "method_not_allowed",
   "conflict",
+  "generation_finished",
   "idempotency_key_in_use",
   "payload_too_large",
   "range_not_satisfiable",

@@ -5,6 +5,7 @@ import type { components } from "./generated/openapi.js";
 type Schemas = components["schemas"];
 
 export type Generation = Schemas["Generation"];
+export type GenerationList = Schemas["GenerationList"];
 export type SpeechAccepted = Schemas["SpeechAccepted"];
 export type SpeechRequest = Schemas["SpeechRequest"];
 export type OpenAiSpeechRequest = Schemas["OpenAiSpeechRequest"];

@@ -121,3 +121,25 @@ test("a caller's Idempotency-Key replays the first answer; with another body it 
   const other = await voiced.speech.create(params);
   assert.notEqual(other.id, first.data.id, "without the key the same body generates anew");
 });
+
+test("generations.list pages and filters the history; generations.cancel stops one", async () => {
+  const voiced = client();
+  const done = await voiced.speech.createAndWait(
+    { text: "Listed.", voice: fixtures.voice },
+    { pollInterval: 100 },
+  );
+  const page = await voiced.generations.list({ limit: 200, status: "completed", voice: fixtures.voice });
+  assert.ok(page.data.some((g) => g.id === done.generation.id));
+  assert.ok(page.data.every((g) => g.status === "completed"));
+  assert.equal(page.limit, 200);
+  assert.ok(page.total >= page.data.length);
+  const cancelled = await rejection(voiced.generations.cancel(done.generation.id));
+  assert.ok(cancelled instanceof VoicedError);
+  assert.equal(cancelled.code, "generation_finished");
+  assert.equal(cancelled.status, 409);
+  const missing = await rejection(voiced.generations.cancel("gen_missing"));
+  assert.equal(missing.code, "not_found");
+  const bad = await rejection(voiced.generations.list({ status: "done" }));
+  assert.equal(bad.code, "invalid_request");
+  assert.equal(bad.param, "status");
+});

@@ -8,6 +8,7 @@
 //! tokens as the REST problem documents; only a call the protocol cannot route (an unknown tool)
 //! is a JSON-RPC error.
 
+mod cancel;
 mod reads;
 mod schemas;
 mod speak;
@@ -20,7 +21,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::{Map, Value, json};
 
-use crate::domain::{Feature, IdempotencyKey};
+use crate::domain::{Feature, IdempotencyKey, Scope};
 use crate::http::error::{ServiceError, SettingsPage};
 use crate::http::json::{Field, JsonObject};
 use crate::mcp::McpState;
@@ -33,6 +34,7 @@ pub fn requirement(tool: &str) -> Option<Requirement> {
         "list_voices" | "list_captures" | "get_generation" => Some(Requirement::read()),
         "speak" => Some(Requirement::generate(Feature::Speech)),
         "transcribe" => Some(Requirement::generate(Feature::Transcription)),
+        "cancel_generation" => Some(Requirement::scope(Scope::VoiceGenerate)),
         _ => None,
     }
 }
@@ -76,6 +78,17 @@ pub fn catalogue() -> &'static [Tool] {
                     .read_only(false)
                     .destructive(false)
                     .idempotent(false)
+                    .open_world(false),
+            ),
+            tool(
+                "cancel_generation",
+                "Cancel a speech generation: a queued one never runs, a running one stops; it ends failed with error \"cancelled: by request\" and nothing is charged. A generation that already completed or failed cannot be cancelled (generation_finished).",
+                schemas::get_generation_input(),
+                schemas::generation(),
+                ToolAnnotations::with_title("Cancel generation")
+                    .read_only(false)
+                    .destructive(true)
+                    .idempotent(true)
                     .open_world(false),
             ),
             tool(
@@ -126,6 +139,7 @@ pub async fn call(
             "list_voices" => reads::list_voices(state, principal, &args).await,
             "list_captures" => reads::list_captures(state, principal, &args).await,
             "get_generation" => reads::get_generation(state, principal, &args).await,
+            "cancel_generation" => cancel::cancel_generation(state, principal, &args).await,
             "speak" => speak::speak(state, principal, args, context).await,
             "transcribe" => {
                 transcribe::transcribe(state, principal, args, reserved_place(context)).await

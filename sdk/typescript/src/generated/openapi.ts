@@ -100,6 +100,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/generations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Lists the account's generations, newest first, optionally only those with one `status` or
+         *     of one voice.
+         */
+        get: operations["list_generations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/generations/{generationId}": {
         parameters: {
             query?: never;
@@ -111,6 +131,26 @@ export interface paths {
         get: operations["get_generation"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/generations/{generationId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancels a generation: a queued one never runs, a running one stops inside the piece it is
+         *     rendering. It ends `failed` with `error: "cancelled: by request"`; nothing is charged.
+         */
+        post: operations["cancel_generation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -285,6 +325,19 @@ export interface components {
              * @example completed
              */
             status: string;
+        };
+        /** @description One page of the account's generations (`GET /v1/generations`), newest first. */
+        GenerationList: {
+            data: components["schemas"]["Generation"][];
+            /** Format: int64 */
+            limit: number;
+            /** Format: int64 */
+            offset: number;
+            /**
+             * Format: int64
+             * @description How many generations match the filters.
+             */
+            total: number;
         };
         /** @description Liveness / readiness answer. */
         Health: {
@@ -838,6 +891,80 @@ export interface operations {
             };
         };
     };
+    list_generations: {
+        parameters: {
+            query?: {
+                /** @description Page size, default 50 */
+                limit?: number;
+                /** @description Generations to skip, default 0 */
+                offset?: number;
+                /** @description Only generations with this status: `generating`, `completed` or `failed` */
+                status?: string;
+                /** @description Only generations of this voice profile, by id or name (an unknown one matches nothing) */
+                voice?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of generations, newest first; each item is what GET /v1/generations/{generationId} returns */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GenerationList"];
+                };
+            };
+            /** @description `invalid_request` (`param` names limit, offset, status or voice) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `pro_plan_required` or `insufficient_scope` (needs `voice:read`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     get_generation: {
         parameters: {
             query?: never;
@@ -888,6 +1015,101 @@ export interface operations {
             };
             /** @description `not_found`: no such generation in this account */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    cancel_generation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id returned by speech creation */
+                generationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Cancelled: the generation, now `failed` with `error: "cancelled: by request"` (also when it had already been cancelled) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Generation"];
+                };
+            };
+            /** @description Its worker was told and has not stopped within 5 s: the generation, still `generating`; poll it */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Generation"];
+                };
+            };
+            /** @description `invalid_request`: id longer than 200 characters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `pro_plan_required` or `insufficient_scope` (needs `voice:generate`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: no such generation in this account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `generation_finished`: it had already completed or failed */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,9 +1,28 @@
 // Speech: the asynchronous `POST /v1/speech` (plus waiting for the generation and fetching its
-// audio) and `GET /v1/generations/{id}`.
+// audio), `GET /v1/generations` (the history), `GET /v1/generations/{id}` and
+// `POST /v1/generations/{id}/cancel`.
 import { APIPromise } from "../api-promise.js";
 import { sleep, type CreateOptions, type RequestOptions, type Transport } from "../core.js";
 import { parseRetryAfter, VoicedError } from "../errors.js";
-import type { AudioFormat, Generation, SpeechAccepted, SpeechRequest } from "../types.js";
+import type {
+  AudioFormat,
+  Generation,
+  GenerationList,
+  GenerationStatus,
+  SpeechAccepted,
+  SpeechRequest,
+} from "../types.js";
+
+export interface GenerationListParams {
+  /** 1 to 200 (server default 50). */
+  limit?: number;
+  /** Generations to skip (default 0). */
+  offset?: number;
+  /** Only generations with this status. */
+  status?: GenerationStatus;
+  /** Only generations of this voice profile, by id or name. */
+  voice?: string;
+}
 
 export interface SpeechCreateParams {
   /** 1 to 10 000 characters. */
@@ -42,6 +61,29 @@ export class Generations {
 
   constructor(transport: Transport) {
     this.#transport = transport;
+  }
+
+  /** `GET /v1/generations`: one page of the account's generations, newest first, with the `total`. */
+  list(params: GenerationListParams = {}, options?: RequestOptions): APIPromise<GenerationList> {
+    const query = { limit: params.limit, offset: params.offset, status: params.status, voice: params.voice };
+    return new APIPromise(
+      this.#transport.json<GenerationList>({ method: "GET", path: "/v1/generations", query }, options),
+    );
+  }
+
+  /**
+   * `POST /v1/generations/{id}/cancel`: a queued generation never runs, a running one stops; it
+   * ends `failed` with `error: "cancelled: by request"` and nothing is charged. Resolves with the
+   * generation (still `generating` when its worker had not stopped within 5 s: poll it).
+   * Rejects with code `generation_finished` when it had already completed or failed.
+   */
+  cancel(id: string, options?: RequestOptions): APIPromise<Generation> {
+    return new APIPromise(
+      this.#transport.json<Generation>(
+        { method: "POST", path: `/v1/generations/${encodeURIComponent(id)}/cancel` },
+        options,
+      ),
+    );
   }
 
   /** `GET /v1/generations/{id}`: status, and a fresh signed `audio_url` once completed. */
