@@ -14,6 +14,17 @@ pub enum GenerationStatus {
     Failed,
 }
 
+/// A generating generation's progress: 0 while queued, else the audio rendered over the audio
+/// estimated at admission, kept below 1 (an estimate that was short must not show "done" before
+/// the generation is). Rounded to three decimals.
+pub fn progress(queued: bool, rendered_ms: i64, estimated_ms: i64) -> f64 {
+    if queued || estimated_ms <= 0 || rendered_ms <= 0 {
+        return 0.0;
+    }
+    let ratio = (rendered_ms as f64 / estimated_ms as f64).min(0.99);
+    (ratio * 1000.0).round() / 1000.0
+}
+
 impl GenerationStatus {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -146,5 +157,20 @@ mod tests {
             assert_eq!(kind.as_str().parse::<VoiceKind>(), Ok(kind));
         }
         assert!("Preset".parse::<VoiceKind>().is_err());
+    }
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::progress;
+
+    #[test]
+    fn progress_is_rendered_over_estimated_below_one() {
+        assert_eq!(progress(true, 5_000, 10_000), 0.0);
+        assert_eq!(progress(false, 0, 10_000), 0.0);
+        assert_eq!(progress(false, 2_500, 10_000), 0.25);
+        assert_eq!(progress(false, 12_000, 10_000), 0.99);
+        assert_eq!(progress(false, 1_000, 0), 0.0);
+        assert_eq!(progress(false, 1, 3), 0.333);
     }
 }

@@ -23,7 +23,7 @@ pub use api_key::{ApiKeySecret, KEY_PREFIX, SecretHash};
 pub use ceiling::{CeilingError, CeilingMinutes};
 pub use email::{Email, MAX_EMAIL_CHARS};
 pub use engine_id::EngineId;
-pub use generation::{CancelReason, GenerationStatus, VoiceKind};
+pub use generation::{CancelReason, GenerationStatus, VoiceKind, progress};
 pub use idempotency_key::{IdempotencyKey, MAX_KEY_CHARS};
 pub use ids::{GenerationId, MAX_ID_CHARS, new_id};
 pub use page::{Page, PageBound};

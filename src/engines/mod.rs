@@ -1,7 +1,7 @@
 //! Speech engines: a synchronous trait with no async runtime inside. Each engine instance lives
 //! on one dedicated OS thread (ONNX Runtime's `Session::run` takes `&mut self`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ort::session::RunOptions;
@@ -42,6 +42,9 @@ impl SynthesisInput<'_> {
 pub struct Cancel {
     flag: AtomicBool,
     runs: Mutex<Vec<Arc<RunOptions>>>,
+    /// Milliseconds of audio rendered so far (the worker reports it as the generation's
+    /// `progress`).
+    rendered_ms: AtomicU64,
 }
 
 impl Cancel {
@@ -64,6 +67,16 @@ impl Cancel {
 
     pub fn is_cancelled(&self) -> bool {
         self.flag.load(Ordering::SeqCst)
+    }
+
+    /// Records that `ms` of audio have been rendered (never less than before).
+    pub fn set_rendered_ms(&self, ms: u64) {
+        self.rendered_ms.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    /// Milliseconds of audio rendered so far.
+    pub fn rendered_ms(&self) -> u64 {
+        self.rendered_ms.load(Ordering::Relaxed)
     }
 
     /// ONNX Runtime runs in progress under this cancellation (for tests and diagnostics).

@@ -137,6 +137,16 @@ pub struct Generation {
     pub created_at: DateTime<Utc>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<DateTime<Utc>>,
+    /// While `generating`: audio rendered over the audio estimated at admission, 0 while still
+    /// queued, never decreasing, and below 1 until the generation completes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0, maximum = 1)]
+    pub progress: Option<f64>,
+    /// While queued: how many queued generations (of every account) were created before it.
+    /// Approximate: the fair order can serve another account's newer job first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 0)]
+    pub queue_position: Option<i64>,
 }
 
 impl Generation {
@@ -158,6 +168,9 @@ impl Generation {
             duration_ms: row.duration_ms,
             created_at: row.created_at,
             finished_at: row.finished_at,
+            progress: (row.status == crate::domain::GenerationStatus::Generating)
+                .then(|| crate::domain::progress(row.queued, row.rendered_ms, row.estimated_ms)),
+            queue_position: row.queue_position.filter(|_| row.queued),
         }
     }
 }

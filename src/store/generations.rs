@@ -20,6 +20,13 @@ pub struct GenerationRow {
     pub has_audio: bool,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// Audio the worker has rendered so far (migration 0018) and the estimate admitted.
+    pub rendered_ms: i64,
+    pub estimated_ms: i64,
+    /// Generating and held by no worker (never claimed, handed back, or its lease expired).
+    pub queued: bool,
+    /// When queued: the queued generations of every account created before it.
+    pub queue_position: Option<i64>,
 }
 
 /// The account's generation, or `None` when it does not exist or belongs to another account
@@ -35,7 +42,16 @@ pub async fn find(
                   status AS "status: GenerationStatus", error,
                   (status = 'failed' AND cancel_reason IS NOT NULL) AS "cancelled!",
                   seed, format, duration_ms, audio_key IS NOT NULL AS "has_audio!", created_at,
-                  finished_at
+                  finished_at, rendered_ms, estimated_ms,
+                  (status = 'generating' AND (lease_expires_at IS NULL OR lease_expires_at < now()))
+                      AS "queued!",
+                  CASE WHEN status = 'generating'
+                            AND (lease_expires_at IS NULL OR lease_expires_at < now())
+                       THEN (SELECT count(*) FROM generations q
+                             WHERE q.status = 'generating'
+                               AND (q.lease_expires_at IS NULL OR q.lease_expires_at < now())
+                               AND (q.created_at, q.id) < (generations.created_at, generations.id))
+                  END AS queue_position
            FROM generations WHERE id = $1 AND account_id = $2"#,
         id,
         account_id
@@ -59,7 +75,17 @@ pub async fn find_checked(
                   (g.status = 'failed' AND g.cancel_reason IS NOT NULL) AS "cancelled?",
                   g.seed AS "seed?", g.format AS "format?", g.duration_ms AS "duration_ms?",
                   g.audio_key IS NOT NULL AS "has_audio?", g.created_at AS "created_at?",
-                  g.finished_at AS "finished_at?"
+                  g.finished_at AS "finished_at?", g.rendered_ms AS "rendered_ms?",
+                  g.estimated_ms AS "estimated_ms?",
+                  (g.status = 'generating'
+                   AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())) AS "queued?",
+                  CASE WHEN g.status = 'generating'
+                            AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())
+                       THEN (SELECT count(*) FROM generations q
+                             WHERE q.status = 'generating'
+                               AND (q.lease_expires_at IS NULL OR q.lease_expires_at < now())
+                               AND (q.created_at, q.id) < (g.created_at, g.id))
+                  END AS "queue_position?"
            FROM credential_fingerprints f
            LEFT JOIN generations g ON g.id = $2 AND g.account_id = $3
            WHERE f.credential_sha256 = $1"#,
@@ -89,6 +115,10 @@ pub async fn find_checked(
             has_audio: r.has_audio?,
             created_at: r.created_at?,
             finished_at: r.finished_at,
+            rendered_ms: r.rendered_ms?,
+            estimated_ms: r.estimated_ms?,
+            queued: r.queued?,
+            queue_position: r.queue_position,
         })
     })();
     Ok(Checked {
@@ -125,7 +155,16 @@ pub async fn list(
                   g.status AS "status: GenerationStatus", g.error,
                   (g.status = 'failed' AND g.cancel_reason IS NOT NULL) AS "cancelled!",
                   g.seed, g.format, g.duration_ms, g.audio_key IS NOT NULL AS "has_audio!",
-                  g.created_at, g.finished_at
+                  g.created_at, g.finished_at, g.rendered_ms, g.estimated_ms,
+                  (g.status = 'generating'
+                   AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())) AS "queued!",
+                  CASE WHEN g.status = 'generating'
+                            AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())
+                       THEN (SELECT count(*) FROM generations q
+                             WHERE q.status = 'generating'
+                               AND (q.lease_expires_at IS NULL OR q.lease_expires_at < now())
+                               AND (q.created_at, q.id) < (g.created_at, g.id))
+                  END AS queue_position
            FROM generations g JOIN voice_profiles v ON v.id = g.voice_id
            WHERE g.account_id = $1
              AND ($2::text IS NULL OR g.status = $2)

@@ -385,6 +385,21 @@ pub async fn cancel(pool: &PgPool, id: &str, reason: CancelReason) -> sqlx::Resu
     tx.commit().await
 }
 
+/// Records how much audio the worker `owner` has rendered of generation `id` (never less than
+/// before); nothing when it no longer holds the lease.
+pub async fn progress(pool: &PgPool, id: &str, owner: &str, rendered_ms: u64) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE generations SET rendered_ms = GREATEST(rendered_ms, $3)
+         WHERE id = $1 AND lease_owner = $2 AND status = 'generating'",
+        id,
+        owner,
+        i64::try_from(rendered_ms).unwrap_or(i64::MAX)
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 /// Status of a generation, for waiters (`None`: no such generation).
 pub async fn status(pool: &PgPool, id: &str) -> sqlx::Result<Option<GenerationStatus>> {
     sqlx::query_scalar!(

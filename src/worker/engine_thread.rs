@@ -397,7 +397,11 @@ fn render(
                 job,
                 segments,
                 cancel,
-                &mut |pcm, last| out.push(&pcm, last),
+                &mut |pcm, last| {
+                    out.push(&pcm, last)?;
+                    cancel.set_rendered_ms(out.rendered_ms());
+                    Ok(())
+                },
             )?;
         }
         // An engine that renders whole texts only: one piece.
@@ -497,6 +501,11 @@ struct Output {
 }
 
 impl Output {
+    /// Milliseconds of audio pushed so far.
+    fn rendered_ms(&self) -> u64 {
+        self.samples * 1000 / u64::from(self.sample_rate.max(1))
+    }
+
     fn push(&mut self, pcm: &Pcm, last: bool) -> Result<(), RenderError> {
         let failed = |e: &dyn std::fmt::Display| failure(ENCODING_FAILED, e);
         let started = Instant::now();

@@ -267,10 +267,14 @@ async fn process_job(
     // A broken listener (the database went away) answers at once, again and again: stop
     // listening for this job rather than spin; lease renewal still reports cancellations.
     let mut listening = true;
+    let mut progress = ProgressReport::default();
     let outcome = loop {
         tokio::select! {
             rendered = &mut result => break rendered.unwrap_or(Err(RenderError::Panicked)),
-            Some(chunk) = produced.recv() => publisher.chunk(chunk),
+            Some(chunk) = produced.recv() => {
+                publisher.chunk(chunk);
+                progress.report(deps, &id, &options.name, cancel.rendered_ms()).await;
+            }
             changed = shutdown.changed() => {
                 if changed.is_err() || *shutdown.borrow() == Shutdown::Abort {
                     // The grace period is over: the job goes back to the queue now, not to
@@ -387,6 +391,30 @@ async fn process_job(
 /// Computes a cloned voice's print on the engine thread and stores it (or why it failed: the
 /// voice's generations then fail with that reason). Engine panics are failures too; the thread
 /// is replaced.
+/// Writes a running generation's rendered audio (`generations.rendered_ms`, read as its
+/// `progress`) at most once a second, after a piece: a database write per second of work at
+/// most, not per chunk.
+#[derive(Default)]
+struct ProgressReport {
+    written_ms: u64,
+    at: Option<std::time::Instant>,
+}
+
+impl ProgressReport {
+    const EVERY: Duration = Duration::from_secs(1);
+
+    async fn report(&mut self, deps: &WorkerDeps, id: &str, owner: &str, rendered_ms: u64) {
+        if rendered_ms <= self.written_ms || self.at.is_some_and(|at| at.elapsed() < Self::EVERY) {
+            return;
+        }
+        self.at = Some(std::time::Instant::now());
+        match queue::progress(&deps.pool, id, owner, rendered_ms).await {
+            Ok(()) => self.written_ms = rendered_ms,
+            Err(err) => tracing::warn!(error = %err, "progress not recorded"),
+        }
+    }
+}
+
 async fn process_print(
     deps: &WorkerDeps,
     options: &WorkerOptions,

@@ -82,6 +82,28 @@ async fn generations_are_listed_newest_first_and_filtered() {
         assert_eq!(item, &one);
     }
 
+    // Queued ones show progress 0 and how many queued generations are ahead; the cancelled one
+    // neither.
+    let by_id = |id: &str| {
+        page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["id"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        (&by_id(&first)["progress"], &by_id(&first)["queue_position"]),
+        (&json!(0.0), &json!(0))
+    );
+    assert_eq!(
+        (&by_id(&third)["progress"], &by_id(&third)["queue_position"]),
+        (&json!(0.0), &json!(1))
+    );
+    assert!(by_id(&second).get("progress").is_none());
+    assert!(by_id(&second).get("queue_position").is_none());
+
     let (_, page) = list(&app, &secret, "?status=failed").await;
     assert_eq!(ids(&page), [&second]);
     assert_eq!(page["total"], 1);
@@ -248,5 +270,51 @@ async fn a_running_generation_stops_and_a_finished_one_is_409() {
         (status, &problem["code"]),
         (403, &json!("pro_plan_required"))
     );
+    app.stop().await;
+}
+
+/// While it renders, a generation's `progress` grows from 0 towards 1 and never goes back;
+/// once running it has no `queue_position`, and once completed neither.
+#[tokio::test]
+async fn progress_grows_while_a_generation_renders() {
+    let app = TestApp::start_with_workers(1).await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "af_heart")
+        .await;
+    let text = (1..=6)
+        .map(|n| format!("This is sentence number {n} of a text that takes a while to speak."))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let id = accepted(&app, &secret, "Narrator", &text).await;
+    let mut seen: Vec<f64> = Vec::new();
+    let finished = loop {
+        let (_, generation) = app.generation(&secret, &id).await;
+        if generation["status"] != "generating" {
+            break generation;
+        }
+        let progress = generation["progress"]
+            .as_f64()
+            .expect("progress while generating");
+        assert!((0.0..1.0).contains(&progress), "{generation}");
+        if progress > 0.0 {
+            assert!(generation.get("queue_position").is_none(), "{generation}");
+        }
+        if let Some(last) = seen.last() {
+            assert!(
+                progress >= *last,
+                "progress went back: {seen:?} then {progress}"
+            );
+        }
+        seen.push(progress);
+        // Within the read quota (300 a minute) however long it renders.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert_eq!(finished["status"], "completed", "{finished}");
+    assert!(finished.get("progress").is_none());
+    assert!(
+        seen.iter().any(|p| *p > 0.0 && *p < 1.0),
+        "no poll saw it part-way: {seen:?}"
+    );
+    println!("progress seen: {seen:?}");
     app.stop().await;
 }

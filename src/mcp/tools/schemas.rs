@@ -182,7 +182,9 @@ pub fn generation() -> Map<String, Value> {
             "error": {"type": "string", "description": "Why it failed; present when failed."},
             "seed": {"type": "integer"}, "engine": {"type": "string"},
             "format": {"type": "string"}, "duration_ms": {"type": "integer"},
-            "created_at": {"type": "string"}, "finished_at": {"type": "string"}
+            "created_at": {"type": "string"}, "finished_at": {"type": "string"},
+            "progress": {"type": "number", "minimum": 0, "maximum": 1, "description": "While generating: audio rendered over estimated, 0 while queued."},
+            "queue_position": {"type": "integer", "minimum": 0, "description": "While queued: queued generations created before it (approximate)."}
         },
         "required": ["id", "status", "profile", "has_audio", "seed", "engine", "format", "created_at"]
     }))

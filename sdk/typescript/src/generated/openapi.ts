@@ -316,6 +316,18 @@ export interface components {
             /** @description Id of the voice profile used. */
             profile: string;
             /**
+             * Format: double
+             * @description While `generating`: audio rendered over the audio estimated at admission, 0 while still
+             *     queued, never decreasing, and below 1 until the generation completes.
+             */
+            progress?: number | null;
+            /**
+             * Format: int64
+             * @description While queued: how many queued generations (of every account) were created before it.
+             *     Approximate: the fair order can serve another account's newer job first.
+             */
+            queue_position?: number | null;
+            /**
              * Format: int64
              * @description The seed used (request, else the voice's pin, else random).
              */
