@@ -25,7 +25,8 @@ pub fn for_voice(text: &str, voice: &str) -> String {
         "es" => romance::normalize(text, romance::Language::Spanish),
         "fr-fr" | "fr" => romance::normalize(text, romance::Language::French),
         "it" => romance::normalize(text, romance::Language::Italian),
-        "pt" | "pt-br" => romance::normalize(text, romance::Language::Portuguese),
+        "pt" => romance::normalize(text, romance::Language::Portuguese),
+        "pt-br" => romance::normalize(text, romance::Language::Brazilian),
         _ => text.to_owned(),
     }
 }

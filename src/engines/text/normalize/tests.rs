@@ -79,3 +79,26 @@ fn other_languages_are_left_as_written() {
     assert_eq!(for_voice("Es ist 12:30 Uhr.", "de"), "Es ist 12:30 Uhr.");
     assert_eq!(for_voice("2026年", "ja"), "2026年");
 }
+
+#[test]
+fn romance_tables() {
+    let tables = [
+        ("es", include_str!("cases/es.tsv"), 1, "es"),
+        ("fr", include_str!("cases/fr.tsv"), 1, "fr-fr"),
+        ("it", include_str!("cases/it.tsv"), 1, "it"),
+        ("pt-br", include_str!("cases/pt.tsv"), 1, "pt-br"),
+        ("pt", include_str!("cases/pt.tsv"), 2, "pt"),
+    ];
+    let mut failures = Vec::new();
+    for (name, table, column, voice) in tables {
+        let (count, f) = check(table, column, |t| for_voice(t, voice));
+        assert!(count >= 40, "{name}: {count} cases");
+        failures.extend(f.into_iter().map(|f| format!("{name} {f}")));
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
