@@ -163,9 +163,14 @@ async fn each_language_comes_back_from_whisper() {
     let mut failures = Vec::new();
     for language in LANGUAGES {
         let english = language.name.starts_with("English");
+        let dialect = if language.name.contains("GB") {
+            "en-gb"
+        } else {
+            "en-us"
+        };
         let said = |text: &str| {
             if english {
-                words(&voiced::engines::text::normalize::english(text))
+                words(&voiced::engines::text::normalize::for_voice(text, dialect))
             } else {
                 words(text)
             }
