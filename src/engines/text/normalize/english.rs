@@ -426,6 +426,11 @@ pattern!(
     TIME,
     r"\b(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s*([AaPp])(?:\.|\s)?[Mm]\b\.?)?"
 );
+// British style writes "3.45pm": a time only with am/pm (else "3.45" is a decimal).
+pattern!(
+    DOT_TIME,
+    r"\b(\d{1,2})\.(\d{2})(\s*([AaPp])(?:\.|\s)?[Mm]\b\.?)"
+);
 pattern!(HOUR_HALF, r"\b(\d{1,2})\s?([AaPp])\.?[Mm]\b\.?");
 pattern!(RATIO, r"(^|[^\w:])(\d+):(\d+)\b");
 pattern!(
@@ -841,6 +846,9 @@ pub fn normalize(text: &str, d: Dialect) -> String {
             Some(said) => said,
             None => c[0].to_owned(),
         }
+    });
+    let text = DOT_TIME.replace_all(&text, |c: &Captures<'_>| {
+        format!("{}:{}{}", &c[1], &c[2], &c[3])
     });
     let text = TIME.replace_all(&text, |c: &Captures<'_>| {
         let (h, m) = (small(&c[1]), small(&c[2]));
