@@ -906,6 +906,7 @@ pub fn normalize(text: &str, d: Dialect) -> String {
     });
     let text = text
         .replace("24/7", "twenty-four seven")
+        .replace("9/11", "nine eleven")
         .replace("50/50", "fifty-fifty");
     let text = MIXED_FRACTION.replace_all(&text, |c: &Captures<'_>| {
         let (num, den) = (small(&c[3]), small(&c[4]));
@@ -922,9 +923,18 @@ pub fn normalize(text: &str, d: Dialect) -> String {
         };
         format!("{}{} and {part}{}", &c[1], integer(&c[2], d), &c[5])
     });
-    let text = FRACTION.replace_all(&text, |c: &Captures<'_>| match fraction(&c[2], &c[3], d) {
-        Some(said) => format!("{}{said}{}", &c[1], &c[4]),
-        None => c[0].to_owned(),
+    let text = FRACTION.replace_all(&text, |c: &Captures<'_>| {
+        let (a, b) = (small(&c[2]), small(&c[3]));
+        // A month and a day no fraction is written with ("on 3/15"): a date.
+        if (1..=12).contains(&a) && (13..=31).contains(&b) && !matches!(b, 16 | 20 | 25) {
+            if let Some(said) = date(a, b, None, d.gb, d) {
+                return format!("{}{said}{}", &c[1], &c[4]);
+            }
+        }
+        match fraction(&c[2], &c[3], d) {
+            Some(said) => format!("{}{said}{}", &c[1], &c[4]),
+            None => c[0].to_owned(),
+        }
     });
     let text = text
         .replace('½', " one half")
