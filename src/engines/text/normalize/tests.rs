@@ -1,5 +1,5 @@
 //! The tables under `cases/`: one case a line, `input<TAB>expected` (and for English an en-gb
-//! column where it differs from en-us). `#` starts a comment line. A tab in an input is written
+//! column where it differs from en-us). `# ` starts a comment line. A tab in an input is written
 //! `\t`.
 
 use super::*;
@@ -9,7 +9,7 @@ fn check(table: &str, column: usize, normalize: impl Fn(&str) -> String) -> (usi
     let mut failures = Vec::new();
     let mut count = 0;
     for (number, line) in table.lines().enumerate() {
-        if line.trim().is_empty() || line.starts_with('#') {
+        if line.trim().is_empty() || line.starts_with("# ") {
             continue;
         }
         let fields: Vec<&str> = line.split('\t').collect();
