@@ -754,6 +754,11 @@ pub fn normalize(text: &str, d: Dialect) -> String {
         date(month, day, Some(y), d.gb, d).unwrap_or_else(|| c[0].to_owned())
     });
     let text = ID_GROUPS.replace_all(&text, |c: &Captures<'_>| {
+        if c[0].contains(' ') && c[0].split(' ').count() != 4 {
+            // Four-digit numbers separated by spaces are a card's number only four at a time;
+            // a longer run is a list of numbers.
+            return c[0].to_owned();
+        }
         c[0].split(['-', ' '])
             .map(|g| digit_words(g, "zero"))
             .collect::<Vec<_>>()
