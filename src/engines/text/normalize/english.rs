@@ -931,10 +931,12 @@ pub fn normalize(text: &str, d: Dialect) -> String {
     let text = FRACTION.replace_all(&text, |c: &Captures<'_>| {
         let (a, b) = (small(&c[2]), small(&c[3]));
         // A month and a day no fraction is written with ("on 3/15"): a date.
-        if (1..=12).contains(&a) && (13..=31).contains(&b) && !matches!(b, 16 | 20 | 25) {
-            if let Some(said) = date(a, b, None, d.gb, d) {
-                return format!("{}{said}{}", &c[1], &c[4]);
-            }
+        if (1..=12).contains(&a)
+            && (13..=31).contains(&b)
+            && !matches!(b, 16 | 20 | 25)
+            && let Some(said) = date(a, b, None, d.gb, d)
+        {
+            return format!("{}{said}{}", &c[1], &c[4]);
         }
         match fraction(&c[2], &c[3], d) {
             Some(said) => format!("{}{said}{}", &c[1], &c[4]),
