@@ -7,9 +7,11 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 bin="${1:-$CARGO_TARGET_DIR/debug/voiced}"
 venv="$VOICED_CACHE/venv-sdk"
-if [ ! -x "$venv/bin/pytest" ] || ! "$venv/bin/python" -c 'import openai' 2>/dev/null; then
+if [ ! -x "$venv/bin/pytest" ] || ! "$venv/bin/python" -c 'import openai, soundfile, mutagen' 2>/dev/null; then
   python3 -m venv --clear "$venv"
-  "$venv/bin/python" -m pip install -q 'openai==3.51.0' 'pytest==9.2.0'
+  # soundfile (libsndfile) and mutagen: strict readers of the stored files' declared lengths.
+  "$venv/bin/python" -m pip install -q 'openai==3.51.0' 'pytest==9.2.0' \
+    'soundfile==0.13.1' 'cffi==2.0.0' 'numpy==2.4.6' 'mutagen==1.48.1'
 fi
 
 work=$(mktemp -d /tmp/voiced-sdk.XXXXXX)

@@ -229,7 +229,8 @@ fn refuse_unsupported(
 ///
 /// The text is rendered sentence by sentence and each sentence's encoded audio is sent as soon as
 /// it exists (chunked transfer; wav with OpenAI's streaming header, sizes `0xFFFFFFFF`, when the
-/// audio comes in more than one piece). The bytes received are the generation's stored file.
+/// audio comes in more than one piece). The generation's stored file is the bytes received,
+/// finished: exact wav sizes, the mp3's LAME/Info tag in front of the same frames.
 /// A failure after the first byte closes the connection before the end of the chunked body (an
 /// incomplete transfer); the generation is then `failed` and not charged. A client that
 /// disconnects, or a request that runs past the server's time limit, cancels the generation: it

@@ -29,7 +29,8 @@ use crate::store::queue::Job;
 
 /// Encoded audio of one generation.
 pub struct Rendered {
-    /// The whole file: the chunks sent while rendering, joined.
+    /// The finished file: the chunks sent while rendering, joined, with the headers only the
+    /// whole audio can fill in (`audio::StreamEncoder::finish`).
     pub bytes: Vec<u8>,
     pub format: AudioFormat,
     pub duration_ms: i64,
@@ -410,10 +411,11 @@ fn render(
             out.push(&pcm, true)?;
         }
     }
+    let bytes = out.finish()?;
     let engine_ms = started.elapsed().saturating_sub(out.encoding).as_millis();
     let duration_ms = (out.samples * 1000 / u64::from(out.sample_rate.max(1))) as i64;
     Ok(Rendered {
-        bytes: out.bytes,
+        bytes,
         format,
         duration_ms,
         engine_ms,
@@ -504,6 +506,21 @@ impl Output {
     /// Milliseconds of audio pushed so far.
     fn rendered_ms(&self) -> u64 {
         self.samples * 1000 / u64::from(self.sample_rate.max(1))
+    }
+
+    /// The stored file: what was streamed, finished (exact wav sizes, the mp3 Info tag; see
+    /// `audio::StreamEncoder::finish`). Streaming readers have their chunks already: the
+    /// finished bytes go to the blob store in one write, never over bytes someone reads.
+    fn finish(&mut self) -> Result<Vec<u8>, RenderError> {
+        let started = Instant::now();
+        let mut bytes = std::mem::take(&mut self.bytes);
+        if let Some(encoder) = &self.encoder {
+            encoder
+                .finish(&mut bytes)
+                .map_err(|e| failure(ENCODING_FAILED, &e))?;
+        }
+        self.encoding += started.elapsed();
+        Ok(bytes)
     }
 
     fn push(&mut self, pcm: &Pcm, last: bool) -> Result<(), RenderError> {

@@ -5,8 +5,9 @@
 //! generation's id and receives every chunk from the first, whenever it subscribes while the
 //! worker runs. Only workers of this process publish here: a generation another process (a
 //! `voiced worker`) runs is never seen, and its request answers from the blob store once the
-//! generation has completed (`worker::completions`). The bytes are the same either way: the
-//! stored file is the concatenation of the published chunks.
+//! generation has completed (`worker::completions`). The audio is the same either way: the
+//! stored file is the concatenation of the published chunks, finished (exact wav sizes where the
+//! stream carried the placeholder, the mp3 Info tag frame in front; `audio::StreamEncoder`).
 //!
 //! An entry lives while a worker publishes or a request listens, whichever is longer; the chunks
 //! of a generation nobody listens to are dropped when it ends.

@@ -375,7 +375,7 @@ async fn read_streamed(app: &TestApp, mut response: reqwest::Response) -> (Vec<u
 }
 
 #[tokio::test]
-async fn speech_streams_while_it_is_rendered_and_the_stream_is_the_stored_file() {
+async fn speech_streams_while_it_is_rendered_and_the_stored_file_is_the_stream_finished() {
     let app = TestApp::start_with_workers(2).await;
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
@@ -423,11 +423,8 @@ async fn speech_streams_while_it_is_rendered_and_the_stream_is_the_stored_file()
             .bytes()
             .await
             .unwrap();
-        assert!(
-            stored == streamed,
-            "{format}: the stream is the stored file"
-        );
         let duration_ms = generation["duration_ms"].as_u64().unwrap();
+        assert_finished_from_stream(format, &streamed, &stored, duration_ms);
         let decoded = decode_for_asr(streamed.clone(), &DecodeLimits::default()).unwrap();
         // mp3 streams carry LAME's delay and padding (no Info tag to trim them).
         let slack = if format == "mp3" { 120 } else { 30 };
@@ -454,6 +451,166 @@ async fn speech_streams_while_it_is_rendered_and_the_stream_is_the_stored_file()
     );
     assert_eq!(app.streams.open(), 0, "nothing left behind");
     assert_eq!(app.completions.waiting(), 0);
+    app.stop().await;
+}
+
+/// The stored file is what was streamed, finished (issue 26 item 4): wav with its exact sizes in
+/// place of the placeholders, mp3 with LAME's Info tag frame in front, Ogg Opus as streamed; and
+/// strict readers read the generation's duration from it.
+fn assert_finished_from_stream(format: &str, streamed: &[u8], stored: &[u8], duration_ms: u64) {
+    match format {
+        "wav" => {
+            assert_eq!(stored.len(), streamed.len());
+            assert!(stored[44..] == streamed[44..], "wav: the PCM as streamed");
+            assert_eq!(
+                stored[8..40],
+                streamed[8..40],
+                "wav: the format as streamed"
+            );
+        }
+        "mp3" => assert!(
+            stored.len() > streamed.len() && stored.ends_with(streamed),
+            "mp3: the streamed frames behind a tag frame"
+        ),
+        _ => assert!(
+            stored == streamed,
+            "{format}: the stream is the stored file"
+        ),
+    }
+    assert_finished_file(format, stored, duration_ms);
+}
+
+/// A finished file of `duration_ms` (the generation's): hound (strict: it trusts the header)
+/// reads exactly that many samples from a wav; an mp3 declares that gapless length in its
+/// LAME/Info tag; Ogg Opus decodes to it.
+fn assert_finished_file(format: &str, file: &[u8], duration_ms: u64) {
+    match format {
+        "wav" => {
+            assert_eq!(
+                &file[4..8],
+                &(file.len() as u32 - 8).to_le_bytes(),
+                "RIFF size"
+            );
+            assert_eq!(
+                &file[40..44],
+                &(file.len() as u32 - 44).to_le_bytes(),
+                "data size"
+            );
+            let reader = hound::WavReader::new(std::io::Cursor::new(file)).expect("hound reads it");
+            let rate = u64::from(reader.spec().sample_rate);
+            assert_eq!(
+                u64::from(reader.duration()) * 1000 / rate,
+                duration_ms,
+                "hound"
+            );
+            assert_eq!(
+                reader.into_samples::<i16>().count() as u64 * 1000 / rate,
+                duration_ms
+            );
+        }
+        "mp3" => {
+            let (samples, rate) = lame_gapless(file).expect("a LAME/Info tag first");
+            assert_eq!(
+                samples * 1000 / rate,
+                duration_ms,
+                "the tag's gapless length"
+            );
+        }
+        _ => {
+            let decoded = decode_for_asr(file.to_vec(), &DecodeLimits::default()).unwrap();
+            assert!(
+                decoded.duration_ms.abs_diff(duration_ms) <= 30,
+                "{format}: {} ms of {duration_ms}",
+                decoded.duration_ms
+            );
+        }
+    }
+}
+
+/// `(samples, rate)`: the gapless length an mp3's LAME/Info tag declares (frames × samples per
+/// frame − encoder delay − padding, as mutagen and ffmpeg compute it); `None` without a tag.
+fn lame_gapless(mp3: &[u8]) -> Option<(u64, u64)> {
+    let h = mp3.get(..4)?;
+    if h[0] != 0xFF || h[1] & 0xE0 != 0xE0 {
+        return None;
+    }
+    let version = (h[1] >> 3) & 0x03; // 3: MPEG-1, 2: MPEG-2, 0: MPEG-2.5
+    let base = [11_025, 12_000, 8_000][usize::from((h[2] >> 2) & 0x03)];
+    let (rate, per_frame) = match version {
+        3 => (base * 4, 1152),
+        2 => (base * 2, 576),
+        _ => (base, 576),
+    };
+    let at = mp3[..mp3.len().min(2_000)]
+        .windows(4)
+        .position(|w| w == b"Info" || w == b"Xing")?;
+    let word = |i: usize| u64::from(u32::from_be_bytes(mp3[i..i + 4].try_into().unwrap()));
+    let flags = word(at + 4);
+    assert_eq!(flags & 1, 1, "frame count present");
+    let frames = word(at + 8);
+    let mut pos = at + 12;
+    for (flag, len) in [(2, 4), (4, 100), (8, 4)] {
+        if flags & flag != 0 {
+            pos += len;
+        }
+    }
+    assert_eq!(&mp3[pos..pos + 4], b"LAME");
+    let d = pos + 21;
+    let delay = (u64::from(mp3[d]) << 4) | (u64::from(mp3[d + 1]) >> 4);
+    let padding = ((u64::from(mp3[d + 1]) & 0x0F) << 8) | u64::from(mp3[d + 2]);
+    Some((frames * per_frame - delay - padding, rate))
+}
+
+#[tokio::test]
+async fn stored_audio_is_a_finished_file_in_one_piece_or_many() {
+    let app = TestApp::start_with_workers(1).await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    for (text, pieces) in [("Hello there.", "one piece"), (PARAGRAPH, "several pieces")] {
+        for format in ["wav", "mp3", "opus"] {
+            let (status, accepted) = json(
+                app.post("/v1/speech")
+                    .bearer_auth(&secret)
+                    .json(&json!({ "text": text, "voice_name": "Narrator", "response_format": format, "seed": 5 }))
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            assert_eq!(status, 202, "{accepted}");
+            let id = accepted["id"].as_str().unwrap();
+            let done = app
+                .completions
+                .wait(id, std::time::Duration::from_secs(5))
+                .await
+                .unwrap();
+            assert_eq!(done, voiced::domain::GenerationStatus::Completed);
+            let (_, generation) = json(
+                app.get(&format!("/v1/generations/{id}"))
+                    .bearer_auth(&secret)
+                    .send()
+                    .await
+                    .unwrap(),
+            )
+            .await;
+            let duration_ms = generation["duration_ms"].as_u64().unwrap();
+            let url = generation["audio_url"].as_str().unwrap();
+            let stored = app
+                .get(&url[url.find("/v1/audio/").unwrap()..])
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap();
+            eprintln!(
+                "{pieces}, {format}: {duration_ms} ms, {} bytes",
+                stored.len()
+            );
+            assert_finished_file(format, &stored, duration_ms);
+        }
+    }
     app.stop().await;
 }
 
@@ -516,7 +673,16 @@ async fn the_same_seed_gives_the_same_bytes_whatever_the_parallelism() {
                 .bytes()
                 .await
                 .unwrap();
-            assert!(stored == take[0], "async wav = streamed wav");
+            assert!(
+                stored[44..] == take[0][44..] && stored[8..40] == take[0][8..40],
+                "async wav = streamed wav, finished"
+            );
+            assert_eq!(&take[0][4..8], &[0xFF; 4], "streamed: the placeholder");
+            assert_eq!(
+                &stored[4..8],
+                &(stored.len() as u32 - 8).to_le_bytes(),
+                "stored: the exact size"
+            );
         }
         takes.push(take);
         app.stop().await;

@@ -163,9 +163,14 @@ async fn each_language_comes_back_from_whisper() {
     let mut failures = Vec::new();
     for language in LANGUAGES {
         let english = language.name.starts_with("English");
+        let dialect = if language.name.contains("GB") {
+            "en-gb"
+        } else {
+            "en-us"
+        };
         let said = |text: &str| {
             if english {
-                words(&voiced::engines::text::normalize::english(text))
+                words(&voiced::engines::text::normalize::for_voice(text, dialect))
             } else {
                 words(text)
             }
@@ -204,5 +209,85 @@ async fn each_language_comes_back_from_whisper() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    app.stop().await;
+}
+
+/// One English sentence per normalisation category (docs/speech-text.md).
+const CATEGORIES: &[(&str, &str)] = &[
+    (
+        "numbers",
+        "Your order number is 0042, and the code is 1234567890.",
+    ),
+    ("decimals", "Pi is about 3.14, and the dose is 0.5 grams."),
+    ("fractions", "Add 1/2 cup of sugar and 3/4 cup of flour."),
+    ("ratios and scores", "The screen is 16:9, and we won 3-2."),
+    ("times", "The train leaves at 07:15 and arrives at 3:45 pm."),
+    (
+        "dates",
+        "She was born on 2026-11-23, and they met on July 4, 1999.",
+    ),
+    ("years and amounts", "In 1984 they sold 2026 units."),
+    ("phone numbers", "Call +1 (555) 123-4567 today."),
+    ("digit groups", "The card number is 4111 1111 1111 1111."),
+    ("currency", "They raised $1.5M and spent €20 on lunch."),
+    ("percentages", "Sales grew 25% this year."),
+    ("units", "The box weighs 5 kg and is 30 cm wide."),
+    ("ordinals", "She finished 21st in the 100th race."),
+    (
+        "roman numerals",
+        "Chapter IV is about Henry VIII and World War II.",
+    ),
+    (
+        "addresses",
+        "Visit https://example.com/docs or write to jane@example.com.",
+    ),
+    ("symbols", "I write C# and C++ at AT&T."),
+    ("initialisms", "The FBI uses HTML and SQL."),
+];
+
+/// Per category: Kokoro (af_heart) speaks the sentence, Whisper base transcribes it, and the word
+/// error rate is counted between what voiced meant to say (the normalised sentence) and what
+/// Whisper wrote, normalised the same way (Whisper writes "$1.5 million", "7:15"). A category
+/// whose reading went wrong (a number read as another) shows as a high rate. Figures:
+/// docs/benchmarks.md, "Normalisation round trip".
+#[tokio::test]
+async fn each_normalisation_category_comes_back_from_whisper() {
+    let app = TestApp::start_with_workers(1).await;
+    let (_, secret) = app.pro_user().await;
+    let (status, voice) = json(
+        app.post("/v1/voices")
+            .bearer_auth(&secret)
+            .json(&json!({"name": "af_heart", "engine": "kokoro", "preset": "af_heart"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{voice}");
+    let said = |text: &str| words(&voiced::engines::text::normalize::english(text));
+    let (mut errors, mut total) = (0, 0);
+    let mut worst = (0.0, "");
+    for (category, text) in CATEGORIES {
+        let reference = said(text);
+        let heard = speak_and_hear(&app, &secret, "af_heart", text).await;
+        let e = edits(&reference, &said(&heard));
+        let wer = e as f64 / reference.len() as f64;
+        println!(
+            "{category}: WER {wer:.3} ({e}/{}) heard {heard:?}",
+            reference.len()
+        );
+        errors += e;
+        total += reference.len();
+        if wer > worst.0 {
+            worst = (wer, category);
+        }
+    }
+    let wer = errors as f64 / total as f64;
+    println!("all categories: WER {wer:.3} ({errors}/{total})");
+    assert!(wer <= 0.15, "WER {wer:.3} over every category");
+    // Whisper's own formatting counts as errors here (it writes "7.15" for "seven fifteen" and
+    // "4-1-1-1" for a card's digits); a category read as a different value (a capped number,
+    // an amount for a phone number) is wrong in most of its words.
+    assert!(worst.0 <= 0.6, "{}: WER {:.3}", worst.1, worst.0);
     app.stop().await;
 }

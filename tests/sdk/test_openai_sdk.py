@@ -11,8 +11,10 @@ import subprocess
 import urllib.request
 import wave
 
+import mutagen.mp3
 import openai
 import pytest
+import soundfile
 from openai import OpenAI
 
 BASE = os.environ["VOICED_BASE_URL"]
@@ -80,6 +82,53 @@ def test_stream_to_file_of_several_sentences_decodes_to_the_full_duration(tmp_pa
     assert data[4:8] == b"\xff\xff\xff\xff" and data[40:44] == b"\xff\xff\xff\xff"
     expected = generation(generation_id)["duration_ms"] / 1000
     assert abs(decoded_seconds(data) - expected) < 0.05
+
+
+def stored_file(generation_id: str) -> bytes:
+    """The generation's stored audio, from its signed link (`GET /v1/audio/{id}`)."""
+    return urllib.request.urlopen(generation(generation_id)["audio_url"]).read()
+
+
+@pytest.mark.parametrize("response_format", ["wav", "mp3", "opus"])
+@pytest.mark.parametrize("text", ["One sentence only.", PARAGRAPH], ids=["one-piece", "several-pieces"])
+def test_the_stored_file_is_finished_for_strict_readers(response_format, text):
+    """Issue 26 item 4: whatever was streamed, the stored file declares its exact length: Python's
+    `wave` and libsndfile (soundfile) trust the wav header; mutagen reads the mp3's LAME/Info tag
+    (frames less encoder delay and padding); libsndfile reads the Ogg Opus end granule."""
+    raw = client.audio.speech.with_raw_response.create(
+        model="kokoro", voice=VOICE, input=text, response_format=response_format
+    )
+    raw.parse()
+    generation_id = raw.headers["x-service-generation-id"]
+    expected = generation(generation_id)["duration_ms"] / 1000
+    data = stored_file(generation_id)
+    # Within a millisecond (duration_ms is rounded down); mp3 and opus count whole samples.
+    if response_format == "wav":
+        with wave.open(io.BytesIO(data)) as w:
+            assert abs(w.getnframes() / w.getframerate() - expected) < 0.001
+    if response_format == "mp3":
+        info = mutagen.mp3.MP3(io.BytesIO(data)).info
+        assert abs(info.length - expected) < 0.001, (info.length, expected)
+    sf = soundfile.info(io.BytesIO(data))
+    assert abs(sf.frames / sf.samplerate - expected) < 0.001, (sf.frames, sf.samplerate, expected)
+
+
+def test_an_idempotent_replay_serves_the_finished_file():
+    headers = {"Idempotency-Key": "finished-file-replay"}
+    first = client.audio.speech.with_raw_response.create(
+        model="kokoro", voice=VOICE, input=PARAGRAPH, response_format="wav", extra_headers=headers
+    )
+    streamed = first.parse().content
+    assert streamed[4:8] == b"\xff\xff\xff\xff", "streamed with the placeholder"
+    replay = client.audio.speech.with_raw_response.create(
+        model="kokoro", voice=VOICE, input=PARAGRAPH, response_format="wav", extra_headers=headers
+    )
+    assert replay.headers["idempotent-replayed"] == "true"
+    replayed = replay.parse().content
+    assert replayed == stored_file(first.headers["x-service-generation-id"])
+    assert replayed[44:] == streamed[44:]
+    with wave.open(io.BytesIO(replayed)) as w:
+        assert w.getnframes() == (len(replayed) - 44) // 2
 
 
 def test_create_wav_decodes_and_the_generation_is_readable():

@@ -146,3 +146,49 @@ pub(super) fn ogg_pages(bytes: &[u8]) -> Vec<(u8, u64, u32, Vec<u8>)> {
     }
     pages
 }
+
+/// The gapless length an mp3's LAME/Info tag declares, as a reader that honours it computes it:
+/// `frames × samples per frame − encoder delay − padding`, with the tag's frame count (`Info` or
+/// `Xing`, the frame the file starts with). `None` when the file does not start with one.
+pub(super) fn lame_gapless_samples(mp3: &[u8]) -> Option<u64> {
+    let header = mp3.get(..4)?;
+    if header[0] != 0xFF || header[1] & 0xE0 != 0xE0 {
+        return None;
+    }
+    // MPEG version bits: 3 = MPEG-1 (1152 samples a frame), else 2 / 2.5 (576).
+    let samples_per_frame: u64 = if (header[1] >> 3) & 0x03 == 3 {
+        1152
+    } else {
+        576
+    };
+    let first_frame = &mp3[..mp3.len().min(2_000)];
+    let at = first_frame
+        .windows(4)
+        .position(|w| w == b"Info" || w == b"Xing")?;
+    let field = |offset: usize| u32::from_be_bytes(mp3[offset..offset + 4].try_into().unwrap());
+    let flags = field(at + 4);
+    assert_eq!(flags & 0x01, 0x01, "frame count present");
+    let mut pos = at + 8;
+    let frames = u64::from(field(pos));
+    pos += 4;
+    if flags & 0x02 != 0 {
+        pos += 4; // bytes
+    }
+    if flags & 0x04 != 0 {
+        pos += 100; // table of contents
+    }
+    if flags & 0x08 != 0 {
+        pos += 4; // quality
+    }
+    assert_eq!(
+        &mp3[pos..pos + 4],
+        b"LAME",
+        "LAME extension after the Info fields"
+    );
+    // Encoder string (9), revision/method (1), lowpass (1), peak (4), two gains (2 + 2),
+    // flags (1), bitrate (1): then 12 bits of delay and 12 of padding.
+    let d = pos + 21;
+    let delay = (u64::from(mp3[d]) << 4) | (u64::from(mp3[d + 1]) >> 4);
+    let padding = ((u64::from(mp3[d + 1]) & 0x0F) << 8) | u64::from(mp3[d + 2]);
+    Some(frames * samples_per_frame - delay - padding)
+}

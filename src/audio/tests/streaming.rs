@@ -148,3 +148,128 @@ fn a_rate_opus_does_not_take_is_encoded_at_the_end() {
     let whole: Vec<f32> = a.iter().chain(&b).copied().collect();
     assert!(file == encode(&whole, rate, AudioFormat::Opus).unwrap());
 }
+
+/// Streams `pieces` and finishes the concatenation: the stored file.
+fn finished(pieces: &[Vec<f32>], format: AudioFormat) -> (Vec<u8>, Vec<u8>) {
+    let mut encoder = StreamEncoder::new(format, TTS_RATE).unwrap();
+    let last = pieces.len() - 1;
+    let mut streamed = Vec::new();
+    for (i, p) in pieces.iter().enumerate() {
+        streamed.extend(encoder.push(p, i == last).unwrap());
+    }
+    let mut file = streamed.clone();
+    encoder.finish(&mut file).unwrap();
+    (streamed, file)
+}
+
+#[test]
+fn finished_wav_has_exact_sizes_and_the_streamed_samples() {
+    let pieces = pieces();
+    let samples: usize = pieces.iter().map(Vec::len).sum();
+    let (streamed, file) = finished(&pieces, AudioFormat::Wav);
+    assert_eq!(file.len(), streamed.len());
+    assert_eq!(
+        &file[4..8],
+        &(file.len() as u32 - 8).to_le_bytes(),
+        "RIFF size"
+    );
+    assert_eq!(
+        &file[40..44],
+        &(2 * samples as u32).to_le_bytes(),
+        "data size"
+    );
+    assert_eq!(file[..4], streamed[..4]);
+    assert_eq!(file[8..40], streamed[8..40], "the format chunk as streamed");
+    assert!(file[44..] == streamed[44..], "the PCM as streamed");
+    // hound trusts the header: it reads exactly the samples pushed.
+    let reader = hound::WavReader::new(std::io::Cursor::new(&file)).unwrap();
+    assert_eq!(reader.duration() as usize, samples);
+    assert_eq!(reader.len() as usize, samples);
+    // And it is the file one push of all the samples gives.
+    let whole: Vec<f32> = pieces.concat();
+    assert!(file == encode(&whole, TTS_RATE, AudioFormat::Wav).unwrap());
+}
+
+#[test]
+fn finished_mp3_is_the_stream_behind_its_lame_tag() {
+    let mut tiny_first = pieces();
+    tiny_first.insert(0, tone(200.0, TTS_RATE, 0.004));
+    for pieces in [pieces(), tiny_first] {
+        finished_mp3(&pieces);
+    }
+}
+
+fn finished_mp3(pieces: &[Vec<f32>]) {
+    let samples: usize = pieces.iter().map(Vec::len).sum();
+    let (streamed, file) = finished(pieces, AudioFormat::Mp3);
+    assert!(
+        file.ends_with(&streamed),
+        "the streamed frames, unchanged, after the tag"
+    );
+    let tag = &file[..file.len() - streamed.len()];
+    assert!(tag.windows(4).any(|w| w == b"Info"), "a CBR Info tag frame");
+    assert_eq!(
+        lame_gapless_samples(&streamed),
+        None,
+        "the stream has no tag"
+    );
+    assert_eq!(
+        lame_gapless_samples(&file),
+        Some(samples as u64),
+        "the tag declares the gapless length"
+    );
+    // The streamed frames are those of an encoder with no tag at all: dropping the frame
+    // reserved for it changes nothing else.
+    let mut plain = super::super::encode::mp3_encoder(TTS_RATE, false).unwrap();
+    let mut untagged = Vec::new();
+    for piece in pieces {
+        super::super::encode::mp3_frames(&mut plain, piece, &mut untagged).unwrap();
+    }
+    super::super::encode::mp3_flush(&mut plain, &mut untagged).unwrap();
+    let diff = untagged.iter().zip(&streamed).position(|(a, b)| a != b);
+    assert!(
+        untagged == streamed,
+        "streamed frames = frames without a tag: {} vs {} bytes, first difference at {diff:?}",
+        untagged.len(),
+        streamed.len()
+    );
+    // ffmpeg honours the tag: exactly the samples pushed come back.
+    let dir = TempDir::new();
+    let path = dir.path("finished.mp3");
+    std::fs::write(&path, &file).unwrap();
+    let raw = dir.path("raw.f32");
+    ffmpeg(&[
+        "-i",
+        path.to_str().unwrap(),
+        "-f",
+        "f32le",
+        "-ac",
+        "1",
+        "-ar",
+        "24000",
+        raw.to_str().unwrap(),
+    ]);
+    let decoded = read(&raw).len() / 4;
+    assert!(
+        decoded.abs_diff(samples) <= 2,
+        "ffmpeg decoded {decoded} samples of {samples}"
+    );
+}
+
+#[test]
+fn finishing_leaves_one_piece_and_ogg_opus_as_they_are() {
+    let pieces = pieces();
+    let (streamed, file) = finished(&pieces, AudioFormat::Opus);
+    assert!(
+        file == streamed,
+        "Ogg Opus: the last page ends the stream already"
+    );
+    for format in AudioFormat::ALL {
+        let one = std::slice::from_ref(&pieces[1]);
+        let (streamed, file) = finished(one, format);
+        assert!(file == streamed, "{format}: one piece is the one-shot file");
+    }
+    // The one-shot mp3 carries the same kind of tag.
+    let one = encode(&pieces[1], TTS_RATE, AudioFormat::Mp3).unwrap();
+    assert_eq!(lame_gapless_samples(&one), Some(pieces[1].len() as u64));
+}

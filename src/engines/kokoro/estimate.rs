@@ -35,13 +35,8 @@ pub const SENTENCE_PAUSE_MS: i64 = 250;
 pub fn reading(text: &str, preset: &str, language: &str) -> Result<Reading, EngineError> {
     let voice = phonemize::espeak_voice(language, preset)?;
     let text = text.trim();
-    let normalized;
-    let text = if voice.starts_with("en") {
-        normalized = normalize::english(text);
-        normalized.as_str()
-    } else {
-        text
-    };
+    let normalized = normalize::for_voice(text, &voice);
+    let text = normalized.as_str();
     let sentences = split::sentences(text);
     if sentences.is_empty() {
         return Ok(Reading {

@@ -165,13 +165,8 @@ impl KokoroEngine {
         language: &str,
     ) -> Result<Vec<Piece>, EngineError> {
         let voice = phonemize::espeak_voice(language, preset)?;
-        let normalized;
-        let text = if voice.starts_with("en") {
-            normalized = normalize::english(text);
-            normalized.as_str()
-        } else {
-            text
-        };
+        let normalized = normalize::for_voice(text, &voice);
+        let text = normalized.as_str();
         let mut tokenize = |texts: &[&str]| -> Result<Vec<Vec<i64>>, EngineError> {
             let phonemes = phonemize::phonemize_many(texts, &voice)?;
             Ok(phonemes.iter().map(|p| self.vocab.tokens(p)).collect())
