@@ -111,6 +111,8 @@ fn v1_routes() -> OpenApiRouter<Core> {
         .routes(routes!(reads::list_voices))
         .routes(routes!(voices::list_presets))
         .routes(routes!(reads::list_captures))
+        .routes(routes!(reads::get_capture))
+        .routes(routes!(reads::get_captions))
         .routes(routes!(generations::get_generation))
         .layer(from_fn_with_state(
             Requirement::read(),

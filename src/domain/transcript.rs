@@ -27,6 +27,14 @@ impl Timestamps {
         }
     }
 
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Segment => "segment",
+            Self::Word => "word",
+        }
+    }
+
     pub fn words(self) -> bool {
         self == Self::Word
     }

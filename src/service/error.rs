@@ -27,6 +27,8 @@ pub enum ErrorCode {
     PayloadTooLarge,
     InvalidSignature,
     RangeNotSatisfiable,
+    /// Captions were asked of a capture made without timestamps.
+    CaptureWithoutTimestamps,
     /// The request's body did not arrive within `body_read_timeout_secs`.
     RequestTimeout,
     ServiceUnavailable,
@@ -34,7 +36,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 21] = [
         ErrorCode::InvalidApiKey,
         ErrorCode::ProPlanRequired,
         ErrorCode::InsufficientScope,
@@ -52,6 +54,7 @@ impl ErrorCode {
         ErrorCode::PayloadTooLarge,
         ErrorCode::InvalidSignature,
         ErrorCode::RangeNotSatisfiable,
+        ErrorCode::CaptureWithoutTimestamps,
         ErrorCode::RequestTimeout,
         ErrorCode::ServiceUnavailable,
         ErrorCode::InternalError,
@@ -76,6 +79,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "payload_too_large",
             ErrorCode::InvalidSignature => "invalid_signature",
             ErrorCode::RangeNotSatisfiable => "range_not_satisfiable",
+            ErrorCode::CaptureWithoutTimestamps => "capture_without_timestamps",
             ErrorCode::RequestTimeout => "request_timeout",
             ErrorCode::ServiceUnavailable => "service_unavailable",
             ErrorCode::InternalError => "internal_error",
@@ -91,7 +95,9 @@ impl ErrorCode {
             | ErrorCode::InvalidSignature => StatusCode::FORBIDDEN,
             ErrorCode::InvalidRequest => StatusCode::BAD_REQUEST,
             ErrorCode::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::IdempotencyKeyInUse | ErrorCode::Conflict => StatusCode::CONFLICT,
+            ErrorCode::IdempotencyKeyInUse
+            | ErrorCode::Conflict
+            | ErrorCode::CaptureWithoutTimestamps => StatusCode::CONFLICT,
             ErrorCode::RateLimitExceeded
             | ErrorCode::QuotaExhausted
             | ErrorCode::KeyCeilingExceeded => StatusCode::TOO_MANY_REQUESTS,
@@ -125,6 +131,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "Payload too large",
             ErrorCode::InvalidSignature => "Invalid signature",
             ErrorCode::RangeNotSatisfiable => "Range not satisfiable",
+            ErrorCode::CaptureWithoutTimestamps => "Capture made without timestamps",
             ErrorCode::RequestTimeout => "Request body too slow",
             ErrorCode::ServiceUnavailable => "Service unavailable",
             ErrorCode::InternalError => "Internal error",
