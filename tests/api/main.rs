@@ -17,6 +17,7 @@ mod idempotency;
 mod mcp;
 mod oauth;
 mod openai_speech;
+mod openai_transcriptions;
 mod roundtrip;
 mod security;
 mod speech;
