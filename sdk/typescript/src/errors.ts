@@ -16,6 +16,7 @@ export type ApiErrorCode =
   | "method_not_allowed"
   | "conflict"
   | "idempotency_key_in_use"
+  | "capture_without_timestamps"
   | "payload_too_large"
   | "range_not_satisfiable"
   | "unsupported_media_type"
@@ -47,6 +48,7 @@ const API_CODES: ReadonlySet<string> = new Set<ApiErrorCode>([
   "method_not_allowed",
   "conflict",
   "idempotency_key_in_use",
+  "capture_without_timestamps",
   "payload_too_large",
   "range_not_satisfiable",
   "unsupported_media_type",
