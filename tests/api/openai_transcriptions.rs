@@ -319,7 +319,9 @@ async fn every_unsupported_or_bad_field_is_refused_by_name() {
     let m = ("model", "whisper-1");
     let long_prompt = "p".repeat(2001);
     let t = "/v1/audio/transcriptions";
-    let cases: Vec<(&str, Vec<(&str, &str)>, Option<&[u8]>, &str)> = vec![
+    // (path, fields, file, the param refused)
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, Option<&'a [u8]>, &'a str);
+    let cases: Vec<Case<'_>> = vec![
         (t, vec![m], None, "file"),
         (t, vec![m], Some(b""), "file"),
         (t, vec![m], Some(b"not audio at all, just text"), "file"),
