@@ -116,12 +116,21 @@ pub async fn get_capture(
     ))
 }
 
+/// A caption format: `vtt` (WebVTT) or `srt` (SubRip).
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum CaptionFormatParam {
+    Vtt,
+    Srt,
+}
+
 /// The capture's captions, one cue a segment, from the segments it stored.
 #[utoipa::path(get, path = "/v1/captures/{captureId}/captions", tag = "captures",
     security(("api_key" = []), ("bearer" = [])),
     params(
         ("captureId" = String, Path, min_length = 1, max_length = 200, description = "Id returned by a transcription made with timestamps"),
-        ("format" = Option<String>, Query, description = "`vtt` (WebVTT, default) or `srt` (SubRip)"),
+        ("format" = inline(Option<CaptionFormatParam>), Query, description = "`vtt` (WebVTT, default) or `srt` (SubRip)"),
     ),
     responses(
         (status = 200, description = "The captions", content(

@@ -1399,7 +1399,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description `vtt` (WebVTT, default) or `srt` (SubRip) */
-                format?: string;
+                format?: "vtt" | "srt";
             };
             header?: never;
             path: {
