@@ -447,3 +447,52 @@ async fn every_unsupported_or_bad_field_is_refused_by_name() {
     assert_eq!(captures(&app).await, 0);
     app.stop().await;
 }
+
+/// The native route's admission, through the OpenAI door: a full recogniser queue is 503 with
+/// `Retry-After` in OpenAI's envelope, answered before the form is read; the account's cap of
+/// transcriptions in flight counts this door's too; a plan without transcription is refused.
+#[tokio::test]
+async fn admission_and_plan_as_on_the_native_route() {
+    let app = TestApp::start().await;
+    let account = app.account(Plan::Pro).await;
+    let (_, secret) = app.key(&account, &Scope::ALL).await;
+    let wav = std::fs::read(asr::espeak_wav("en-us", "Is there room?")).unwrap();
+    let m = [("model", "whisper-1")];
+
+    let mut places = Vec::new();
+    while let Some(place) = app.asr.try_admit() {
+        places.push(place);
+    }
+    let response = post(&app, "/v1/audio/transcriptions", &secret, &m, Some(&wav)).await;
+    assert_eq!(response.status(), 503);
+    assert!(response.headers().get("retry-after").is_some());
+    let (_, body) = json(response).await;
+    assert_envelope(&body, "service_unavailable", None);
+    drop(places);
+
+    let holds: Vec<_> = std::iter::from_fn(|| app.asr.try_hold_for(&account)).collect();
+    assert!(!holds.is_empty());
+    let response = post(&app, "/v1/audio/translations", &secret, &m, Some(&wav)).await;
+    assert_eq!(response.status(), 429);
+    let (_, body) = json(response).await;
+    assert_envelope(&body, "rate_limit_exceeded", None);
+    drop(holds);
+    assert_eq!(captures(&app).await, 0);
+
+    voiced::store::accounts::set_features(&app.pool, &account, &[voiced::domain::Feature::Speech])
+        .await
+        .unwrap();
+    let (status, body) =
+        json(post(&app, "/v1/audio/transcriptions", &secret, &m, Some(&wav)).await).await;
+    assert_eq!(status, 403, "{body}");
+    assert_envelope(&body, "feature_not_enabled", None);
+
+    voiced::store::accounts::set_features(&app.pool, &account, &voiced::domain::Feature::ALL)
+        .await
+        .unwrap();
+    let (status, body) =
+        json(post(&app, "/v1/audio/transcriptions", &secret, &m, Some(&wav)).await).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(captures(&app).await, 1);
+    app.stop().await;
+}
