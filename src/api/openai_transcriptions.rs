@@ -230,7 +230,7 @@ async fn handle(
     };
     let multipart = Multipart::from_request(Request::from_parts(parts, body), &())
         .await
-        .map_err(|e| ApiError::invalid("file", format!("The form could not be read: {e}")))?;
+        .map_err(|e| unreadable_form(e.status(), &e))?;
     let form = read_form(multipart, task, &state.asr.model_name()).await?;
     let operation = match task {
         Task::Transcribe => Operation::AudioTranscription,
@@ -273,6 +273,19 @@ async fn handle(
     Ok(render(&done, format, granularities))
 }
 
+/// A form that cannot be read: 413 when it is over the body limit, 400 otherwise.
+fn unreadable_form(status: StatusCode, error: &dyn std::fmt::Display) -> ApiError {
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(
+            ErrorCode::PayloadTooLarge,
+            "The form is larger than 25 MiB of audio allows.",
+        )
+        .with_param("file")
+    } else {
+        ApiError::invalid("file", format!("The form could not be read: {error}"))
+    }
+}
+
 fn require_multipart(headers: &HeaderMap) -> Result<(), ApiError> {
     let is_form = headers
         .get(header::CONTENT_TYPE)
@@ -297,8 +310,7 @@ async fn read_form(
     task: Task,
     installed: &str,
 ) -> Result<Form, ApiError> {
-    let unreadable =
-        |e: MultipartError| ApiError::invalid("file", format!("The form could not be read: {e}"));
+    let unreadable = |e: MultipartError| unreadable_form(e.status(), &e);
     let mut file: Option<Vec<u8>> = None;
     let mut model: Option<String> = None;
     let mut language: Option<String> = None;
@@ -469,7 +481,7 @@ async fn read_file(mut field: Field<'_>) -> Result<Vec<u8>, ApiError> {
     while let Some(chunk) = field
         .chunk()
         .await
-        .map_err(|e| ApiError::invalid("file", format!("The file could not be read: {e}")))?
+        .map_err(|e| unreadable_form(e.status(), &e))?
     {
         if bytes.len() + chunk.len() > MAX_AUDIO_BYTES {
             return Err(

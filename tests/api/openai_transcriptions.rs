@@ -496,3 +496,26 @@ async fn admission_and_plan_as_on_the_native_route() {
     assert_eq!(captures(&app).await, 1);
     app.stop().await;
 }
+
+/// More than 25 MiB of audio in the form: 413 naming `file`, in OpenAI's envelope.
+#[tokio::test]
+async fn an_oversized_file_is_413() {
+    let app = TestApp::start().await;
+    let (_, secret) = app.pro_user().await;
+    let big = vec![0u8; 25 * 1024 * 1024 + 1];
+    let (status, body) = json(
+        post(
+            &app,
+            "/v1/audio/transcriptions",
+            &secret,
+            &[("model", "whisper-1")],
+            Some(&big),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 413, "{body}");
+    assert_envelope(&body, "payload_too_large", Some("file"));
+    assert_eq!(captures(&app).await, 0);
+    app.stop().await;
+}
