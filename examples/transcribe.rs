@@ -2,9 +2,13 @@
 //! (used by `bench/whisper_rtf.py`; also handy by hand).
 //!
 //! `cargo run --release --example transcribe -- <model_dir> <threads> <clip.wav>...`
+//!
+//! `VOICED_TIMESTAMPS=segment` or `word` asks for timings too (used by
+//! `bench/word_timestamps.py`); each line then carries `segments` and `words`.
 
 use std::time::Instant;
 
+use voiced::domain::{RecognitionOptions, Timestamps};
 use voiced::engines::whisper::{ComputeType, Recognizer, WhisperConfig, refine};
 
 fn peak_rss_kib() -> u64 {
@@ -34,6 +38,14 @@ fn main() {
     recognizer.warm_up().expect("warm up");
     let warm_up_s = started.elapsed().as_secs_f64();
     println!("{{\"event\":\"load\",\"load_s\":{load_s:.3},\"warm_up_s\":{warm_up_s:.3}}}");
+    let timestamps = std::env::var("VOICED_TIMESTAMPS")
+        .ok()
+        .and_then(|v| Timestamps::parse(&v))
+        .unwrap_or_default();
+    let options = RecognitionOptions {
+        timestamps,
+        ..RecognitionOptions::default()
+    };
     for clip in clips {
         let mut reader = hound::WavReader::open(clip).expect("open wav");
         assert_eq!(reader.spec().sample_rate, 16_000, "{clip}: 16 kHz expected");
@@ -43,10 +55,21 @@ fn main() {
             .collect();
         let audio_s = samples.len() as f64 / 16_000.0;
         let started = Instant::now();
-        let transcript = recognizer.transcribe(&samples).expect("transcribe");
+        let transcript = recognizer
+            .recognize(&samples, &options, &mut |_, _| {})
+            .expect("transcribe");
         let elapsed = started.elapsed().as_secs_f64();
+        let timings = if timestamps == Timestamps::None {
+            String::new()
+        } else {
+            format!(
+                ",\"segments\":{},\"words\":{}",
+                serde_json::to_string(&transcript.segments).expect("json"),
+                serde_json::to_string(&transcript.words).expect("json")
+            )
+        };
         println!(
-            "{{\"event\":\"clip\",\"clip\":{clip:?},\"audio_s\":{audio_s:.3},\"elapsed_s\":{elapsed:.3},\"language\":{:?},\"language_probability\":{:.3},\"text\":{:?},\"refined\":{:?}}}",
+            "{{\"event\":\"clip\",\"clip\":{clip:?},\"audio_s\":{audio_s:.3},\"elapsed_s\":{elapsed:.3},\"language\":{:?},\"language_probability\":{:.3},\"text\":{:?},\"refined\":{:?}{timings}}}",
             transcript.language,
             transcript.language_probability,
             transcript.text,

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # OpenAI SDK compatibility test: starts the real `voiced serve` (embedded PostgreSQL in a
 # temporary data dir), sets up an account, key and voice with `voiced admin`, and runs the
-# official `openai` Python package against it (tests/sdk/test_openai_sdk.py, pytest).
+# official `openai` Python package against it (tests/sdk/test_openai_sdk.py, pytest): speech,
+# transcriptions (every response format, both granularities, the stream) and translations.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 bin="${1:-$CARGO_TARGET_DIR/debug/voiced}"
 venv="$VOICED_CACHE/venv-sdk"
-if [ ! -x "$venv/bin/pytest" ] || ! "$venv/bin/python" -c 'import openai, soundfile, mutagen' 2>/dev/null; then
+if [ ! -x "$venv/bin/pytest" ] || ! "$venv/bin/python" -c 'import openai, soundfile, mutagen, webvtt, srt' 2>/dev/null; then
   python3 -m venv --clear "$venv"
   # soundfile (libsndfile) and mutagen: strict readers of the stored files' declared lengths.
+  # webvtt-py and srt parse the captions of /v1/audio/transcriptions (issue 25).
   "$venv/bin/python" -m pip install -q 'openai==3.51.0' 'pytest==9.2.0' \
-    'soundfile==0.13.1' 'cffi==2.0.0' 'numpy==2.4.6' 'mutagen==1.48.1'
+    'soundfile==0.13.1' 'cffi==2.0.0' 'numpy==2.4.6' 'mutagen==1.48.1' \
+    'webvtt-py==0.6.0' 'srt==3.5.3'
 fi
 
 work=$(mktemp -d /tmp/voiced-sdk.XXXXXX)

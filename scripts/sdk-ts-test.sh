@@ -2,6 +2,8 @@
 # TypeScript SDK (sdk/typescript): installs its pinned dev tools (npm ci), checks its formatting
 # and that the committed generated types match openapi/openapi.json, builds it, and runs its tests
 # with `node --test` against one real `voiced serve` that the test setup starts (test/run.mjs).
+# OpenAI's Node SDK and the Vercel AI SDK (pinned dev dependencies) run against the same server
+# (test/openai-node.test.mjs: the transcription dialect).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh

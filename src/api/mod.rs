@@ -1,4 +1,5 @@
-//! The REST door: `/v1` (with OpenAI's speech dialect at `/v1/audio/speech`), the signed audio
+//! The REST door: `/v1` (with OpenAI's dialect at `/v1/audio/speech`, `/v1/audio/transcriptions`
+//! and `/v1/audio/translations`), the signed audio
 //! download, health, and the OpenAPI document they make. Handlers parse, call one operation of
 //! the core, and render; the rules are the core's (`crate::service`).
 
@@ -6,6 +7,7 @@ pub mod audio;
 pub mod generations;
 pub mod health;
 pub mod openai_speech;
+pub mod openai_transcriptions;
 pub mod reads;
 pub mod speech;
 pub mod transcriptions;
@@ -37,7 +39,8 @@ use crate::service::Core;
         title = "voiced",
         description = "Speech generation in your voice profiles, transcription into stored captures, \
                        and reads of voices, generations and captures. Errors are RFC 9457 problem \
-                       documents (OpenAI's error envelope on POST /v1/audio/speech).",
+                       documents (OpenAI's error envelope on POST /v1/audio/speech, /v1/audio/transcriptions \
+                       and /v1/audio/translations).",
         version = "1.0.0",
         license(name = "MIT")
     ),
@@ -111,6 +114,8 @@ fn v1_routes() -> OpenApiRouter<Core> {
         .routes(routes!(reads::list_voices))
         .routes(routes!(voices::list_presets))
         .routes(routes!(reads::list_captures))
+        .routes(routes!(reads::get_capture))
+        .routes(routes!(reads::get_captions))
         .routes(routes!(generations::get_generation))
         .routes(routes!(generations::list_generations))
         .layer(from_fn_with_state(
@@ -135,6 +140,8 @@ fn v1_routes() -> OpenApiRouter<Core> {
         ));
     let transcription = OpenApiRouter::new()
         .routes(routes!(transcriptions::create_transcription))
+        .routes(routes!(openai_transcriptions::create_openai_transcription))
+        .routes(routes!(openai_transcriptions::create_openai_translation))
         .layer(DefaultBodyLimit::max(transcriptions::BODY_LIMIT))
         .layer(from_fn_with_state(
             Requirement::generate(Feature::Transcription),

@@ -1,15 +1,17 @@
-//! `GET /v1/voices` and `GET /v1/captures`.
+//! `GET /v1/voices`, `GET /v1/captures`, one capture and its captions.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 
-use crate::domain::{Page, PageBound};
+use crate::domain::{CaptionFormat, GenerationId, Page, PageBound};
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
-use crate::http::models::{CaptureList, Problem, VoiceList};
+use crate::http::models::{CaptureDetail, CaptureList, Problem, VoiceList};
 use crate::service::Core;
 use crate::service::principal_cache::CredentialCheck;
 use crate::service::reads;
@@ -81,4 +83,90 @@ pub async fn list_captures(
         limit,
         offset,
     }))
+}
+
+/// A capture id from the path: 1 to 200 characters, no NUL (the database is not asked about
+/// one it could not hold).
+fn check_capture_id(id: &str) -> Result<(), ApiError> {
+    GenerationId::parse(id, "captureId")
+        .map(drop)
+        .map_err(|message| ApiError::invalid("captureId", message))
+}
+
+/// Reads one capture, with its segments and words when they were asked for.
+#[utoipa::path(get, path = "/v1/captures/{captureId}", tag = "captures",
+    security(("api_key" = []), ("bearer" = [])),
+    params(("captureId" = String, Path, min_length = 1, max_length = 200, description = "Id returned by a transcription")),
+    responses(
+        (status = 200, description = "The capture", body = CaptureDetail),
+        (status = 400, description = "`invalid_request`: id longer than 200 characters", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:read`)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`not_found`: no such capture in this account", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn get_capture(
+    State(state): State<Core>,
+    Extension(principal): Extension<Arc<Principal>>,
+    Extension(check): Extension<Arc<CredentialCheck>>,
+    Path(id): Path<String>,
+) -> Result<Json<CaptureDetail>, ApiError> {
+    check_capture_id(&id)?;
+    let detail = reads::capture(&state, &principal, Some(&check), &id).await?;
+    Ok(Json(
+        CaptureDetail::try_from(detail).map_err(ApiError::internal)?,
+    ))
+}
+
+/// A caption format: `vtt` (WebVTT) or `srt` (SubRip).
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum CaptionFormatParam {
+    Vtt,
+    Srt,
+}
+
+/// The capture's captions, one cue a segment, from the segments it stored.
+#[utoipa::path(get, path = "/v1/captures/{captureId}/captions", tag = "captures",
+    security(("api_key" = []), ("bearer" = [])),
+    params(
+        ("captureId" = String, Path, min_length = 1, max_length = 200, description = "Id returned by a transcription made with timestamps"),
+        ("format" = inline(Option<CaptionFormatParam>), Query, description = "`vtt` (WebVTT, default) or `srt` (SubRip)"),
+    ),
+    responses(
+        (status = 200, description = "The captions", content(
+            (String = "text/vtt"),
+            (String = "application/x-subrip"),
+        )),
+        (status = 400, description = "`invalid_request` (`param: format`: not `srt` or `vtt`; `param: captureId`: longer than 200 characters)", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:read`)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`not_found`: no such capture in this account", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`timestamps_unavailable`: the capture was made without timestamps", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn get_captions(
+    State(state): State<Core>,
+    Extension(principal): Extension<Arc<Principal>>,
+    Extension(check): Extension<Arc<CredentialCheck>>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    check_capture_id(&id)?;
+    if let Some(unknown) = query.keys().find(|k| k.as_str() != "format") {
+        return Err(ApiError::invalid(
+            unknown.as_str(),
+            format!("Unknown query parameter {unknown:?}; accepted: format."),
+        ));
+    }
+    let format = match query.get("format").map(String::as_str) {
+        None => CaptionFormat::Vtt,
+        Some(value) => CaptionFormat::parse(value)
+            .ok_or_else(|| ApiError::invalid("format", "format must be srt or vtt"))?,
+    };
+    let text = reads::captions(&state, &principal, Some(&check), &id, format).await?;
+    Ok(([(header::CONTENT_TYPE, format.content_type())], text).into_response())
 }

@@ -1,4 +1,5 @@
-//! `POST /v1/transcriptions`: base64 audio in, a stored capture out (synchronous).
+//! `POST /v1/transcriptions`: base64 audio in, a stored capture out (synchronous), with segment
+//! or word timestamps when asked; `GET /v1/captures/{id}` and its captions.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -12,14 +13,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
+use crate::domain::{RecognitionOptions, Timestamps};
 use crate::http::auth::Principal;
 use crate::http::body::{discard, read_limited};
 use crate::http::error::ApiError;
 use crate::http::idempotency;
 use crate::http::json;
 use crate::http::models::Problem;
+use crate::http::models::{TranscriptSegment, TranscriptWord};
 use crate::service::Core;
-use crate::service::idempotency::{self as idem, Keyed, Operation};
+use crate::service::idempotency::{Keyed, Operation};
 use crate::service::transcription::{self as service, Done, Incoming};
 
 /// Body limit of this route (shared with the agent's `transcribe`).
@@ -34,6 +37,20 @@ pub struct TranscriptionRequest {
     /// decoded and 15 minutes long.
     #[schema(min_length = 1)]
     audio: String,
+    /// `segment`: the answer (and the capture) carries `segments` with start and end times;
+    /// `word`: also `words`, each word's start and end (an alignment pass: it costs time).
+    /// Absent: text only.
+    #[schema(value_type = Option<String>, example = "word")]
+    timestamps: Option<TimestampsParam>,
+}
+
+/// `segment` or `word`.
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum TimestampsParam {
+    Segment,
+    Word,
 }
 
 /// The transcript, and the id of the capture that stores it.
@@ -48,6 +65,12 @@ pub struct TranscriptionResult {
     #[schema(example = "en")]
     pub language: String,
     pub duration_ms: i64,
+    /// Present when `timestamps` was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments: Option<Vec<TranscriptSegment>>,
+    /// Present when `timestamps` was `word`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub words: Option<Vec<TranscriptWord>>,
 }
 
 /// Transcribes a clip and stores the result as a capture.
@@ -58,7 +81,7 @@ pub struct TranscriptionResult {
     request_body(content = TranscriptionRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The transcript; a capture was stored", body = TranscriptionResult),
-        (status = 400, description = "`invalid_request` (`param: audio`: missing, not base64, undecodable, longer than 15 minutes)", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`invalid_request` (`param: audio`: missing, not base64, undecodable, longer than 15 minutes; `param: timestamps`: not `segment` or `word`)", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled`", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`idempotency_key_in_use`", body = Problem, content_type = "application/problem+json"),
@@ -88,7 +111,7 @@ pub async fn create_transcription(
     };
     let bytes = read_limited(body, BODY_LIMIT).await?;
     let wants_fingerprint = key.is_some();
-    let (audio, fingerprint) =
+    let (audio, options, fingerprint) =
         tokio::task::spawn_blocking(move || parse_upload(&bytes, wants_fingerprint))
             .await
             .map_err(ApiError::internal)??;
@@ -101,6 +124,8 @@ pub async fn create_transcription(
         audio: std::future::ready(Ok(audio)),
         source: "api",
         param: "audio",
+        options,
+        progress: None,
     };
     let done = service::run(&state, &principal, place, incoming, keyed).await?;
     Ok(answer(&done))
@@ -117,15 +142,24 @@ fn answer(done: &Done) -> Response {
             text: t.text.clone(),
             language: t.language.clone(),
             duration_ms: t.duration_ms,
+            segments: (t.timestamps != Timestamps::None)
+                .then(|| t.segments.iter().cloned().map(Into::into).collect()),
+            words: t
+                .timestamps
+                .words()
+                .then(|| t.words.iter().cloned().map(Into::into).collect()),
         },
         done.replayed,
     )
 }
 
-/// The JSON body → the audio file's bytes, and the request's fingerprint when one is needed.
-/// Blocking work (it scans, hashes and decodes up to 34 MiB): run it off the async workers.
-/// The base64 text is borrowed from the body, never copied into a JSON value.
-fn parse_upload(body: &[u8], fingerprint: bool) -> Result<(Vec<u8>, Vec<u8>), ApiError> {
+/// The JSON body → the audio file's bytes, the options, and the request's fingerprint when one
+/// is needed. Blocking work (it scans, hashes and decodes up to 34 MiB): run it off the async
+/// workers. The base64 text is borrowed from the body, never copied into a JSON value.
+fn parse_upload(
+    body: &[u8],
+    fingerprint: bool,
+) -> Result<(Vec<u8>, RecognitionOptions, Vec<u8>), ApiError> {
     let members: BTreeMap<Cow<'_, str>, &RawValue> = serde_json::from_slice(body).map_err(|e| {
         if e.classify() == serde_json::error::Category::Data {
             json::not_an_object()
@@ -133,12 +167,28 @@ fn parse_upload(body: &[u8], fingerprint: bool) -> Result<(Vec<u8>, Vec<u8>), Ap
             json::not_json(&e)
         }
     })?;
-    if let Some(unknown) = members.keys().find(|k| k.as_ref() != "audio") {
+    if let Some(unknown) = members
+        .keys()
+        .find(|k| !matches!(k.as_ref(), "audio" | "timestamps"))
+    {
         return Err(ApiError::invalid(
             unknown.as_ref(),
-            format!("Unknown field {unknown:?}; accepted fields: audio."),
+            format!("Unknown field {unknown:?}; accepted fields: audio, timestamps."),
         ));
     }
+    let timestamps = match members.get("timestamps").map(|raw| raw.get()) {
+        None | Some("null") => Timestamps::None,
+        Some(raw) => serde_json::from_str::<Cow<'_, str>>(raw)
+            .ok()
+            .and_then(|value| Timestamps::parse(&value))
+            .ok_or_else(|| {
+                ApiError::invalid("timestamps", "timestamps must be \"segment\" or \"word\"")
+            })?,
+    };
+    let options = RecognitionOptions {
+        timestamps,
+        ..RecognitionOptions::default()
+    };
     let raw = members
         .get("audio")
         .filter(|raw| raw.get() != "null")
@@ -146,10 +196,10 @@ fn parse_upload(body: &[u8], fingerprint: bool) -> Result<(Vec<u8>, Vec<u8>), Ap
     let audio_b64: Cow<'_, str> = serde_json::from_str(raw.get())
         .map_err(|_| ApiError::invalid("audio", "audio must be a base64 string"))?;
     let fingerprint = if fingerprint {
-        idem::fingerprint(Operation::Transcription.name(), &[audio_b64.as_bytes()])
+        service::fingerprint(Operation::Transcription, audio_b64.as_bytes(), &options)
     } else {
         Vec::new()
     };
     let audio = service::decode_base64(&audio_b64, "audio")?;
-    Ok((audio, fingerprint))
+    Ok((audio, options, fingerprint))
 }

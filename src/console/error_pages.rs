@@ -124,6 +124,14 @@ pub fn doc(code: ErrorCode) -> CodeDoc {
             "Ask for a range inside the file, or download it whole (no Range header).",
             &["Content-Range (header)"],
         ),
+        ErrorCode::TimestampsUnavailable => (
+            "Captions (GET /v1/captures/{id}/captions) were asked of a capture made without \
+             timestamps: it stores no segments to time the cues.",
+            "Transcribe the clip again with \"timestamps\": \"segment\" or \"word\" \
+             (POST /v1/transcriptions), or response_format verbose_json, srt or vtt (POST \
+             /v1/audio/transcriptions), and ask the new capture for its captions.",
+            &[],
+        ),
         ErrorCode::RequestTimeout => (
             "The request's body did not arrive within the time the server allows after its \
              headers (body_read_timeout_secs, 120 s by default); the connection was closed.",

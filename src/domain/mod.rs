@@ -17,6 +17,7 @@ mod plan;
 mod scope;
 mod speech;
 mod sql;
+mod transcript;
 pub mod trusted_proxies;
 
 pub use api_key::{ApiKeySecret, KEY_PREFIX, SecretHash};
@@ -30,4 +31,8 @@ pub use page::{Page, PageBound};
 pub use plan::{Feature, Plan};
 pub use scope::Scope;
 pub use speech::{MAX_SEED, MAX_TEXT_CHARS, Seed, SpeechText, Temperature};
+pub use transcript::{
+    CaptionFormat, LANGUAGES, MAX_PROMPT_CHARS, OptionError, RecognitionOptions, Segment, Task,
+    Timestamps, Word, captions,
+};
 pub use trusted_proxies::TrustedProxies;

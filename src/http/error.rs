@@ -3,7 +3,8 @@
 //! Handlers and middleware return [`ApiError`] (the service core's [`ServiceError`]); its
 //! `IntoResponse` only records the error in the response's extensions. [`render_errors`] (the
 //! outermost error layer) turns it into the body: an RFC 9457 problem document, or OpenAI's
-//! envelope on `POST /v1/audio/speech`. The same layer turns axum's own bare rejections (404,
+//! envelope on OpenAI's dialect (`POST /v1/audio/speech`, `/v1/audio/transcriptions`,
+//! `/v1/audio/translations`). The same layer turns axum's own bare rejections (404,
 //! 405, 413, 415, …) into documents, so no failure ever leaves without one.
 
 use std::sync::Arc;
@@ -94,7 +95,7 @@ pub async fn render_errors(
             .headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(5u64));
     }
-    let (content_type, body) = if path == "/v1/audio/speech" {
+    let (content_type, body) = if speaks_openai(&path) {
         ("application/json", openai_envelope(&error, &links))
     } else {
         (
@@ -193,6 +194,28 @@ fn problem_document(error: &ApiError, links: &ErrorLinks, path: &str) -> Value {
         doc.insert("settings_url".into(), json!(url));
     }
     Value::Object(doc)
+}
+
+/// The routes of OpenAI's dialect, whose errors use OpenAI's envelope.
+pub fn speaks_openai(path: &str) -> bool {
+    matches!(
+        path,
+        "/v1/audio/speech" | "/v1/audio/transcriptions" | "/v1/audio/translations"
+    )
+}
+
+/// An error that ends a streamed answer of OpenAI's dialect after it began (the status is sent
+/// already): the envelope as an event, `{"type": "error", "error": {...}}`, which OpenAI's SDKs
+/// raise as an API error.
+pub fn openai_stream_error(error: &ApiError) -> Value {
+    let links = ErrorLinks {
+        errors_url: String::new(),
+        billing_url: String::new(),
+        console_url: String::new(),
+    };
+    let mut event = openai_envelope(error, &links);
+    event["type"] = json!("error");
+    event
 }
 
 fn openai_envelope(error: &ApiError, links: &ErrorLinks) -> Value {

@@ -1,8 +1,10 @@
 //! Response bodies of the API (spec §2), with their OpenAPI schemas.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+
+use crate::domain::{Segment, Word};
 
 use crate::service::Core;
 use crate::store::captures::CaptureRow;
@@ -63,7 +65,9 @@ pub struct VoiceList {
 pub struct Capture {
     #[schema(example = "cap_0192f0c1a2b37c0d8e9f0a1b2c3d4e5f")]
     pub id: String,
-    /// `api`, `app` or `agent`.
+    /// Where it was made: `api` (`POST /v1/transcriptions`), `openai`
+    /// (`POST /v1/audio/transcriptions` or `/translations`), `agent` (MCP `transcribe`) or
+    /// `app`.
     #[schema(example = "api")]
     pub source: String,
     /// ISO 639-1 code of the detected language.
@@ -86,6 +90,101 @@ impl From<CaptureRow> for Capture {
             transcript_refined: row.transcript_refined,
             created_at: row.created_at,
         }
+    }
+}
+
+/// A stretch of speech between two of Whisper's timestamp tokens (OpenAI's `verbose_json`
+/// segment). Times in seconds from the start of the clip.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TranscriptSegment {
+    pub id: u32,
+    /// Frame (10 ms) at which the 30 s window that decoded it starts.
+    pub seek: u32,
+    #[schema(example = 0.0)]
+    pub start: f64,
+    #[schema(example = 2.48)]
+    pub end: f64,
+    #[schema(example = " Ever tried, ever failed.")]
+    pub text: String,
+    /// Whisper's token ids, timestamp tokens included.
+    pub tokens: Vec<u32>,
+    /// Sampling temperature that decoded it (0: beam search).
+    pub temperature: f32,
+    pub avg_logprob: f32,
+    pub compression_ratio: f32,
+    pub no_speech_prob: f32,
+}
+
+impl From<Segment> for TranscriptSegment {
+    fn from(s: Segment) -> Self {
+        Self {
+            id: s.id,
+            seek: s.seek,
+            start: s.start,
+            end: s.end,
+            text: s.text,
+            tokens: s.tokens,
+            temperature: s.temperature,
+            avg_logprob: s.avg_logprob,
+            compression_ratio: s.compression_ratio,
+            no_speech_prob: s.no_speech_prob,
+        }
+    }
+}
+
+/// One word with its start and end (seconds from the start of the clip); the text is as
+/// Whisper writes it, leading space and attached punctuation included.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TranscriptWord {
+    #[schema(example = " tried,")]
+    pub word: String,
+    #[schema(example = 0.52)]
+    pub start: f64,
+    #[schema(example = 0.98)]
+    pub end: f64,
+}
+
+impl From<Word> for TranscriptWord {
+    fn from(w: Word) -> Self {
+        Self {
+            word: w.word,
+            start: w.start,
+            end: w.end,
+        }
+    }
+}
+
+/// One capture with its timings (`GET /v1/captures/{id}`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CaptureDetail {
+    #[serde(flatten)]
+    pub capture: Capture,
+    /// `transcribe`, or `translate` (the transcript is English; `language` is the language
+    /// spoken).
+    #[schema(example = "transcribe")]
+    pub task: String,
+    /// What the transcription asked for: `none`, `segment` or `word`.
+    #[schema(example = "word")]
+    pub timestamps: String,
+    /// Present when timestamps were asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<Vec<TranscriptSegment>>,
+    /// Present when word timestamps were asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub words: Option<Vec<TranscriptWord>>,
+}
+
+impl TryFrom<crate::store::captures::CaptureDetail> for CaptureDetail {
+    type Error = serde_json::Error;
+
+    fn try_from(d: crate::store::captures::CaptureDetail) -> Result<Self, Self::Error> {
+        Ok(Self {
+            capture: d.capture.into(),
+            task: d.task,
+            timestamps: d.timestamps,
+            segments: d.segments.map(serde_json::from_value).transpose()?,
+            words: d.words.map(serde_json::from_value).transpose()?,
+        })
     }
 }
 

@@ -29,6 +29,8 @@ pub enum ErrorCode {
     PayloadTooLarge,
     InvalidSignature,
     RangeNotSatisfiable,
+    /// Captions were asked of a capture made without timestamps.
+    TimestampsUnavailable,
     /// The request's body did not arrive within `body_read_timeout_secs`.
     RequestTimeout,
     ServiceUnavailable,
@@ -36,7 +38,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 22] = [
         ErrorCode::InvalidApiKey,
         ErrorCode::ProPlanRequired,
         ErrorCode::InsufficientScope,
@@ -55,6 +57,7 @@ impl ErrorCode {
         ErrorCode::PayloadTooLarge,
         ErrorCode::InvalidSignature,
         ErrorCode::RangeNotSatisfiable,
+        ErrorCode::TimestampsUnavailable,
         ErrorCode::RequestTimeout,
         ErrorCode::ServiceUnavailable,
         ErrorCode::InternalError,
@@ -80,6 +83,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "payload_too_large",
             ErrorCode::InvalidSignature => "invalid_signature",
             ErrorCode::RangeNotSatisfiable => "range_not_satisfiable",
+            ErrorCode::TimestampsUnavailable => "timestamps_unavailable",
             ErrorCode::RequestTimeout => "request_timeout",
             ErrorCode::ServiceUnavailable => "service_unavailable",
             ErrorCode::InternalError => "internal_error",
@@ -97,7 +101,8 @@ impl ErrorCode {
             ErrorCode::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             ErrorCode::IdempotencyKeyInUse
             | ErrorCode::Conflict
-            | ErrorCode::GenerationFinished => StatusCode::CONFLICT,
+            | ErrorCode::GenerationFinished
+            | ErrorCode::TimestampsUnavailable => StatusCode::CONFLICT,
             ErrorCode::RateLimitExceeded
             | ErrorCode::QuotaExhausted
             | ErrorCode::KeyCeilingExceeded => StatusCode::TOO_MANY_REQUESTS,
@@ -132,6 +137,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "Payload too large",
             ErrorCode::InvalidSignature => "Invalid signature",
             ErrorCode::RangeNotSatisfiable => "Range not satisfiable",
+            ErrorCode::TimestampsUnavailable => "Capture made without timestamps",
             ErrorCode::RequestTimeout => "Request body too slow",
             ErrorCode::ServiceUnavailable => "Service unavailable",
             ErrorCode::InternalError => "Internal error",

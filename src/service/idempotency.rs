@@ -39,6 +39,10 @@ pub enum Operation {
     TranscriptionFromUrl,
     /// Adding a preset voice (`POST /v1/voices`).
     AddVoice,
+    /// OpenAI's transcription (`POST /v1/audio/transcriptions`).
+    AudioTranscription,
+    /// OpenAI's translation (`POST /v1/audio/translations`).
+    AudioTranslation,
 }
 
 impl Operation {
@@ -49,6 +53,8 @@ impl Operation {
             Operation::Transcription => "POST /v1/transcriptions",
             Operation::TranscriptionFromUrl => "transcribe audio_url",
             Operation::AddVoice => "POST /v1/voices",
+            Operation::AudioTranscription => "POST /v1/audio/transcriptions",
+            Operation::AudioTranslation => "POST /v1/audio/translations",
         }
     }
 }
@@ -260,8 +266,15 @@ fn from_legacy(operation: Operation, legacy: LegacyResponse) -> Option<Outcome> 
                 text: c.text,
                 language: c.language,
                 duration_ms: c.duration_ms,
+                task: crate::domain::Task::Transcribe,
+                timestamps: crate::domain::Timestamps::None,
+                duration: c.duration_ms as f64 / 1000.0,
+                segments: Vec::new(),
+                words: Vec::new(),
             }))
         }
+        // Introduced after records stopped holding HTTP answers.
+        Operation::AudioTranscription | Operation::AudioTranslation => None,
         Operation::AddVoice => {
             let v: Voice = serde_json::from_slice(&legacy.body).ok()?;
             Some(Outcome::VoiceCreated(Box::new(VoiceRow {

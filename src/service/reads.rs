@@ -7,11 +7,12 @@
 //! request (the agent interface, the console's session) reads without one.
 
 use super::core::Core;
-use super::error::ServiceError;
+use super::error::{ErrorCode, ServiceError};
 use super::principal::Principal;
 use super::principal_cache::CredentialCheck;
+use crate::domain::{CaptionFormat, Segment};
 use crate::store;
-use crate::store::captures::CaptureRow;
+use crate::store::captures::{CaptureDetail, CaptureRow};
 use crate::store::generations::{GenerationRow, ListFilter};
 use crate::store::voices::VoiceRow;
 
@@ -63,6 +64,55 @@ pub async fn captures(
         }
     };
     Ok(CapturePage { rows, total })
+}
+
+/// The account's capture `id` with its timings; another account's is 404 `not_found`, exactly
+/// like a missing one.
+pub async fn capture(
+    core: &Core,
+    principal: &Principal,
+    check: Option<&CredentialCheck>,
+    id: &str,
+) -> Result<CaptureDetail, ServiceError> {
+    let found = match check {
+        None => store::captures::find(&core.pool, &principal.account_id, id).await?,
+        Some(check) => {
+            let mut connection = core.reads.acquire().await?;
+            let found = store::captures::find_checked(
+                connection.get(),
+                check.credential(),
+                &principal.account_id,
+                id,
+            )
+            .await?;
+            connection.finish();
+            check.confirm(found)?
+        }
+    };
+    found.ok_or_else(ServiceError::not_found)
+}
+
+/// The captions of the account's capture `id`, from its stored segments: 409
+/// `timestamps_unavailable` when it was made without timestamps.
+pub async fn captions(
+    core: &Core,
+    principal: &Principal,
+    check: Option<&CredentialCheck>,
+    id: &str,
+    format: CaptionFormat,
+) -> Result<String, ServiceError> {
+    let detail = capture(core, principal, check, id).await?;
+    let Some(stored) = detail.segments else {
+        return Err(ServiceError::new(
+            ErrorCode::TimestampsUnavailable,
+            format!(
+                "Capture {id} was made without timestamps, so it has no captions; transcribe \
+                 the clip again with \"timestamps\": \"segment\" (or \"word\")."
+            ),
+        ));
+    };
+    let segments: Vec<Segment> = serde_json::from_value(stored).map_err(ServiceError::internal)?;
+    Ok(crate::domain::captions(&segments, format))
 }
 
 /// The account's generation `id`; another account's is 404 `not_found`, exactly like a missing

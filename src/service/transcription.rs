@@ -10,12 +10,12 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::core::Core;
 use super::error::{ErrorCode, ServiceError};
-use super::idempotency::{self, Claim, Keyed, Outcome, Ran, failpoint};
+use super::idempotency::{self, Claim, Keyed, Operation, Outcome, Ran, failpoint};
 use super::principal::Principal;
 use crate::audio::{self, Base64Error, DecodeError, DecodeLimits};
-use crate::domain::new_id;
+use crate::domain::{RecognitionOptions, Segment, Task, Timestamps, Word, new_id};
 use crate::store;
-use crate::worker::asr::{AccountHold, AsrService};
+use crate::worker::asr::{AccountHold, AsrService, Failure};
 
 /// Longest clip accepted (DECISIONS: 15 minutes).
 pub const MAX_DURATION: Duration = Duration::from_secs(15 * 60);
@@ -84,23 +84,62 @@ pub fn decode_base64(audio_b64: &str, param: &str) -> Result<Vec<u8>, ServiceErr
     })
 }
 
-/// What a transcription created.
+/// What a transcription created. (Records written before issue 25 lack the fields with
+/// defaults: they were transcriptions without timestamps.)
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Transcribed {
     pub capture_id: String,
+    /// The transcript (English when `task` is translate).
     pub text: String,
+    /// ISO 639-1 code of the language spoken.
     pub language: String,
     pub duration_ms: i64,
+    #[serde(default)]
+    pub task: Task,
+    #[serde(default)]
+    pub timestamps: Timestamps,
+    /// Seconds of audio.
+    #[serde(default)]
+    pub duration: f64,
+    /// The segments, when timestamps were asked for (empty otherwise).
+    #[serde(default)]
+    pub segments: Vec<Segment>,
+    /// The words, when word timestamps were asked for (empty otherwise).
+    #[serde(default)]
+    pub words: Vec<Word>,
 }
+
+/// Segments (and words) as they are decoded, for a streamed answer.
+pub type Progress = tokio::sync::mpsc::UnboundedSender<(Segment, Vec<Word>)>;
 
 /// An upload to transcribe.
 pub struct Upload<'a> {
     /// The file's bytes (wav, mp3, flac, ogg, webm).
     pub audio: Vec<u8>,
-    /// The capture's `source`: `api`, `app` or `agent`.
+    /// The capture's `source`: `api`, `app`, `agent` or `openai`.
     pub source: &'a str,
     /// The request field errors about the audio name.
     pub param: &'a str,
+    pub options: RecognitionOptions,
+    pub progress: Option<Progress>,
+}
+
+/// The fingerprint of an upload's audio (its text as sent: base64, a URL, or the file's bytes)
+/// and its options. Options at their defaults add nothing, so a key answers for the same clip
+/// through every door that sends none.
+pub fn fingerprint(operation: Operation, audio: &[u8], options: &RecognitionOptions) -> Vec<u8> {
+    if *options == RecognitionOptions::default() {
+        return idempotency::fingerprint(operation.name(), &[audio]);
+    }
+    let tag = format!(
+        "language={:?};task={};prompt={:?};temperature={};timestamps={}",
+        options.language,
+        options.task.as_str(),
+        options.prompt,
+        options.temperature,
+        options.timestamps.as_str()
+    );
+    idempotency::fingerprint(operation.name(), &[audio, tag.as_bytes()])
 }
 
 /// What [`run`] did.
@@ -114,10 +153,14 @@ pub struct Done {
 /// An upload whose bytes are still to be obtained (decoded, or fetched).
 pub struct Incoming<'a, F> {
     pub audio: F,
-    /// The capture's `source`: `api`, `app` or `agent`.
+    /// The capture's `source`: `api`, `app`, `agent` or `openai`.
     pub source: &'a str,
     /// The request field errors about the audio name.
     pub param: &'a str,
+    /// Language, task, prompt, temperature and timestamps (already checked).
+    pub options: RecognitionOptions,
+    /// Where segments go as they are decoded (a streamed answer); a replay sends none.
+    pub progress: Option<Progress>,
 }
 
 /// A transcription request from any door (`POST /v1/transcriptions`, the agent's `transcribe`):
@@ -139,6 +182,8 @@ where
             audio: incoming.audio.await?,
             source: incoming.source,
             param: incoming.param,
+            options: incoming.options,
+            progress: incoming.progress,
         };
         transcribe(
             &core.pool,
@@ -180,21 +225,48 @@ pub async fn transcribe(
         audio,
         source,
         param,
+        options,
+        progress,
     } = upload;
     let param_owned = param.to_owned();
     let decoded = tokio::task::spawn_blocking(move || decode_audio(audio, &param_owned))
         .await
         .map_err(ServiceError::internal)??;
+    let (task, timestamps) = (options.task, options.timestamps);
     let transcript = asr
-        .transcribe(decoded.samples_16k)
+        .recognize(decoded.samples_16k, options, progress)
         .await
-        .map_err(|e| ServiceError::internal(format!("recogniser: {e}")))?;
+        .map_err(|e| match e {
+            Failure::Refused { param, message } => ServiceError::invalid(param, message),
+            Failure::Failed(e) => ServiceError::internal(format!("recogniser: {e}")),
+        })?;
     let refined = crate::engines::whisper::refine(&transcript.text);
+    let asked = timestamps != Timestamps::None;
     let done = Transcribed {
         capture_id: new_id("cap"),
         text: transcript.text,
         language: transcript.language,
         duration_ms: i64::try_from(decoded.duration_ms).unwrap_or(i64::MAX),
+        task,
+        timestamps,
+        duration: decoded.duration_ms as f64 / 1000.0,
+        segments: if asked {
+            transcript.segments
+        } else {
+            Vec::new()
+        },
+        words: transcript.words,
+    };
+    let (segments, words) = if asked {
+        let segments = serde_json::to_value(&done.segments).map_err(ServiceError::internal)?;
+        let words = if timestamps.words() {
+            Some(serde_json::to_value(&done.words).map_err(ServiceError::internal)?)
+        } else {
+            None
+        };
+        (Some(segments), words)
+    } else {
+        (None, None)
     };
     let mut tx = pool.begin().await?;
     store::captures::insert(
@@ -208,6 +280,10 @@ pub async fn transcribe(
             duration_ms: done.duration_ms,
             transcript_raw: &done.text,
             transcript_refined: &refined,
+            task: task.as_str(),
+            timestamps: timestamps.as_str(),
+            segments,
+            words,
         },
     )
     .await?;

@@ -1,4 +1,5 @@
 use chrono::{DateTime, Utc};
+use serde_json::Value;
 use sqlx::PgPool;
 
 use super::keys::Checked;
@@ -109,6 +110,13 @@ pub struct NewCapture<'a> {
     pub duration_ms: i64,
     pub transcript_raw: &'a str,
     pub transcript_refined: &'a str,
+    /// `transcribe` or `translate`.
+    pub task: &'a str,
+    /// `none`, `segment` or `word`: what was asked for.
+    pub timestamps: &'a str,
+    /// JSON arrays of `domain::Segment` and `domain::Word`, when asked for.
+    pub segments: Option<Value>,
+    pub words: Option<Value>,
 }
 
 pub async fn insert<'c>(
@@ -117,8 +125,9 @@ pub async fn insert<'c>(
 ) -> sqlx::Result<DateTime<Utc>> {
     sqlx::query_scalar!(
         "INSERT INTO captures (id, account_id, api_key_id, source, language, duration_ms,
-                               transcript_raw, transcript_refined)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at",
+                               transcript_raw, transcript_refined, task, timestamps, segments,
+                               words)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING created_at",
         capture.id,
         capture.account_id,
         capture.api_key_id,
@@ -126,10 +135,107 @@ pub async fn insert<'c>(
         capture.language,
         capture.duration_ms,
         capture.transcript_raw,
-        capture.transcript_refined
+        capture.transcript_refined,
+        capture.task,
+        capture.timestamps,
+        capture.segments,
+        capture.words
     )
     .fetch_one(conn)
     .await
+}
+
+/// One capture with its timings.
+pub struct CaptureDetail {
+    pub capture: CaptureRow,
+    pub task: String,
+    pub timestamps: String,
+    pub segments: Option<Value>,
+    pub words: Option<Value>,
+}
+
+/// The account's capture `id` (another account's is absent).
+pub async fn find(
+    pool: &PgPool,
+    account_id: &str,
+    id: &str,
+) -> sqlx::Result<Option<CaptureDetail>> {
+    let row = sqlx::query!(
+        "SELECT id, source, language, duration_ms, transcript_raw, transcript_refined,
+                created_at, task, timestamps, segments, words
+         FROM captures WHERE id = $1 AND account_id = $2",
+        id,
+        account_id
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|r| CaptureDetail {
+        capture: CaptureRow {
+            id: r.id,
+            source: r.source,
+            language: r.language,
+            duration_ms: r.duration_ms,
+            transcript_raw: r.transcript_raw,
+            transcript_refined: r.transcript_refined,
+            created_at: r.created_at,
+        },
+        task: r.task,
+        timestamps: r.timestamps,
+        segments: r.segments,
+        words: r.words,
+    }))
+}
+
+/// [`find`] for an API read, in one statement that also returns the asking credential's
+/// fingerprint.
+pub async fn find_checked(
+    connection: &mut sqlx::PgConnection,
+    credential_sha256: &[u8],
+    account_id: &str,
+    id: &str,
+) -> sqlx::Result<Checked<Option<CaptureDetail>>> {
+    let row = sqlx::query!(
+        r#"SELECT f.fingerprint AS "fingerprint!", c.id AS "id?", c.source AS "source?",
+                  c.language AS "language?", c.duration_ms AS "duration_ms?",
+                  c.transcript_raw AS "transcript_raw?",
+                  c.transcript_refined AS "transcript_refined?", c.created_at AS "created_at?",
+                  c.task AS "task?", c.timestamps AS "timestamps?", c.segments, c.words
+           FROM credential_fingerprints f
+           LEFT JOIN captures c ON c.id = $2 AND c.account_id = $3
+           WHERE f.credential_sha256 = $1"#,
+        credential_sha256,
+        id,
+        account_id
+    )
+    .fetch_optional(connection)
+    .await?;
+    let Some(r) = row else {
+        return Ok(Checked {
+            fingerprint: None,
+            value: None,
+        });
+    };
+    let value = (|| {
+        Some(CaptureDetail {
+            capture: CaptureRow {
+                id: r.id?,
+                source: r.source?,
+                language: r.language?,
+                duration_ms: r.duration_ms?,
+                transcript_raw: r.transcript_raw?,
+                transcript_refined: r.transcript_refined?,
+                created_at: r.created_at?,
+            },
+            task: r.task?,
+            timestamps: r.timestamps?,
+            segments: r.segments,
+            words: r.words,
+        })
+    })();
+    Ok(Checked {
+        fingerprint: Some(r.fingerprint),
+        value,
+    })
 }
 
 /// How many captures the account made since `since`.

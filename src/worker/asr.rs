@@ -9,11 +9,37 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
+use crate::domain::{RecognitionOptions, Segment, Word};
 use crate::engines::whisper::{AsrError, Recognizer, Transcript, WhisperConfig};
 
 struct Job {
     samples_16k: Vec<f32>,
-    reply: oneshot::Sender<Result<Transcript, String>>,
+    options: RecognitionOptions,
+    /// Where each segment goes as soon as it is decoded (a streamed answer), if anywhere.
+    segments: Option<tokio::sync::mpsc::UnboundedSender<(Segment, Vec<Word>)>>,
+    reply: oneshot::Sender<Result<Transcript, Failure>>,
+}
+
+/// Why a transcription gave no transcript.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Failure {
+    /// The request asks for what the model cannot do; `param` names the field.
+    #[error("{message}")]
+    Refused {
+        param: &'static str,
+        message: String,
+    },
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<AsrError> for Failure {
+    fn from(e: AsrError) -> Self {
+        match e {
+            AsrError::Refused { param, message } => Self::Refused { param, message },
+            other => Self::Failed(other.to_string()),
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -140,15 +166,40 @@ impl AsrService {
     }
 
     /// Transcribes 16 kHz mono samples on a recogniser thread.
-    pub async fn transcribe(&self, samples_16k: Vec<f32>) -> Result<Transcript, String> {
+    pub async fn transcribe(&self, samples_16k: Vec<f32>) -> Result<Transcript, Failure> {
+        self.recognize(samples_16k, RecognitionOptions::default(), None)
+            .await
+    }
+
+    /// The configured model's name (its directory's name, e.g. `whisper-base`).
+    pub fn model_name(&self) -> String {
+        self.model_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Recognises 16 kHz mono samples as `options` say on a recogniser thread, sending each
+    /// segment to `segments` (when given) as soon as it is decoded.
+    pub async fn recognize(
+        &self,
+        samples_16k: Vec<f32>,
+        options: RecognitionOptions,
+        segments: Option<tokio::sync::mpsc::UnboundedSender<(Segment, Vec<Word>)>>,
+    ) -> Result<Transcript, Failure> {
         let (reply, answer) = oneshot::channel();
         self.jobs
-            .send(Job { samples_16k, reply })
-            .map_err(|_| "recogniser threads stopped".to_owned())?;
+            .send(Job {
+                samples_16k,
+                options,
+                segments,
+                reply,
+            })
+            .map_err(|_| Failure::Failed("recogniser threads stopped".to_owned()))?;
         self.submitted.fetch_add(1, Ordering::Relaxed);
         answer
             .await
-            .unwrap_or_else(|_| Err("recogniser thread stopped".into()))
+            .unwrap_or_else(|_| Err(Failure::Failed("recogniser thread stopped".into())))
     }
 }
 
@@ -174,14 +225,19 @@ fn recogniser_thread(
         }
         // A panic fails this one transcription; the model is loaded afresh for the next.
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut on_segment = |segment: &Segment, words: &[Word]| {
+                if let Some(sink) = &job.segments {
+                    let _ = sink.send((segment.clone(), words.to_vec()));
+                }
+            };
             load(config, &mut recognizer)
-                .and_then(|r| r.transcribe(&job.samples_16k))
-                .map_err(|e| e.to_string())
+                .and_then(|r| r.recognize(&job.samples_16k, &job.options, &mut on_segment))
+                .map_err(Failure::from)
         }));
         let result = outcome.unwrap_or_else(|_| {
             tracing::error!("recogniser panicked; reloading the model");
             recognizer = None;
-            Err("the recogniser failed unexpectedly".into())
+            Err(Failure::Failed("the recogniser failed unexpectedly".into()))
         });
         let _ = job.reply.send(result);
     }

@@ -433,6 +433,10 @@ async fn insert_capture(app: &TestApp, account: &str, text: &str) -> String {
             duration_ms: 1200,
             transcript_raw: text,
             transcript_refined: text,
+            task: "transcribe",
+            timestamps: "none",
+            segments: None,
+            words: None,
         },
     )
     .await

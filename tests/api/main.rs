@@ -18,6 +18,7 @@ mod lifecycle;
 mod mcp;
 mod oauth;
 mod openai_speech;
+mod openai_transcriptions;
 mod roundtrip;
 mod security;
 mod speech;

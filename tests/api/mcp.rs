@@ -196,6 +196,8 @@ async fn every_tool_on_both_revisions_with_real_audio() {
     let missing = missing_words(SENTENCE, transcript["text"].as_str().unwrap());
     assert!(missing.len() <= 1, "missed {missing:?} in {transcript}");
     assert_eq!(transcript["language"], "en");
+    assert!(transcript.get("words").is_none(), "{transcript}");
+
     let (_, listed) = json(
         app.get("/v1/captures")
             .bearer_auth(&secret)
@@ -236,6 +238,25 @@ async fn every_tool_on_both_revisions_with_real_audio() {
         .expect("the URL's capture is listed");
     assert_eq!(stored["source"], "agent");
     assert_eq!(stored["transcript_raw"], by_url["text"], "{stored}");
+    // With word timestamps: segments and words, the words spelling the text.
+    let timed = mcp_call(
+        &client,
+        "transcribe",
+        json!({"audio_base64": STANDARD.encode(&wav), "timestamps": "word"}),
+    )
+    .await;
+    let timed = structured(&timed).clone();
+    assert!(
+        timed["segments"].as_array().is_some_and(|s| !s.is_empty()),
+        "{timed}"
+    );
+    let words: String = timed["words"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["word"].as_str().unwrap())
+        .collect();
+    assert_eq!(words.trim(), timed["text"], "{timed}");
     // The allowance is loopback only: a private address stays refused, before any connection.
     let error = tool_error(
         &mcp_call(
@@ -535,6 +556,11 @@ async fn credentials_scopes_plans_tenants_and_the_rebinding_guard() {
         ),
         ("transcribe", json!({}), "audio_base64"),
         ("transcribe", json!({"audio_base64": "%%%"}), "audio_base64"),
+        (
+            "transcribe",
+            json!({"audio_base64": "AAAA", "timestamps": "char"}),
+            "timestamps",
+        ),
         (
             "transcribe",
             json!({"audio_url": "http://example.com/a.wav"}),

@@ -64,6 +64,10 @@ async fn another_accounts_resources_look_exactly_like_missing_ones() {
             duration_ms: 1000,
             transcript_raw: "private words",
             transcript_refined: "private words",
+            task: "transcribe",
+            timestamps: "none",
+            segments: None,
+            words: None,
         },
     )
     .await

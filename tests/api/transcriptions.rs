@@ -311,3 +311,186 @@ async fn gates_and_a_full_recogniser_queue() {
     assert_eq!(captures(&app).await, 1);
     app.stop().await;
 }
+
+/// Timings from `POST /v1/transcriptions` with `timestamps`, kept by the capture, read back by
+/// `GET /v1/captures/{id}` and turned into captions; every refusal of the new parameters.
+#[tokio::test]
+async fn timestamps_are_returned_stored_and_captioned() {
+    let app = TestApp::start().await;
+    let account = app.account(Plan::Pro).await;
+    let (_, secret) = app.key(&account, &Scope::ALL).await;
+    let (_, reader) = app.key(&account, &[Scope::VoiceRead]).await;
+    let audio = b64(&asr::beckett_wav());
+    let (status, result) = app
+        .post_json(
+            "/v1/transcriptions",
+            &secret,
+            &json!({ "audio": audio, "timestamps": "word" }),
+        )
+        .await;
+    assert_eq!(status, 200, "{result}");
+    let text = result["text"].as_str().unwrap();
+    let segments = result["segments"].as_array().unwrap();
+    let words = result["words"].as_array().unwrap();
+    assert!(!segments.is_empty() && words.len() >= 10, "{result}");
+    let joined: String = words.iter().map(|w| w["word"].as_str().unwrap()).collect();
+    assert_eq!(joined.trim(), text);
+    let mut previous = 0.0;
+    for w in words {
+        let (start, end) = (w["start"].as_f64().unwrap(), w["end"].as_f64().unwrap());
+        assert!(previous <= start && start <= end, "{w}");
+        previous = start;
+    }
+    assert!(
+        previous < 10.5,
+        "words end inside the 10 s clip: {previous}"
+    );
+
+    // The capture keeps them; a voice:read key reads it.
+    let id = result["id"].as_str().unwrap();
+    let (status, capture) = json(
+        app.get(&format!("/v1/captures/{id}"))
+            .bearer_auth(&reader)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{capture}");
+    assert_eq!(capture["transcript_raw"], text);
+    assert_eq!(
+        (&capture["task"], &capture["timestamps"], &capture["source"]),
+        (&json!("transcribe"), &json!("word"), &json!("api"))
+    );
+    assert_eq!(capture["segments"], result["segments"]);
+    assert_eq!(capture["words"], result["words"]);
+
+    // Captions, one cue a segment.
+    for (format, content_type, first_line, separator) in [
+        ("srt", "application/x-subrip", "1", ","),
+        ("vtt", "text/vtt", "WEBVTT", "."),
+    ] {
+        let response = app
+            .get(&format!("/v1/captures/{id}/captions?format={format}"))
+            .bearer_auth(&reader)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let header = response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(header.starts_with(content_type), "{header}");
+        let body = response.text().await.unwrap();
+        assert_eq!(body.lines().next(), Some(first_line), "{body}");
+        let cues: Vec<&str> = body.lines().filter(|l| l.contains(" --> ")).collect();
+        assert_eq!(cues.len(), segments.len(), "{body}");
+        let first_end = format!("00:00:0{}", separator);
+        assert!(
+            cues[0].starts_with(&first_end) || cues[0].starts_with("00:00:"),
+            "{body}"
+        );
+        assert!(body.contains("better"), "{body}");
+    }
+    // WebVTT when no format is named.
+    let response = app
+        .get(&format!("/v1/captures/{id}/captions"))
+        .bearer_auth(&reader)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.text().await.unwrap().starts_with("WEBVTT\n"));
+
+    // Segment timestamps alone: segments, no words.
+    let (status, plain_segments) = app
+        .post_json(
+            "/v1/transcriptions",
+            &secret,
+            &json!({ "audio": audio, "timestamps": "segment" }),
+        )
+        .await;
+    assert_eq!(status, 200, "{plain_segments}");
+    assert!(
+        plain_segments["segments"]
+            .as_array()
+            .is_some_and(|s| !s.is_empty())
+    );
+    assert!(plain_segments.get("words").is_none(), "{plain_segments}");
+
+    // Without timestamps: no timings in the answer, and captions are refused with 409.
+    let (status, untimed) = app.transcribe(&secret, &audio).await;
+    assert_eq!(status, 200);
+    assert!(untimed.get("segments").is_none(), "{untimed}");
+    let untimed_id = untimed["id"].as_str().unwrap();
+    let path = format!("/v1/captures/{untimed_id}/captions");
+    let (status, problem) = json(app.get(&path).bearer_auth(&reader).send().await.unwrap()).await;
+    assert_eq!(status, 409, "{problem}");
+    assert_problem(&problem, 409, "timestamps_unavailable", &path);
+    let (_, capture) = json(
+        app.get(&format!("/v1/captures/{untimed_id}"))
+            .bearer_auth(&reader)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(capture["timestamps"], "none");
+    assert!(capture.get("segments").is_none(), "{capture}");
+
+    // A bad format; another account's capture and a missing one are both 404.
+    let path = format!("/v1/captures/{id}/captions");
+    let (status, problem) = json(
+        app.get(&format!("{path}?format=ass"))
+            .bearer_auth(&reader)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(problem["param"], "format", "{problem}");
+    let (_, stranger) = app.pro_user().await;
+    for path in [
+        format!("/v1/captures/{id}"),
+        format!("/v1/captures/{id}/captions"),
+        "/v1/captures/cap_missing".to_owned(),
+    ] {
+        let (status, problem) =
+            json(app.get(&path).bearer_auth(&stranger).send().await.unwrap()).await;
+        assert_eq!(status, 404, "{path}: {problem}");
+        assert_eq!(problem["code"], "not_found");
+    }
+
+    // Bad timestamps are refused by name and store nothing.
+    let before = captures(&app).await;
+    for bad in [json!("words"), json!(true), json!(["word"])] {
+        let (status, problem) = app
+            .post_json(
+                "/v1/transcriptions",
+                &secret,
+                &json!({ "audio": audio, "timestamps": bad }),
+            )
+            .await;
+        assert_eq!(status, 400, "{problem}");
+        assert_eq!(problem["param"], "timestamps", "{problem}");
+    }
+    assert_eq!(captures(&app).await, before);
+
+    // One Idempotency-Key, the same clip with other timestamps: a different request.
+    let send = |timestamps: &'static str| {
+        app.post("/v1/transcriptions")
+            .bearer_auth(&secret)
+            .header("Idempotency-Key", "ts-key-1")
+            .json(&json!({ "audio": audio, "timestamps": timestamps }))
+            .send()
+    };
+    let (status, first) = json(send("segment").await.unwrap()).await;
+    assert_eq!(status, 200, "{first}");
+    let (status, replay) = json(send("segment").await.unwrap()).await;
+    assert_eq!((status, &replay), (200, &first));
+    let (status, problem) = json(send("word").await.unwrap()).await;
+    assert_eq!(status, 422, "{problem}");
+    assert_eq!(problem["code"], "idempotency_key_reused");
+    app.stop().await;
+}

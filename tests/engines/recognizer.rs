@@ -1,6 +1,8 @@
 //! The recogniser on real models (fetched into `VOICED_MODELS_DIR` on first use).
 
 use crate::asr::{beckett, espeak, recognizer, wer};
+use voiced::domain::{RecognitionOptions, Task, Timestamps};
+use voiced::engines::whisper::{AsrError, Transcript};
 use voiced::models::whisper::WhisperModel::{Base, TinyEn};
 
 const BECKETT: &str = "Ever tried. Ever failed. No matter. Try again. Fail again. Fail better.";
@@ -112,4 +114,193 @@ fn warm_up_succeeds_and_english_only_model_reports_english() {
 fn recognizer_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<voiced::engines::whisper::Recognizer>();
+}
+
+fn with_timestamps(timestamps: Timestamps) -> RecognitionOptions {
+    RecognitionOptions {
+        timestamps,
+        ..RecognitionOptions::default()
+    }
+}
+
+/// Segments in order inside the clip; words in order, each inside (overlapping) a segment;
+/// the words' text is the segments' text, which is the transcript.
+fn check_timings(transcript: &Transcript, label: &str) {
+    assert!(!transcript.segments.is_empty(), "{label}: no segments");
+    let mut previous_end = 0.0;
+    for s in &transcript.segments {
+        assert!(s.start <= s.end, "{label}: {s:?}");
+        assert!(
+            s.start >= previous_end - 0.011,
+            "{label}: {s:?} before {previous_end}"
+        );
+        assert!(s.end <= transcript.duration + 0.02, "{label}: {s:?}");
+        previous_end = s.end;
+    }
+    let joined: String = transcript
+        .segments
+        .iter()
+        .map(|s| s.text.as_str())
+        .collect();
+    assert_eq!(joined.trim(), transcript.text, "{label}");
+    let words: String = transcript.words.iter().map(|w| w.word.as_str()).collect();
+    assert_eq!(words.trim(), transcript.text, "{label}");
+    let mut previous_start = 0.0;
+    for w in &transcript.words {
+        assert!(w.start <= w.end, "{label}: {w:?}");
+        assert!(
+            w.start >= previous_start,
+            "{label}: {w:?} before {previous_start}"
+        );
+        assert!((0.0..=1.0).contains(&w.probability), "{label}: {w:?}");
+        assert!(
+            transcript
+                .segments
+                .iter()
+                .any(|s| w.end >= s.start && w.start <= s.end),
+            "{label}: {w:?} outside every segment"
+        );
+        previous_start = w.start;
+    }
+}
+
+#[test]
+fn word_timestamps_are_ordered_inside_segments_and_spell_the_text() {
+    let mut long = espeak("en-us", PARAGRAPH);
+    long.extend(std::iter::repeat_n(0.0, 16_000));
+    long.extend(espeak("en-us", SECOND_HALF));
+    long.extend(beckett());
+    for model in [Base, TinyEn] {
+        for (name, audio) in [("beckett", beckett()), ("long", long.clone())] {
+            let label = format!("{model:?} {name}");
+            let plain = recognizer(model).transcribe(&audio).unwrap();
+            let mut streamed = Vec::new();
+            let timed = recognizer(model)
+                .recognize(&audio, &with_timestamps(Timestamps::Word), &mut |s, w| {
+                    streamed.push((s.clone(), w.len()));
+                })
+                .unwrap();
+            eprintln!(
+                "{label}: {} segments, {} words",
+                timed.segments.len(),
+                timed.words.len()
+            );
+            assert_eq!(
+                timed.text, plain.text,
+                "{label}: word timing changes no text"
+            );
+            assert!(timed.words.len() >= 10, "{label}: {:?}", timed.words);
+            check_timings(&timed, &label);
+            assert_eq!(
+                streamed.iter().map(|(s, _)| s.clone()).collect::<Vec<_>>(),
+                timed.segments,
+                "{label}: every segment is handed on as decoded"
+            );
+            assert_eq!(
+                streamed.iter().map(|(_, n)| n).sum::<usize>(),
+                timed.words.len()
+            );
+            // Segment timestamps alone: the same text and no words.
+            let segments = recognizer(model)
+                .recognize(
+                    &audio,
+                    &with_timestamps(Timestamps::Segment),
+                    &mut |_, _| {},
+                )
+                .unwrap();
+            assert_eq!(segments.text, plain.text);
+            assert!(segments.words.is_empty());
+            check_timings_without_words(&segments, &label);
+        }
+    }
+}
+
+fn check_timings_without_words(transcript: &Transcript, label: &str) {
+    let joined: String = transcript
+        .segments
+        .iter()
+        .map(|s| s.text.as_str())
+        .collect();
+    assert_eq!(joined.trim(), transcript.text, "{label}");
+    assert!(
+        transcript
+            .segments
+            .windows(2)
+            .all(|p| p[0].end <= p[1].start + 0.011)
+    );
+}
+
+#[test]
+fn beckett_words_land_where_they_are_spoken() {
+    // "Ever tried. Ever failed. No matter. Try again. Fail again. Fail better." is read with
+    // pauses: the last word ends near the clip's end and the first starts near its start.
+    let audio = beckett();
+    let duration = audio.len() as f64 / 16_000.0;
+    let timed = recognizer(Base)
+        .recognize(&audio, &with_timestamps(Timestamps::Word), &mut |_, _| {})
+        .unwrap();
+    let first = timed.words.first().unwrap();
+    let last = timed.words.last().unwrap();
+    eprintln!("{duration} s: {:?}", timed.words);
+    assert!(first.start < 1.5, "{first:?}");
+    assert!(
+        last.end > duration - 2.0 && last.end <= duration + 0.02,
+        "{last:?}"
+    );
+    assert!(last.word.to_lowercase().contains("better"), "{last:?}");
+}
+
+#[test]
+fn translation_prompt_and_refusals() {
+    let german = espeak(
+        "de",
+        "Guten Morgen, heute ist das Wetter schön und wir gehen in den Park.",
+    );
+    let translate = RecognitionOptions {
+        task: Task::Translate,
+        ..RecognitionOptions::default()
+    };
+    let english = recognizer(Base)
+        .recognize(&german, &translate, &mut |_, _| {})
+        .unwrap();
+    eprintln!("{english:?}");
+    assert_eq!(english.language, "de", "the spoken language is reported");
+    let text = english.text.to_lowercase();
+    assert!(
+        text.contains("morning") || text.contains("weather") || text.contains("park"),
+        "{text}"
+    );
+    assert!(!text.contains("wetter"), "{text}");
+
+    // An initial prompt primes the spelling of a name.
+    let audio = espeak("en-us", "Please call Kaitlyn Smyth about the report.");
+    let primed = RecognitionOptions {
+        prompt: Some("Kaitlyn Smyth".into()),
+        ..RecognitionOptions::default()
+    };
+    let text = recognizer(Base)
+        .recognize(&audio, &primed, &mut |_, _| {})
+        .unwrap()
+        .text;
+    eprintln!("primed: {text}");
+    assert!(text.contains("Smyth"), "{text}");
+
+    // An English-only model neither translates nor recognises German.
+    let refused = recognizer(TinyEn).recognize(&german, &translate, &mut |_, _| {});
+    assert!(
+        matches!(refused, Err(AsrError::Refused { param: "model", .. })),
+        "{refused:?}"
+    );
+    let german_forced = RecognitionOptions {
+        language: Some("de".into()),
+        ..RecognitionOptions::default()
+    };
+    let refused = recognizer(TinyEn).recognize(&german, &german_forced, &mut |_, _| {});
+    assert!(matches!(
+        refused,
+        Err(AsrError::Refused {
+            param: "language",
+            ..
+        })
+    ));
 }

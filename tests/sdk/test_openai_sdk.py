@@ -195,3 +195,130 @@ def test_a_bad_key_raises_authentication_error():
     with pytest.raises(openai.AuthenticationError) as caught:
         bad.audio.speech.create(model="kokoro", voice=VOICE, input="Refused.")
     assert caught.value.code == "invalid_api_key"
+
+
+# --- Transcription (issue 25): the clip is speech rendered by this server, then transcribed. ---
+
+SPOKEN = "The quick brown fox jumps over the lazy dog. Then it runs into the forest."
+
+
+@pytest.fixture(scope="module")
+def spoken_wav(tmp_path_factory):
+    path = tmp_path_factory.mktemp("asr") / "spoken.wav"
+    audio = client.audio.speech.create(model="kokoro", voice=VOICE, input=SPOKEN, response_format="wav")
+    path.write_bytes(audio.content)
+    return path
+
+
+@pytest.fixture(scope="module")
+def german_wav(tmp_path_factory):
+    path = tmp_path_factory.mktemp("asr") / "german.wav"
+    subprocess.run(
+        ["espeak-ng", "-v", "de", "-w", str(path),
+         "Guten Morgen, heute ist das Wetter schön und wir gehen in den Park."],
+        check=True,
+    )
+    return path
+
+
+def words_of(text: str) -> list:
+    return [w.strip(".,!?").lower() for w in text.split()]
+
+
+def test_transcription_json_and_text(spoken_wav):
+    with spoken_wav.open("rb") as f:
+        result = client.audio.transcriptions.create(model="whisper-1", file=f)
+    assert "quick brown fox" in result.text.lower()
+    with spoken_wav.open("rb") as f:
+        text = client.audio.transcriptions.create(model="whisper-1", file=f, response_format="text")
+    assert isinstance(text, str) and text.strip() == result.text
+
+
+def test_transcription_srt_parses(spoken_wav):
+    import srt
+
+    with spoken_wav.open("rb") as f:
+        body = client.audio.transcriptions.create(model="whisper-1", file=f, response_format="srt")
+    cues = list(srt.parse(body))
+    assert cues and cues[0].start.total_seconds() < 1.0
+    assert all(c.start <= c.end for c in cues)
+    assert all(a.end <= b.start for a, b in zip(cues, cues[1:]))
+    assert "fox" in " ".join(c.content for c in cues).lower()
+
+
+def test_transcription_vtt_parses(spoken_wav):
+    import webvtt
+
+    with spoken_wav.open("rb") as f:
+        body = client.audio.transcriptions.create(model="whisper-1", file=f, response_format="vtt")
+    captions = webvtt.from_buffer(io.StringIO(body))
+    assert len(captions) >= 1
+    assert all(c.start_in_seconds <= c.end_in_seconds for c in captions)
+    assert "fox" in " ".join(c.text for c in captions).lower()
+
+
+@pytest.mark.parametrize("granularities", [None, ["segment"], ["word"], ["word", "segment"]])
+def test_transcription_verbose_json_granularities(spoken_wav, granularities):
+    extra = {} if granularities is None else {"timestamp_granularities": granularities}
+    with spoken_wav.open("rb") as f:
+        result = client.audio.transcriptions.create(
+            model="whisper-1", file=f, response_format="verbose_json", **extra
+        )
+    assert result.language == "en"
+    assert 3 < result.duration < 10
+    wants_segments = granularities is None or "segment" in granularities
+    wants_words = granularities is not None and "word" in granularities
+    assert bool(result.segments) == wants_segments
+    assert bool(result.words) == wants_words
+    if wants_segments:
+        assert "".join(s.text for s in result.segments).strip() == result.text
+        assert all(s.start <= s.end <= result.duration + 0.05 for s in result.segments)
+    if wants_words:
+        assert words_of(" ".join(w.word for w in result.words)) == words_of(result.text)
+        starts = [w.start for w in result.words]
+        assert starts == sorted(starts)
+        assert all(w.start <= w.end for w in result.words)
+
+
+def test_transcription_stream_iterates_delta_then_done_events(spoken_wav):
+    with spoken_wav.open("rb") as f:
+        stream = client.audio.transcriptions.create(model="whisper-1", file=f, stream=True)
+        events = list(stream)
+    assert events[-1].type == "transcript.text.done"
+    deltas = [e for e in events[:-1] if e.type == "transcript.text.delta"]
+    assert deltas and len(deltas) == len(events) - 1
+    assert "".join(d.delta for d in deltas).strip() == events[-1].text
+    assert "fox" in events[-1].text.lower()
+
+
+def test_translation_into_english(german_wav):
+    with german_wav.open("rb") as f:
+        result = client.audio.translations.create(model="whisper-1", file=f)
+    text = result.text.lower()
+    assert any(w in text for w in ("morning", "weather", "park")), text
+    with german_wav.open("rb") as f:
+        srt_text = client.audio.translations.create(model="whisper-1", file=f, response_format="srt")
+    import srt
+
+    assert list(srt.parse(srt_text))
+
+
+@pytest.mark.parametrize(
+    "extra, param",
+    [
+        ({"response_format": "diarized_json"}, "response_format"),
+        ({"include": ["logprobs"]}, "include[]"),
+        ({"chunking_strategy": "auto"}, "chunking_strategy"),
+        ({"known_speaker_names": ["ann"]}, "known_speaker_names[]"),
+        ({"timestamp_granularities": ["word"]}, "timestamp_granularities[]"),
+        ({"model": "gpt-5"}, "model"),
+        ({"language": "english"}, "language"),
+        ({"temperature": 3}, "temperature"),
+    ],
+)
+def test_transcription_refusals_name_the_field(spoken_wav, extra, param):
+    args = {"model": "whisper-1", **extra}
+    with spoken_wav.open("rb") as f, pytest.raises(openai.BadRequestError) as caught:
+        client.audio.transcriptions.create(file=f, **args)
+    assert caught.value.code == "invalid_request"
+    assert caught.value.param == param

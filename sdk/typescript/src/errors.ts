@@ -17,7 +17,9 @@ export type ApiErrorCode =
   | "conflict"
   | "generation_finished"
   | "idempotency_key_in_use"
+  | "timestamps_unavailable"
   | "payload_too_large"
+  | "request_timeout"
   | "range_not_satisfiable"
   | "unsupported_media_type"
   | "idempotency_key_reused"
@@ -49,7 +51,9 @@ const API_CODES: ReadonlySet<string> = new Set<ApiErrorCode>([
   "conflict",
   "generation_finished",
   "idempotency_key_in_use",
+  "timestamps_unavailable",
   "payload_too_large",
+  "request_timeout",
   "range_not_satisfiable",
   "unsupported_media_type",
   "idempotency_key_reused",
@@ -66,6 +70,7 @@ const STATUS_CODES: Record<number, ApiErrorCode> = {
   401: "invalid_api_key",
   404: "not_found",
   405: "method_not_allowed",
+  408: "request_timeout",
   413: "payload_too_large",
   415: "unsupported_media_type",
   416: "range_not_satisfiable",

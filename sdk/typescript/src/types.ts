@@ -18,6 +18,15 @@ export type VoicePreset = Schemas["VoicePreset"];
 export type VoicePresetList = Schemas["VoicePresetList"];
 export type Capture = Schemas["Capture"];
 export type CaptureList = Schemas["CaptureList"];
+export type CaptureDetail = Schemas["CaptureDetail"];
+export type TranscriptSegment = Schemas["TranscriptSegment"];
+export type TranscriptWord = Schemas["TranscriptWord"];
+
+/** Timings a transcription returns and its capture keeps. */
+export type Timestamps = "segment" | "word";
+
+/** Caption formats of `captures.captions`. */
+export type CaptionFormat = "vtt" | "srt";
 export type Problem = Schemas["Problem"];
 export type OpenAiError = Schemas["OpenAiError"];
 

@@ -56,3 +56,37 @@ test("transcription of bytes that are not audio is 400 naming audio", async () =
   assert.equal(err.code, "invalid_request");
   assert.equal(err.param, "audio");
 });
+
+test("timestamps: words and segments in the answer, the capture read back, its captions", async () => {
+  const voiced = client();
+  const timed = await voiced.transcriptions.create({ audio: fixtures.wav, timestamps: "word" });
+  assert.ok(timed.segments.length >= 1);
+  assert.ok(timed.words.length >= 3);
+  assert.equal(
+    timed.words
+      .map((w) => w.word)
+      .join("")
+      .trim(),
+    timed.text,
+  );
+  for (const w of timed.words) assert.ok(w.start <= w.end, JSON.stringify(w));
+
+  const capture = await voiced.captures.retrieve(timed.id);
+  assert.equal(capture.timestamps, "word");
+  assert.equal(capture.task, "transcribe");
+  assert.deepEqual(capture.words, timed.words);
+
+  const vtt = await voiced.captures.captions(timed.id);
+  assert.match(vtt, /^WEBVTT\n\n00:00:0\d\.\d{3} --> /);
+  const srt = await voiced.captures.captions(timed.id, { format: "srt" });
+  assert.match(srt, /^1\n00:00:0\d,\d{3} --> /);
+
+  const plain = await voiced.transcriptions.create({ audio: fixtures.wav });
+  assert.equal(plain.segments, undefined);
+  const err = await rejection(voiced.captures.captions(plain.id));
+  assert.ok(err instanceof VoicedError);
+  assert.equal(err.status, 409);
+  assert.equal(err.code, "timestamps_unavailable");
+  const missing = await rejection(voiced.captures.retrieve("cap_missing"));
+  assert.equal(missing.code, "not_found");
+});

@@ -30,6 +30,9 @@ pub struct Decoded {
     pub ids: Vec<usize>,
     pub avg_logprob: f32,
     pub no_speech_prob: f32,
+    /// The sampling temperature that gave this decoding (0: beam search).
+    pub temperature: f32,
+    pub compression_ratio: f32,
 }
 
 impl Decoded {
@@ -49,14 +52,23 @@ impl Decoded {
     }
 }
 
+/// The temperatures tried in turn when the first is `first`: `first`, then the higher ones of
+/// the standard ladder (OpenAI's `temperature`: 0 is the whole ladder).
+fn temperatures(first: f32) -> Vec<f32> {
+    let mut ladder = vec![first];
+    ladder.extend(TEMPERATURES.iter().copied().filter(|&t| t > first + 1e-6));
+    ladder
+}
+
 pub fn generate_with_fallback(
     model: &Whisper,
     encoded: &StorageView,
     prompt: &[String],
     vocab: &Vocabulary,
+    first_temperature: f32,
 ) -> Result<Decoded, AsrError> {
     let mut tried: Vec<(Decoded, f32)> = Vec::new();
-    for temperature in TEMPERATURES {
+    for temperature in temperatures(first_temperature) {
         let options = options(temperature);
         let result = model
             .generate(encoded, &[prompt.to_vec()], &options)
@@ -73,6 +85,8 @@ pub fn generate_with_fallback(
             ids,
             avg_logprob,
             no_speech_prob: result.no_speech_prob,
+            temperature,
+            compression_ratio: ratio,
         };
         let needs_fallback = !decoded.is_silence()
             && (ratio > COMPRESSION_RATIO_THRESHOLD || avg_logprob < LOG_PROB_THRESHOLD);
@@ -169,6 +183,55 @@ pub fn cut_at_timestamps(ids: &[usize], timestamp_begin: usize, window_frames: u
     }
 }
 
+/// One segment of a window: seconds from the window's start and the range of its tokens.
+#[derive(Debug, PartialEq)]
+pub struct Span {
+    pub start: f64,
+    pub end: f64,
+    pub tokens: std::ops::Range<usize>,
+}
+
+/// faster-whisper's `_split_segments_by_timestamps`: the window's segments between pairs of
+/// timestamp tokens (up to [`cut_at_timestamps`]'s `keep`), or one segment for the whole
+/// window when there is no pair.
+pub fn spans(ids: &[usize], timestamp_begin: usize, window_frames: usize) -> Vec<Span> {
+    let is_ts = |id: usize| id >= timestamp_begin;
+    let seconds = |id: usize| (id - timestamp_begin) as f64 * 0.02;
+    let n = ids.len();
+    let mut slices: Vec<usize> = (1..n)
+        .filter(|&i| is_ts(ids[i]) && is_ts(ids[i - 1]))
+        .collect();
+    if slices.is_empty() {
+        let window = window_frames as f64 * 0.01;
+        let end = match ids.iter().rev().find(|&&id| is_ts(id)) {
+            Some(&last) if last != timestamp_begin => seconds(last),
+            _ => window,
+        };
+        return vec![Span {
+            start: 0.0,
+            end,
+            tokens: 0..n,
+        }];
+    }
+    let single_ending = n >= 2 && !is_ts(ids[n - 2]) && is_ts(ids[n - 1]);
+    if single_ending {
+        slices.push(n);
+    }
+    let mut last = 0;
+    let mut out = Vec::with_capacity(slices.len());
+    for current in slices {
+        let sliced = &ids[last..current];
+        let (first, final_) = (sliced[0], sliced[sliced.len() - 1]);
+        out.push(Span {
+            start: if is_ts(first) { seconds(first) } else { 0.0 },
+            end: if is_ts(final_) { seconds(final_) } else { 0.0 },
+            tokens: last..current,
+        });
+        last = current;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +250,28 @@ mod tests {
                 advance: 400
             }
         );
+    }
+
+    #[test]
+    fn spans_between_timestamp_pairs() {
+        let ids = [TS, 1, 2, TS + 100, TS + 100, 3, 4, TS + 200, TS + 200, 5];
+        let spans = spans(&ids, TS, 3000);
+        assert_eq!(spans.len(), 2);
+        assert_eq!(
+            (spans[0].start, spans[0].end, spans[0].tokens.clone()),
+            (0.0, 2.0, 0..4)
+        );
+        assert_eq!(
+            (spans[1].start, spans[1].end, spans[1].tokens.clone()),
+            (2.0, 4.0, 4..8)
+        );
+        // No pair: one segment to the last timestamp, or to the window's end.
+        let lone = spans_of_lone();
+        assert_eq!((lone.start, lone.end, lone.tokens), (0.0, 30.0, 0..4));
+    }
+
+    fn spans_of_lone() -> Span {
+        spans(&[TS, 1, 2, 3], TS, 3000).remove(0)
     }
 
     #[test]
@@ -211,6 +296,13 @@ mod tests {
                 advance: 3000
             }
         );
+    }
+
+    #[test]
+    fn temperature_ladder_starts_at_the_first() {
+        assert_eq!(temperatures(0.0), TEMPERATURES);
+        assert_eq!(temperatures(0.5), [0.5, 0.6, 0.8, 1.0]);
+        assert_eq!(temperatures(1.0), [1.0]);
     }
 
     #[test]

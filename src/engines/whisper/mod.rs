@@ -1,15 +1,19 @@
 //! Speech recognition with OpenAI Whisper on CTranslate2 (through `ct2rs`'s low-level API).
 //!
 //! `mel` turns 16 kHz samples into log-mel features, `prompt` holds the vocabulary,
-//! `recognizer` runs the encoder/decoder over 30 s windows, `refine` cleans text for reading.
+//! `recognizer` runs the encoder/decoder over 30 s windows, `words` aligns words to time,
+//! `refine` cleans text for reading.
 
 mod decode;
 pub mod mel;
 mod prompt;
 mod recognizer;
 mod refine;
+mod words;
 
 use std::path::PathBuf;
+
+use crate::domain::{Segment, Word};
 
 pub use recognizer::Recognizer;
 pub use refine::refine;
@@ -42,6 +46,12 @@ pub struct Transcript {
     pub language: String,
     /// Probability of `language` from language detection (1.0 for English-only models).
     pub language_probability: f32,
+    /// Seconds of audio.
+    pub duration: f64,
+    /// The text's segments, in order; their texts joined are `text` (before trimming).
+    pub segments: Vec<Segment>,
+    /// Each word's timing, in order, when word timestamps were asked for; empty otherwise.
+    pub words: Vec<Word>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -50,4 +60,11 @@ pub enum AsrError {
     Load { dir: PathBuf, message: String },
     #[error("Whisper inference failed: {0}")]
     Inference(String),
+    /// The request asks for what this model cannot do (e.g. translation by an English-only
+    /// model); `param` names the request field.
+    #[error("{message}")]
+    Refused {
+        param: &'static str,
+        message: String,
+    },
 }

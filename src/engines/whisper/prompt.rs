@@ -9,6 +9,10 @@ use super::AsrError;
 
 pub const START_OF_TRANSCRIPT: &str = "<|startoftranscript|>";
 pub const TRANSCRIBE: &str = "<|transcribe|>";
+pub const TRANSLATE: &str = "<|translate|>";
+pub const START_OF_PREVIOUS: &str = "<|startofprev|>";
+/// At most this many tokens of an initial prompt are kept (faster-whisper: `max_length // 2 - 1`).
+const MAX_PROMPT_TOKENS: usize = 223;
 
 pub struct Vocabulary {
     tokenizer: Tokenizer,
@@ -42,16 +46,48 @@ impl Vocabulary {
         })
     }
 
-    /// The decoder prompt. English-only models take `<|startoftranscript|>` alone (as in
-    /// faster-whisper); multilingual ones name the language and the task. Without
+    /// The decoder's start sequence. English-only models take `<|startoftranscript|>` alone
+    /// (as in faster-whisper); multilingual ones name the language and the task. Without
     /// `<|notimestamps|>` the model emits timestamp tokens, which the seek loop cuts at.
-    pub fn prompt(&self, language: Option<&str>) -> Vec<String> {
+    pub fn prompt(&self, language: Option<&str>, translate: bool) -> Vec<String> {
         let mut prompt = vec![START_OF_TRANSCRIPT.to_owned()];
         if let Some(code) = language {
             prompt.push(format!("<|{code}|>"));
-            prompt.push(TRANSCRIBE.to_owned());
+            prompt.push(if translate { TRANSLATE } else { TRANSCRIBE }.to_owned());
         }
         prompt
+    }
+
+    /// `<|startofprev|>` and the tokens of ` {text}` (its last 223), to put before the start
+    /// sequence: faster-whisper's `initial_prompt`.
+    pub fn previous_text(&self, text: &str) -> Result<Vec<String>, AsrError> {
+        let encoding = self
+            .tokenizer
+            .encode(format!(" {}", text.trim()), false)
+            .map_err(|e| AsrError::Inference(format!("encoding the prompt: {e}")))?;
+        let tokens = encoding.get_tokens();
+        let kept = &tokens[tokens.len().saturating_sub(MAX_PROMPT_TOKENS)..];
+        let mut prompt = vec![START_OF_PREVIOUS.to_owned()];
+        prompt.extend(kept.iter().cloned());
+        Ok(prompt)
+    }
+
+    /// The ids of tokens given as strings (the start sequence, for alignment).
+    pub fn ids(&self, tokens: &[String]) -> Result<Vec<usize>, AsrError> {
+        tokens
+            .iter()
+            .map(|t| {
+                self.tokenizer
+                    .token_to_id(t)
+                    .map(|id| id as usize)
+                    .ok_or_else(|| AsrError::Inference(format!("no token {t}")))
+            })
+            .collect()
+    }
+
+    /// Whether the vocabulary has the language token `<|code|>`.
+    pub fn knows_language(&self, code: &str) -> bool {
+        self.tokenizer.token_to_id(&format!("<|{code}|>")).is_some()
     }
 
     /// Text of the ordinary (non-special) tokens among `ids`.

@@ -103,6 +103,8 @@ pub fn transcribe_input() -> Map<String, Value> {
                              "description": "The clip as base64 (standard alphabet; a data: URL prefix is accepted)."},
             "audio_url": {"type": "string", "format": "uri", "pattern": "^https://",
                           "description": "An https URL of the clip, fetched by the server."},
+            "timestamps": {"type": "string", "enum": ["segment", "word"],
+                           "description": "segment: the result carries segments with start and end (seconds); word: also each word's start and end (slower)."},
             "idempotency_key": idempotency_key()
         },
         "oneOf": [{"required": ["audio_base64"]}, {"required": ["audio_url"]}],
@@ -118,7 +120,11 @@ pub fn transcribe_output() -> Map<String, Value> {
             "text": {"type": "string"},
             "language": {"type": "string", "description": "ISO 639-1 code of the detected language."},
             "duration_ms": {"type": "integer"},
-            "replayed": {"type": "boolean"}
+            "replayed": {"type": "boolean"},
+            "segments": {"type": "array", "description": "With timestamps: {id, seek, start, end, text, tokens, temperature, avg_logprob, compression_ratio, no_speech_prob}, times in seconds.",
+                         "items": {"type": "object", "properties": {"id": {"type": "integer"}, "start": {"type": "number"}, "end": {"type": "number"}, "text": {"type": "string"}}, "required": ["id", "start", "end", "text"]}},
+            "words": {"type": "array", "description": "With timestamps word: each word's start and end in seconds.",
+                      "items": {"type": "object", "properties": {"word": {"type": "string"}, "start": {"type": "number"}, "end": {"type": "number"}}, "required": ["word", "start", "end"]}}
         },
         "required": ["capture_id", "text", "language", "duration_ms", "replayed"]
     }))

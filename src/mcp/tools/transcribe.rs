@@ -12,12 +12,14 @@ use serde_json::{Value, json};
 
 use super::{idempotency_key, success};
 use crate::audio::MAX_AUDIO_BYTES;
+use crate::domain::{RecognitionOptions, Timestamps};
 use crate::http::error::ServiceError;
-use crate::http::json::JsonObject;
+use crate::http::json::{Field, JsonObject};
+use crate::http::models::{TranscriptSegment, TranscriptWord};
 use crate::mcp::McpState;
 use crate::mcp::url_audio::fetch_audio_url;
 use crate::service::Principal;
-use crate::service::idempotency::{Keyed, Operation, fingerprint};
+use crate::service::idempotency::{Keyed, Operation};
 use crate::service::transcription::{self as service, Incoming, Place};
 
 /// The capture `source` of everything this door transcribes.
@@ -35,8 +37,18 @@ pub async fn transcribe(
     mut args: JsonObject,
     reserved: Option<Place>,
 ) -> Result<CallToolResult, ServiceError> {
-    args.only(&["audio_base64", "audio_url", "idempotency_key"])?;
+    args.only(&["audio_base64", "audio_url", "idempotency_key", "timestamps"])?;
     let key = idempotency_key(args.field("idempotency_key"))?;
+    let timestamps = match args.field::<String>("timestamps") {
+        Field::Absent | Field::Null => Timestamps::None,
+        Field::Valid(value) => Timestamps::parse(&value).ok_or_else(timestamps_refusal)?,
+        Field::Invalid => return Err(timestamps_refusal()),
+    };
+    let options = RecognitionOptions {
+        timestamps,
+        ..RecognitionOptions::default()
+    };
+    let tag_options = options.clone();
     let audio = source(&mut args, state.allow_loopback_fetch)?;
     // Admission before work: the gate took the place before it read the audio (a call it did
     // not see as `transcribe` takes one here, still before the audio is decoded or fetched).
@@ -49,7 +61,7 @@ pub async fn transcribe(
         Audio::Base64(text) => {
             let (bytes, fingerprint) = tokio::task::spawn_blocking(move || {
                 let fingerprint = if wants_fingerprint {
-                    fingerprint(Operation::Transcription.name(), &[text.as_bytes()])
+                    service::fingerprint(Operation::Transcription, text.as_bytes(), &tag_options)
                 } else {
                     Vec::new()
                 };
@@ -66,7 +78,7 @@ pub async fn transcribe(
         }
         Audio::Url(url) => {
             let fingerprint = if wants_fingerprint {
-                fingerprint(Operation::TranscriptionFromUrl.name(), &[url.as_bytes()])
+                service::fingerprint(Operation::TranscriptionFromUrl, url.as_bytes(), &options)
             } else {
                 Vec::new()
             };
@@ -88,6 +100,8 @@ pub async fn transcribe(
         audio: incoming_audio.bytes(),
         source: SOURCE,
         param,
+        options,
+        progress: None,
     };
     let done = service::run(state, principal, place, incoming, keyed).await?;
     let result = &done.transcribed;
@@ -98,16 +112,27 @@ pub async fn transcribe(
         result.capture_id,
         result.text
     );
-    Ok(success(
-        vec![ContentBlock::text(summary)],
-        json!({
-            "capture_id": result.capture_id,
-            "text": result.text,
-            "language": result.language,
-            "duration_ms": result.duration_ms,
-            "replayed": done.replayed,
-        }),
-    ))
+    let mut structured = json!({
+        "capture_id": result.capture_id,
+        "text": result.text,
+        "language": result.language,
+        "duration_ms": result.duration_ms,
+        "replayed": done.replayed,
+    });
+    if result.timestamps != Timestamps::None {
+        let segments: Vec<TranscriptSegment> =
+            result.segments.iter().cloned().map(Into::into).collect();
+        structured["segments"] = json!(segments);
+    }
+    if result.timestamps.words() {
+        let words: Vec<TranscriptWord> = result.words.iter().cloned().map(Into::into).collect();
+        structured["words"] = json!(words);
+    }
+    Ok(success(vec![ContentBlock::text(summary)], structured))
+}
+
+fn timestamps_refusal() -> ServiceError {
+    ServiceError::invalid("timestamps", "timestamps must be \"segment\" or \"word\"")
 }
 
 /// Exactly one of `audio_base64` and `audio_url` (https, or `http` under the test allowance,

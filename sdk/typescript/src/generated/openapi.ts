@@ -51,7 +51,8 @@ export interface paths {
          * Speaks `input` and streams the audio as it is produced (OpenAI-compatible).
          * @description The text is rendered sentence by sentence and each sentence's encoded audio is sent as soon as
          *     it exists (chunked transfer; wav with OpenAI's streaming header, sizes `0xFFFFFFFF`, when the
-         *     audio comes in more than one piece). The bytes received are the generation's stored file.
+         *     audio comes in more than one piece). The generation's stored file is the bytes received,
+         *     finished: exact wav sizes, the mp3's LAME/Info tag in front of the same frames.
          *     A failure after the first byte closes the connection before the end of the chunked body (an
          *     incomplete transfer); the generation is then `failed` and not charged. A client that
          *     disconnects, or a request that runs past the server's time limit, cancels the generation: it
@@ -60,6 +61,43 @@ export interface paths {
          *     cancels it.
          */
         post: operations["create_openai_speech"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audio/transcriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Transcribes a clip (OpenAI's `POST /v1/audio/transcriptions`) and stores it as a capture. */
+        post: operations["create_openai_transcription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audio/translations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Translates a clip into English (OpenAI's `POST /v1/audio/translations`) and stores it as a
+         *     capture whose transcript is the English text and whose `language` is the one spoken.
+         */
+        post: operations["create_openai_translation"];
         delete?: never;
         options?: never;
         head?: never;
@@ -92,6 +130,40 @@ export interface paths {
         };
         /** Lists the account's captures, most recent first. */
         get: operations["list_captures"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/captures/{captureId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Reads one capture, with its segments and words when they were asked for. */
+        get: operations["get_capture"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/captures/{captureId}/captions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The capture's captions, one cue a segment, from the segments it stored. */
+        get: operations["get_captions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -247,12 +319,32 @@ export interface components {
              */
             language: string;
             /**
-             * @description `api`, `app` or `agent`.
+             * @description Where it was made: `api` (`POST /v1/transcriptions`), `openai`
+             *     (`POST /v1/audio/transcriptions` or `/translations`), `agent` (MCP `transcribe`) or
+             *     `app`.
              * @example api
              */
             source: string;
             transcript_raw: string;
             transcript_refined: string;
+        };
+        /** @description One capture with its timings (`GET /v1/captures/{id}`). */
+        CaptureDetail: components["schemas"]["Capture"] & {
+            /** @description Present when timestamps were asked for. */
+            segments?: components["schemas"]["TranscriptSegment"][] | null;
+            /**
+             * @description `transcribe`, or `translate` (the transcript is English; `language` is the language
+             *     spoken).
+             * @example transcribe
+             */
+            task: string;
+            /**
+             * @description What the transcription asked for: `none`, `segment` or `word`.
+             * @example word
+             */
+            timestamps: string;
+            /** @description Present when word timestamps were asked for. */
+            words?: components["schemas"]["TranscriptWord"][] | null;
         };
         CaptureList: {
             data: components["schemas"]["Capture"][];
@@ -407,6 +499,105 @@ export interface components {
              */
             voice: components["schemas"]["VoiceRef"];
         };
+        /** @description `response_format=json`. */
+        OpenAiTranscription: {
+            text: string;
+            usage: components["schemas"]["OpenAiUsage"];
+        };
+        /** @description Request form of `POST /v1/audio/transcriptions` (for the document; parsing is field by field). */
+        OpenAiTranscriptionForm: {
+            /**
+             * Format: binary
+             * @description The clip: wav, mp3, flac, ogg (vorbis or opus) or webm/opus; at most 25 MiB and 15
+             *     minutes.
+             */
+            file: string;
+            /**
+             * @description ISO 639-1 code of the language spoken (detected when absent).
+             * @example en
+             */
+            language?: string | null;
+            /**
+             * @description `whisper-1`, `gpt-4o-transcribe`, `gpt-4o-mini-transcribe` or `gpt-transcribe` select the
+             *     configured recogniser; so does its own id (`whisper-base` or `whisper-tiny.en`).
+             * @example whisper-1
+             */
+            model: string;
+            /** @description Text to prime the decoder with (names, spelling, style); at most 2000 characters. */
+            prompt?: string | null;
+            /** @description `json` (default), `text`, `srt`, `vtt` or `verbose_json`. `diarized_json` is refused. */
+            response_format?: string | null;
+            /**
+             * @description `true`: a `text/event-stream` of `transcript.text.delta` events, one a segment as it is
+             *     decoded, then one `transcript.text.done` (with `json` or `text` only).
+             */
+            stream?: boolean | null;
+            /**
+             * Format: double
+             * @description 0 to 1: the first sampling temperature; 0 (default) starts with beam search and falls
+             *     back to higher temperatures when the text is repetitive or improbable.
+             */
+            temperature?: number | null;
+            /**
+             * @description `segment` and/or `word`, only with `verbose_json` (sent as repeated
+             *     `timestamp_granularities[]` fields). Default `segment`.
+             */
+            "timestamp_granularities[]"?: string[] | null;
+        };
+        /** @description Request form of `POST /v1/audio/translations` (for the document). */
+        OpenAiTranslationForm: {
+            /**
+             * Format: binary
+             * @description The clip, as for transcriptions.
+             */
+            file: string;
+            /** @description ISO 639-1 code of the language spoken (detected when absent). */
+            language?: string | null;
+            /**
+             * @description As for transcriptions; an English-only recogniser cannot translate (400 naming `model`).
+             * @example whisper-1
+             */
+            model: string;
+            prompt?: string | null;
+            /** @description `json` (default), `text`, `srt`, `vtt` or `verbose_json`. */
+            response_format?: string | null;
+            /** Format: double */
+            temperature?: number | null;
+        };
+        /** @description Seconds of audio billed (OpenAI's duration usage). */
+        OpenAiUsage: {
+            /**
+             * Format: int64
+             * @description Seconds of audio, rounded up.
+             */
+            seconds: number;
+            /**
+             * @description Always `duration`.
+             * @example duration
+             */
+            type: string;
+        };
+        /** @description `response_format=verbose_json`. */
+        OpenAiVerboseTranscription: {
+            /**
+             * Format: double
+             * @description Seconds of audio.
+             */
+            duration: number;
+            /**
+             * @description ISO 639-1 code of the language spoken (for a translation too).
+             * @example en
+             */
+            language: string;
+            /** @description With the `segment` granularity (the default). */
+            segments?: components["schemas"]["TranscriptSegment"][] | null;
+            /** @description `transcribe` or `translate`. */
+            task: string;
+            text: string;
+            usage: components["schemas"]["OpenAiUsage"];
+            /** @description With the `word` granularity. */
+            words?: components["schemas"]["TranscriptWord"][] | null;
+        };
         /** @description RFC 9457 problem document (every error outside `POST /v1/audio/speech`). */
         Problem: {
             /** @description Stable token to branch on, e.g. `invalid_request`. */
@@ -458,6 +649,62 @@ export interface components {
             /** @description Name of one of the account's voice profiles. */
             voice_name: string;
         };
+        /**
+         * @description A stretch of speech between two of Whisper's timestamp tokens (OpenAI's `verbose_json`
+         *     segment). Times in seconds from the start of the clip.
+         */
+        TranscriptSegment: {
+            /** Format: float */
+            avg_logprob: number;
+            /** Format: float */
+            compression_ratio: number;
+            /**
+             * Format: double
+             * @example 2.48
+             */
+            end: number;
+            /** Format: int32 */
+            id: number;
+            /** Format: float */
+            no_speech_prob: number;
+            /**
+             * Format: int32
+             * @description Frame (10 ms) at which the 30 s window that decoded it starts.
+             */
+            seek: number;
+            /**
+             * Format: double
+             * @example 0
+             */
+            start: number;
+            /**
+             * Format: float
+             * @description Sampling temperature that decoded it (0: beam search).
+             */
+            temperature: number;
+            /** @example Ever tried, ever failed. */
+            text: string;
+            /** @description Whisper's token ids, timestamp tokens included. */
+            tokens: number[];
+        };
+        /**
+         * @description One word with its start and end (seconds from the start of the clip); the text is as
+         *     Whisper writes it, leading space and attached punctuation included.
+         */
+        TranscriptWord: {
+            /**
+             * Format: double
+             * @example 0.98
+             */
+            end: number;
+            /**
+             * Format: double
+             * @example 0.52
+             */
+            start: number;
+            /** @example tried, */
+            word: string;
+        };
         /** @description Request body (for the document; parsing is field by field). */
         TranscriptionRequest: {
             /**
@@ -466,6 +713,13 @@ export interface components {
              *     decoded and 15 minutes long.
              */
             audio: string;
+            /**
+             * @description `segment`: the answer (and the capture) carries `segments` with start and end times;
+             *     `word`: also `words`, each word's start and end (an alignment pass: it costs time).
+             *     Absent: text only.
+             * @example word
+             */
+            timestamps?: string | null;
         };
         /** @description The transcript, and the id of the capture that stores it. */
         TranscriptionResult: {
@@ -481,8 +735,12 @@ export interface components {
              * @example en
              */
             language: string;
+            /** @description Present when `timestamps` was sent. */
+            segments?: components["schemas"]["TranscriptSegment"][] | null;
             /** @description What was said; empty when no speech was found. */
             text: string;
+            /** @description Present when `timestamps` was `word`. */
+            words?: components["schemas"]["TranscriptWord"][] | null;
         };
         /** @description A voice profile (item of `GET /v1/voices`). */
         Voice: {
@@ -730,6 +988,229 @@ export interface operations {
             };
         };
     };
+    create_openai_transcription: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and request within 48 h returns the first answer without transcribing again */
+                "Idempotency-Key"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["OpenAiTranscriptionForm"];
+            };
+        };
+        responses: {
+            /** @description The transcript in the asked format; a capture was stored (`source: openai`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiVerboseTranscription"];
+                    "text/plain": string;
+                    "text/vtt": string;
+                    "application/x-subrip": string;
+                    "text/event-stream": string;
+                };
+            };
+            /** @description `invalid_request`, `error.param` naming the field (`file`, `model`, `language`, `prompt`, `temperature`, `response_format`, `timestamp_granularities[]`, `stream`, `include[]`, or any field not supported, e.g. `chunking_strategy`, `known_speaker_names[]`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `idempotency_key_in_use` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `payload_too_large`: more than 25 MiB of audio */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `unsupported_media_type`: not multipart/form-data */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `idempotency_key_reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (see `Retry-After`) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `service_unavailable`: the recogniser's queue is full (see `Retry-After`), or no model is installed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+        };
+    };
+    create_openai_translation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and request within 48 h returns the first answer without translating again */
+                "Idempotency-Key"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["OpenAiTranslationForm"];
+            };
+        };
+        responses: {
+            /** @description The English text in the asked format; a capture was stored (`source: openai`, `task: translate`) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiVerboseTranscription"];
+                    "text/plain": string;
+                    "text/vtt": string;
+                    "application/x-subrip": string;
+                };
+            };
+            /** @description `invalid_request`, `error.param` naming the field (as for transcriptions; `timestamp_granularities[]` and `stream` are refused here; `model` when the recogniser is English-only) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `idempotency_key_in_use` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `payload_too_large`: more than 25 MiB of audio */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `unsupported_media_type`: not multipart/form-data */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `idempotency_key_reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (see `Retry-After`) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `service_unavailable`: the recogniser's queue is full (see `Retry-After`), or no model is installed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+        };
+    };
     download_audio: {
         parameters: {
             query: {
@@ -876,6 +1357,173 @@ export interface operations {
             };
             /** @description `pro_plan_required` or `insufficient_scope` (needs `voice:read`) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_capture: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id returned by a transcription */
+                captureId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The capture */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CaptureDetail"];
+                };
+            };
+            /** @description `invalid_request`: id longer than 200 characters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `pro_plan_required` or `insufficient_scope` (needs `voice:read`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: no such capture in this account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_captions: {
+        parameters: {
+            query?: {
+                /** @description `vtt` (WebVTT, default) or `srt` (SubRip) */
+                format?: "vtt" | "srt";
+            };
+            header?: never;
+            path: {
+                /** @description Id returned by a transcription made with timestamps */
+                captureId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The captions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/vtt": string;
+                    "application/x-subrip": string;
+                };
+            };
+            /** @description `invalid_request` (`param: format`: not `srt` or `vtt`; `param: captureId`: longer than 200 characters) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `pro_plan_required` or `insufficient_scope` (needs `voice:read`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: no such capture in this account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `timestamps_unavailable`: the capture was made without timestamps */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1284,7 +1932,7 @@ export interface operations {
                     "application/json": components["schemas"]["TranscriptionResult"];
                 };
             };
-            /** @description `invalid_request` (`param: audio`: missing, not base64, undecodable, longer than 15 minutes) */
+            /** @description `invalid_request` (`param: audio`: missing, not base64, undecodable, longer than 15 minutes; `param: timestamps`: not `segment` or `word`) */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -1,9 +1,11 @@
 // Voices (`GET /v1/voices`, `POST /v1/voices`, `GET /v1/voices/presets`) and captures
-// (`GET /v1/captures`: one page, or every capture page by page).
+// (`GET /v1/captures`: one page, or every capture page by page; one capture and its captions).
 import { APIPromise } from "../api-promise.js";
 import type { CreateOptions, RequestOptions, Transport } from "../core.js";
 import type {
+  CaptionFormat,
   Capture,
+  CaptureDetail,
   CaptureList,
   CreateVoiceRequest,
   Voice,
@@ -86,6 +88,41 @@ export class Captures {
         { method: "GET", path: "/v1/captures", query: { limit: params.limit, offset: params.offset } },
         options,
       ),
+    );
+  }
+
+  /** `GET /v1/captures/{id}`: one capture, with its `segments` and `words` when they were asked for. */
+  retrieve(id: string, options?: RequestOptions): APIPromise<CaptureDetail> {
+    return new APIPromise(
+      this.#transport.json<CaptureDetail>(
+        { method: "GET", path: `/v1/captures/${encodeURIComponent(id)}` },
+        options,
+      ),
+    );
+  }
+
+  /**
+   * `GET /v1/captures/{id}/captions`: WebVTT (default) or SubRip text, one cue a stored segment.
+   * A capture made without timestamps rejects with code `timestamps_unavailable`.
+   */
+  captions(
+    id: string,
+    params: { format?: CaptionFormat } = {},
+    options?: RequestOptions,
+  ): APIPromise<string> {
+    const format = params.format ?? "vtt";
+    return new APIPromise(
+      this.#transport
+        .send(
+          {
+            method: "GET",
+            path: `/v1/captures/${encodeURIComponent(id)}/captions`,
+            query: { format },
+            accept: format === "srt" ? "application/x-subrip" : "text/vtt",
+          },
+          options,
+        )
+        .then(({ data, response }) => ({ data: new TextDecoder().decode(data.bytes), response })),
     );
   }
 
