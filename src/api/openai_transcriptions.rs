@@ -228,10 +228,22 @@ async fn handle(
             return Err(err);
         }
     };
-    let multipart = Multipart::from_request(Request::from_parts(parts, body), &())
+    let mut multipart = Multipart::from_request(Request::from_parts(parts, body), &())
         .await
         .map_err(|e| unreadable_form(e.status(), &e))?;
-    let form = read_form(multipart, task, &state.asr.model_name()).await?;
+    let form = match read_form(&mut multipart, task, &state.asr.model_name()).await {
+        Ok(form) => form,
+        Err(err) => {
+            // The rest of a refused form is read and discarded behind the answer (as
+            // `http::body::discard` does for JSON uploads): a connection closed on unread bytes
+            // is reset, and a client still sending its file would see the reset, not the 400.
+            let within = state.request_timeout;
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(within, discard_form(multipart)).await;
+            });
+            return Err(err);
+        }
+    };
     let operation = match task {
         Task::Transcribe => Operation::AudioTranscription,
         Task::Translate => Operation::AudioTranslation,
@@ -305,8 +317,15 @@ fn require_multipart(headers: &HeaderMap) -> Result<(), ApiError> {
 }
 
 /// Reads the form, refusing every field it does not support by name.
+/// Reads the remaining fields of a form and drops them (bounded by the route's body limit).
+async fn discard_form(mut multipart: Multipart) {
+    while let Ok(Some(mut field)) = multipart.next_field().await {
+        while let Ok(Some(_)) = field.chunk().await {}
+    }
+}
+
 async fn read_form(
-    mut multipart: Multipart,
+    multipart: &mut Multipart,
     task: Task,
     installed: &str,
 ) -> Result<Form, ApiError> {
