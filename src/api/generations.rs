@@ -13,7 +13,7 @@ use super::reads::page_bound;
 use crate::domain::{GenerationId, GenerationStatus, Page};
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
-use crate::http::models::{Generation, GenerationList, Problem};
+use crate::http::models::{Generation, GenerationList, GenerationStatusFilter, Problem};
 use crate::service::principal_cache::CredentialCheck;
 use crate::service::speech::{self, Cancelled};
 use crate::service::{Core, reads};
@@ -61,8 +61,8 @@ pub async fn get_generation(
     params(
         ("limit" = Option<i64>, Query, minimum = 1, maximum = 200, description = "Page size, default 50"),
         ("offset" = Option<i64>, Query, minimum = 0, maximum = 9007199254740991_i64, description = "Generations to skip, default 0"),
-        ("status" = Option<String>, Query, description = "Only generations with this status: `generating`, `completed` or `failed`"),
-        ("voice" = Option<String>, Query, max_length = 200, description = "Only generations of this voice profile, by id or name (an unknown one matches nothing)"),
+        ("status" = Option<GenerationStatusFilter>, Query, description = "Only generations with this status"),
+        ("voice" = Option<String>, Query, min_length = 1, max_length = 200, description = "Only generations of this voice profile, by id or name (an unknown one matches nothing)"),
     ),
     responses(
         (status = 200, description = "One page of generations, newest first; each item is what GET /v1/generations/{generationId} returns", body = GenerationList),
@@ -90,7 +90,7 @@ pub async fn list_generations(
         .transpose()?;
     let voice = query.get("voice").map(String::as_str);
     if let Some(voice) = voice
-        && (voice.is_empty() || voice.len() > VOICE_FILTER_MAX || voice.contains('\0'))
+        && (voice.is_empty() || voice.len() > VOICE_FILTER_MAX)
     {
         return Err(ApiError::invalid(
             "voice",

@@ -45,6 +45,8 @@ use crate::service::Core;
         license(name = "MIT")
     ),
     modifiers(&SecuritySchemes),
+    // Named in a query parameter only, which utoipa does not collect on its own.
+    components(schemas(crate::http::models::GenerationStatusFilter)),
     tags(
         (name = "voices", description = "Voice profiles"),
         (name = "speech", description = "Speech generation"),

@@ -196,6 +196,17 @@ pub struct CaptureList {
     pub offset: i64,
 }
 
+// Documentation only: the door parses the filter as a `domain::GenerationStatus`.
+/// A generation's status, as the `status` filter of `GET /v1/generations` takes it.
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+pub enum GenerationStatusFilter {
+    Generating,
+    Completed,
+    Failed,
+}
+
 /// One page of the account's generations (`GET /v1/generations`), newest first.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct GenerationList {

@@ -161,6 +161,14 @@ pub async fn generations(
     if let Some(check) = check {
         confirm_credential(core, check).await?;
     }
+    // No voice profile's id or name holds a NUL character (PostgreSQL text cannot): such a
+    // filter matches nothing.
+    if filter.voice.is_some_and(|v| v.contains('\0')) {
+        return Ok(GenerationPage {
+            rows: Vec::new(),
+            total: 0,
+        });
+    }
     let (rows, total) =
         store::generations::list(&core.pool, &principal.account_id, filter, limit, offset).await?;
     Ok(GenerationPage { rows, total })

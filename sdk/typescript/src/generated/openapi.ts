@@ -443,6 +443,11 @@ export interface components {
              */
             total: number;
         };
+        /**
+         * @description A generation's status, as the `status` filter of `GET /v1/generations` takes it.
+         * @enum {string}
+         */
+        GenerationStatusFilter: "generating" | "completed" | "failed";
         /** @description Liveness / readiness answer. */
         Health: {
             /** @example ok */
@@ -1558,8 +1563,8 @@ export interface operations {
                 limit?: number;
                 /** @description Generations to skip, default 0 */
                 offset?: number;
-                /** @description Only generations with this status: `generating`, `completed` or `failed` */
-                status?: string;
+                /** @description Only generations with this status */
+                status?: components["schemas"]["GenerationStatusFilter"];
                 /** @description Only generations of this voice profile, by id or name (an unknown one matches nothing) */
                 voice?: string;
             };
