@@ -1,6 +1,6 @@
 //! `POST /v1/audio/transcriptions` and `POST /v1/audio/translations`: OpenAI's transcription
 //! dialect, `multipart/form-data` exactly as OpenAI's SDKs send it. The same core operation as
-//! `POST /v1/transcriptions` (admission, limits, idempotency, the capture, `source = "openai"`);
+//! `POST /v1/transcriptions` (admission, limits, idempotency, the capture, `source = "api"`);
 //! this door parses the form and renders `json`, `text`, `srt`, `vtt`, `verbose_json` or a
 //! `text/event-stream`. Every field it cannot honour is refused by name, never ignored. Errors
 //! use OpenAI's envelope (rendered in `http::error::render_errors` for these paths).
@@ -152,7 +152,7 @@ struct Form {
         description = "Same key and request within 48 h returns the first answer without transcribing again")),
     request_body(content = OpenAiTranscriptionForm, content_type = "multipart/form-data"),
     responses(
-        (status = 200, description = "The transcript in the asked format; a capture was stored (`source: openai`)", content(
+        (status = 200, description = "The transcript in the asked format; a capture was stored (`source: api`)", content(
             (OpenAiTranscription = "application/json"),
             (OpenAiVerboseTranscription = "application/json"),
             (String = "text/plain"),
@@ -186,7 +186,7 @@ pub async fn create_openai_transcription(
         description = "Same key and request within 48 h returns the first answer without translating again")),
     request_body(content = OpenAiTranslationForm, content_type = "multipart/form-data"),
     responses(
-        (status = 200, description = "The English text in the asked format; a capture was stored (`source: openai`, `task: translate`)", content(
+        (status = 200, description = "The English text in the asked format; a capture was stored (`source: api`, `task: translate`)", content(
             (OpenAiTranscription = "application/json"),
             (OpenAiVerboseTranscription = "application/json"),
             (String = "text/plain"),
@@ -276,7 +276,7 @@ async fn handle(
     }
     let incoming = Incoming {
         audio: std::future::ready(Ok(file)),
-        source: "openai",
+        source: "api",
         param: "file",
         options,
         progress: None,
@@ -606,7 +606,7 @@ async fn streamed(
     let mut task = tokio::spawn(async move {
         let incoming = Incoming {
             audio: std::future::ready(Ok(file)),
-            source: "openai",
+            source: "api",
             param: "file",
             options,
             progress: Some(progress),

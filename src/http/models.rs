@@ -65,9 +65,8 @@ pub struct VoiceList {
 pub struct Capture {
     #[schema(example = "cap_0192f0c1a2b37c0d8e9f0a1b2c3d4e5f")]
     pub id: String,
-    /// Where it was made: `api` (`POST /v1/transcriptions`), `openai`
-    /// (`POST /v1/audio/transcriptions` or `/translations`), `agent` (MCP `transcribe`) or
-    /// `app`.
+    /// Where it was made: `api` (`POST /v1/transcriptions`, `/v1/audio/transcriptions` or
+    /// `/v1/audio/translations`), `agent` (MCP `transcribe`) or `app`.
     #[schema(example = "api")]
     pub source: String,
     /// ISO 639-1 code of the detected language.

@@ -116,7 +116,7 @@ pub type Progress = tokio::sync::mpsc::UnboundedSender<(Segment, Vec<Word>)>;
 pub struct Upload<'a> {
     /// The file's bytes (wav, mp3, flac, ogg, webm).
     pub audio: Vec<u8>,
-    /// The capture's `source`: `api`, `app`, `agent` or `openai`.
+    /// The capture's `source`: `api`, `app` or `agent` (OpenAI's dialect stores `api`, DECISIONS).
     pub source: &'a str,
     /// The request field errors about the audio name.
     pub param: &'a str,
@@ -153,7 +153,7 @@ pub struct Done {
 /// An upload whose bytes are still to be obtained (decoded, or fetched).
 pub struct Incoming<'a, F> {
     pub audio: F,
-    /// The capture's `source`: `api`, `app`, `agent` or `openai`.
+    /// The capture's `source`: `api`, `app` or `agent` (OpenAI's dialect stores `api`, DECISIONS).
     pub source: &'a str,
     /// The request field errors about the audio name.
     pub param: &'a str,

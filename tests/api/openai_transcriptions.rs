@@ -115,7 +115,7 @@ async fn every_format_granularity_stream_and_translation() {
             .unwrap(),
     )
     .await;
-    assert_eq!(listed["data"][0]["source"], "openai");
+    assert_eq!(listed["data"][0]["source"], "api");
     assert_eq!(listed["data"][0]["transcript_raw"], text.as_str());
 
     // text, srt, vtt.
@@ -278,7 +278,7 @@ async fn every_format_granularity_stream_and_translation() {
     assert_eq!(
         (&capture["source"], &capture["language"], &capture["task"]),
         (
-            &Value::from("openai"),
+            &Value::from("api"),
             &Value::from("de"),
             &Value::from("translate")
         )

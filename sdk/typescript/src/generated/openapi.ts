@@ -319,9 +319,8 @@ export interface components {
              */
             language: string;
             /**
-             * @description Where it was made: `api` (`POST /v1/transcriptions`), `openai`
-             *     (`POST /v1/audio/transcriptions` or `/translations`), `agent` (MCP `transcribe`) or
-             *     `app`.
+             * @description Where it was made: `api` (`POST /v1/transcriptions`, `/v1/audio/transcriptions` or
+             *     `/v1/audio/translations`), `agent` (MCP `transcribe`) or `app`.
              * @example api
              */
             source: string;
@@ -1009,7 +1008,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The transcript in the asked format; a capture was stored (`source: openai`) */
+            /** @description The transcript in the asked format; a capture was stored (`source: api`) */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1121,7 +1120,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The English text in the asked format; a capture was stored (`source: openai`, `task: translate`) */
+            /** @description The English text in the asked format; a capture was stored (`source: api`, `task: translate`) */
             200: {
                 headers: {
                     [name: string]: unknown;
