@@ -141,6 +141,10 @@ pub async fn generation(
     found.ok_or_else(ServiceError::not_found)
 }
 
+/// The longest `voice` filter of a generation list: a profile's id or name (names are at most
+/// 100 characters).
+pub const VOICE_FILTER_MAX: usize = 200;
+
 /// One page of the account's generations, newest first, and how many match the filter.
 pub struct GenerationPage {
     pub rows: Vec<GenerationRow>,
@@ -158,6 +162,14 @@ pub async fn generations(
     limit: i64,
     offset: i64,
 ) -> Result<GenerationPage, ServiceError> {
+    if let Some(voice) = filter.voice
+        && (voice.is_empty() || voice.len() > VOICE_FILTER_MAX)
+    {
+        return Err(ServiceError::invalid(
+            "voice",
+            format!("voice must be a voice profile's id or name, 1 to {VOICE_FILTER_MAX} bytes"),
+        ));
+    }
     if let Some(check) = check {
         confirm_credential(core, check).await?;
     }
