@@ -31,8 +31,19 @@ pub struct NewRule<'a> {
 }
 
 /// The account's rules, newest first.
-pub async fn list(core: &Core, principal: &Principal) -> Result<Vec<PronunciationRow>, ServiceError> {
-    Ok(store::pronunciations::list(&core.pool, &principal.account_id).await?)
+pub async fn list(
+    core: &Core,
+    principal: &Principal,
+) -> Result<Vec<PronunciationRow>, ServiceError> {
+    list_for(&core.pool, &principal.account_id).await
+}
+
+/// [`list`] for an account the door already knows (the console's session, the operator).
+pub async fn list_for(
+    pool: &PgPool,
+    account_id: &str,
+) -> Result<Vec<PronunciationRow>, ServiceError> {
+    Ok(store::pronunciations::list(pool, account_id).await?)
 }
 
 /// Adds a rule to the account (400 `invalid_request` naming the member at fault, or beyond
@@ -115,7 +126,9 @@ fn check(rule: NewRule<'_>) -> Result<Checked, ServiceError> {
         ));
     }
     if !text.chars().any(char::is_alphanumeric)
-        || text.chars().any(|c| c.is_control() || matches!(c, '[' | ']'))
+        || text
+            .chars()
+            .any(|c| c.is_control() || matches!(c, '[' | ']'))
     {
         return Err(ServiceError::invalid(
             "text",
@@ -154,7 +167,9 @@ fn check_alias(alias: &str) -> Result<String, ServiceError> {
     if chars == 0 || chars > MAX_ALIAS_CHARS || alias.chars().any(char::is_control) {
         return Err(ServiceError::invalid(
             "alias",
-            format!("alias is the words to read instead: 1 to {MAX_ALIAS_CHARS} characters, no control characters."),
+            format!(
+                "alias is the words to read instead: 1 to {MAX_ALIAS_CHARS} characters, no control characters."
+            ),
         ));
     }
     Ok(alias.to_owned())
@@ -177,7 +192,9 @@ fn check_phonemes(ipa: &str, language: Option<&str>) -> Result<String, ServiceEr
     if let Some(reason) = phonemize::unspeakable(ipa, &espeak_voice(language)) {
         return Err(ServiceError::invalid(
             "phonemes",
-            format!("phonemes {ipa:?} cannot be spoken: {reason}. Write IPA (docs/speech-text.md lists the symbols)."),
+            format!(
+                "phonemes {ipa:?} cannot be spoken: {reason}. Write IPA (docs/speech-text.md lists the symbols)."
+            ),
         ));
     }
     Ok(ipa.to_owned())
@@ -259,17 +276,35 @@ mod tests {
         assert!(check(rule("Kokoro", None, Some("kˈOkəɹO"))).is_ok());
         assert!(check(rule("Kokoro", None, Some("ˈkoʊkəɹoʊ"))).is_ok());
         assert!(check(rule("SQL", Some("sequel"), None)).is_ok());
-        assert_eq!(param(check(rule("", Some("x"), None))).as_deref(), Some("text"));
-        assert_eq!(param(check(rule("a]b", Some("x"), None))).as_deref(), Some("text"));
-        assert_eq!(param(check(rule("--", Some("x"), None))).as_deref(), Some("text"));
+        assert_eq!(
+            param(check(rule("", Some("x"), None))).as_deref(),
+            Some("text")
+        );
+        assert_eq!(
+            param(check(rule("a]b", Some("x"), None))).as_deref(),
+            Some("text")
+        );
+        assert_eq!(
+            param(check(rule("--", Some("x"), None))).as_deref(),
+            Some("text")
+        );
         let long = "x".repeat(101);
-        assert_eq!(param(check(rule(&long, Some("x"), None))).as_deref(), Some("text"));
-        assert_eq!(param(check(rule("SQL", None, None))).as_deref(), Some("alias"));
+        assert_eq!(
+            param(check(rule(&long, Some("x"), None))).as_deref(),
+            Some("text")
+        );
+        assert_eq!(
+            param(check(rule("SQL", None, None))).as_deref(),
+            Some("alias")
+        );
         assert_eq!(
             param(check(rule("SQL", Some("a"), Some("ɛs")))).as_deref(),
             Some("phonemes")
         );
-        assert_eq!(param(check(rule("SQL", Some(" "), None))).as_deref(), Some("alias"));
+        assert_eq!(
+            param(check(rule("SQL", Some(" "), None))).as_deref(),
+            Some("alias")
+        );
         // Symbols no voice knows, a slash (the inline syntax's delimiter), digits.
         for bad in ["k☃k", "a/b", "ɛs2", "ˈˌ", "q\u{0329}"] {
             assert_eq!(

@@ -25,6 +25,7 @@ use crate::domain::{
     CancelReason, EngineId, GenerationStatus, Seed, SpeechText, Temperature, VoiceKind, new_id,
 };
 use crate::engines::registry::EngineRegistry;
+use crate::engines::text::pronounce;
 use crate::store;
 use crate::store::generations::GenerationRow;
 use crate::store::voices::VoiceRow;
@@ -346,11 +347,22 @@ pub fn check_order(
             ),
         ));
     }
-    if let Err(reason) = engines.readable(order.engine, &order.voice.language, order.text.as_str())
-    {
-        return Err(ServiceError::invalid(fields.text, reason));
-    }
+    readable(engines, order, order.text.as_str(), fields)?;
     Ok(temperature)
+}
+
+/// Whether the voice's language can read `text`, inline pronunciations read as their words
+/// (their IPA is checked on its own, [`pronunciations::spoken_text`]).
+fn readable(
+    engines: &EngineRegistry,
+    order: &SpeechOrder,
+    text: &str,
+    fields: Fields,
+) -> Result<(), ServiceError> {
+    let words = pronounce::words_only(text);
+    engines
+        .readable(order.engine, &order.voice.language, &words)
+        .map_err(|reason| ServiceError::invalid(fields.text, reason))
 }
 
 /// Refuses a voice whose engine exists on no deployment (tada: no ONNX export), naming the
@@ -397,6 +409,9 @@ async fn admit(
         fields.text,
     )
     .await?;
+    if let Some(spoken) = &spoken {
+        readable(engines, &order, spoken, fields)?;
+    }
     let estimated_ms = estimate(engines, &order, spoken.as_deref()).await?;
     refuse_too_long(policy, estimated_ms, fields.text)?;
 

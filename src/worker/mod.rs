@@ -23,8 +23,8 @@ use tracing::Instrument;
 
 use crate::domain::EngineId;
 use crate::engines::Cancel;
-use crate::engines::text::pronounce;
 use crate::engines::registry::EngineRegistry;
+use crate::engines::text::pronounce;
 use crate::store::blobs::{Blob, BlobStore};
 use crate::store::prints::{self, PrintJob};
 use crate::store::queue::{self, Completion, Job, Lease};

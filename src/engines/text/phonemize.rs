@@ -137,7 +137,9 @@ enum Item<'a> {
 #[cfg(test)]
 /// Phonemizes `text` with espeak-ng `voice`, punctuation preserved.
 pub fn phonemize(text: &str, voice: &str) -> Result<String, EngineError> {
-    Ok(phonemize_many(&[text], voice, &[])?.pop().unwrap_or_default())
+    Ok(phonemize_many(&[text], voice, &[])?
+        .pop()
+        .unwrap_or_default())
 }
 
 /// How phonemes are spelled for a model: those espeak-ng wrote, and those a caller gave.

@@ -73,13 +73,13 @@ pub fn overrides(text: &str) -> Vec<Override<'_>> {
 
 fn override_at(text: &str, open: usize) -> Option<Override<'_>> {
     let rest = &text[open + 1..];
-    let close = rest.find(|c| matches!(c, ']' | '[' | '\n' | '\r'))?;
+    let close = rest.find([']', '[', '\n', '\r'])?;
     if !rest[close..].starts_with("](/") {
         return None;
     }
     let word = &rest[..close];
     let ipa_start = close + 3;
-    let ipa_len = rest[ipa_start..].find(|c| matches!(c, '/' | '(' | ')' | '[' | ']' | '\n' | '\r'))?;
+    let ipa_len = rest[ipa_start..].find(['/', '(', ')', '[', ']', '\n', '\r'])?;
     let phonemes = &rest[ipa_start..ipa_start + ipa_len];
     if !rest[ipa_start + ipa_len..].starts_with("/)") {
         return None;
@@ -287,7 +287,8 @@ mod tests {
 
     #[test]
     fn overrides_are_exact_or_literal() {
-        let text = "Say [Kokoro](/kˈOkəɹO/) and [x](/y) and [](/a/) and [a](b) and [tomato](/təmˈɑːtəʊ/).";
+        let text =
+            "Say [Kokoro](/kˈOkəɹO/) and [x](/y) and [](/a/) and [a](b) and [tomato](/təmˈɑːtəʊ/).";
         let found = overrides(text);
         assert_eq!(found.len(), 2);
         assert_eq!(found[0].word, "Kokoro");
