@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use axum::{Extension, Json};
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -14,9 +14,11 @@ use utoipa::ToSchema;
 use crate::domain::GenerationId;
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
+use crate::http::idempotency;
 use crate::http::json::{Field, JsonObject};
 use crate::http::models::{Problem, Pronunciation, PronunciationList};
 use crate::service::Core;
+use crate::service::idempotency::{Keyed, Operation};
 use crate::service::principal_cache::CredentialCheck;
 use crate::service::pronunciations::{self as service, NewRule};
 use crate::service::reads;
@@ -77,22 +79,29 @@ pub async fn list_pronunciations(
 /// occurrence of `text` as the rule says.
 #[utoipa::path(post, path = "/v1/pronunciations", tag = "speech",
     security(("api_key" = []), ("bearer" = [])),
+    params(("Idempotency-Key" = Option<String>, Header, max_length = 255,
+        description = "Same key and body within 48 h returns the first answer without adding again")),
     request_body(content = CreatePronunciationRequest, content_type = "application/json"),
     responses(
         (status = 201, description = "The rule", body = Pronunciation),
         (status = 400, description = "`invalid_request` (`param` names the member: a text or alias out of bounds, both or neither of alias and phonemes, phonemes with symbols the voices do not know, a bad language), or the account already has 500 rules", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:generate`)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`idempotency_key_in_use`", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`idempotency_key_reused`", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn create_pronunciation(
     State(state): State<Core>,
     Extension(principal): Extension<Arc<Principal>>,
+    headers: HeaderMap,
     body: JsonObject,
 ) -> Result<Response, ApiError> {
+    let key = idempotency::key_from(&headers)?;
+    let value = body.value();
     let body: CreatePronunciationRequest = body.decode()?;
     let text = body.text.required("text")?;
     let alias = optional_string(body.alias, "alias")?;
@@ -109,8 +118,14 @@ pub async fn create_pronunciation(
         language: &language,
         case_sensitive,
     };
-    let row = service::create(&state, &principal, rule).await?;
-    Ok((StatusCode::CREATED, Json(Pronunciation::from(row))).into_response())
+    let keyed = Keyed::json(Operation::AddPronunciation, key, &value);
+    let (row, replayed) = service::create(&state, &principal, rule, keyed).await?;
+    Ok(idempotency::json_answer(
+        StatusCode::CREATED,
+        &[],
+        &Pronunciation::from(row),
+        replayed,
+    ))
 }
 
 fn optional_string(field: Field<String>, name: &str) -> Result<Option<String>, ApiError> {

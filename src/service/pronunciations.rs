@@ -7,6 +7,7 @@ use sqlx::PgPool;
 
 use super::core::Core;
 use super::error::{ErrorCode, ServiceError};
+use super::idempotency::{self, Claim, Keyed, Outcome, Ran};
 use super::principal::Principal;
 use super::voices::check_language;
 use crate::domain::new_id;
@@ -47,20 +48,42 @@ pub async fn list_for(
 }
 
 /// Adds a rule to the account (400 `invalid_request` naming the member at fault, or beyond
-/// [`MAX_RULES_PER_ACCOUNT`]).
+/// [`MAX_RULES_PER_ACCOUNT`]), once per `Idempotency-Key`: the rule, and whether it is a replay
+/// (the rule as the key's first request added it).
 pub async fn create(
     core: &Core,
     principal: &Principal,
     rule: NewRule<'_>,
-) -> Result<PronunciationRow, ServiceError> {
-    create_for(&core.pool, &principal.account_id, rule).await
+    keyed: Keyed,
+) -> Result<(PronunciationRow, bool), ServiceError> {
+    let ran = idempotency::run(core, principal, keyed, |claim| async move {
+        insert(&core.pool, &principal.account_id, rule, claim.as_ref()).await
+    })
+    .await?;
+    match ran {
+        Ran::Fresh(row) => Ok((row, false)),
+        Ran::Replayed(Outcome::PronunciationCreated(row)) => Ok((*row, true)),
+        Ran::Replayed(other) => Err(ServiceError::internal(format!(
+            "pronunciation key holds another outcome: {other:?}"
+        ))),
+    }
 }
 
-/// [`create`] for an account named by the operator (`voiced admin pronunciation create`).
+/// [`create`] for an account a door already knows without a key (the console's session, the
+/// operator's `voiced admin pronunciation create`).
 pub async fn create_for(
     pool: &PgPool,
     account_id: &str,
     rule: NewRule<'_>,
+) -> Result<PronunciationRow, ServiceError> {
+    insert(pool, account_id, rule, None).await
+}
+
+async fn insert(
+    pool: &PgPool,
+    account_id: &str,
+    rule: NewRule<'_>,
+    claim: Option<&Claim>,
 ) -> Result<PronunciationRow, ServiceError> {
     let checked = check(rule)?;
     let id = new_id("pron");
@@ -87,10 +110,19 @@ pub async fn create_for(
             ),
         ));
     }
-    tx.commit().await?;
-    store::pronunciations::find(pool, account_id, &id)
+    let row = store::pronunciations::find_in(&mut tx, account_id, &id)
         .await?
-        .ok_or_else(|| ServiceError::internal("a stored pronunciation vanished"))
+        .ok_or_else(|| ServiceError::internal("a stored pronunciation vanished"))?;
+    if let Some(claim) = claim {
+        claim
+            .complete_in(
+                &mut tx,
+                &Outcome::PronunciationCreated(Box::new(row.clone())),
+            )
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(row)
 }
 
 /// Deletes the account's rule `id`; 404 `not_found` when it has none by that id (another

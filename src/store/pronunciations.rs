@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Postgres, Transaction};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PronunciationRow {
     pub id: String,
     pub text: String,
@@ -77,9 +77,9 @@ pub async fn insert_within(
     Ok(true)
 }
 
-/// The account's rule `id`, if it has one.
-pub async fn find(
-    pool: &PgPool,
+/// The account's rule `id`, if it has one, read in the caller's transaction.
+pub async fn find_in(
+    tx: &mut Transaction<'_, Postgres>,
     account_id: &str,
     id: &str,
 ) -> sqlx::Result<Option<PronunciationRow>> {
@@ -90,7 +90,7 @@ pub async fn find(
         account_id,
         id
     )
-    .fetch_optional(pool)
+    .fetch_optional(&mut **tx)
     .await
 }
 

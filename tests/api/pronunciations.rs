@@ -60,6 +60,26 @@ async fn rules_are_added_listed_refused_and_deleted_per_account() {
     assert_eq!(ipa["language"], Value::Null);
     assert!(ipa.get("alias").is_none(), "{ipa}");
 
+    // A retry under the same Idempotency-Key answers the first rule and adds nothing.
+    let keyed = || {
+        app.post("/v1/pronunciations")
+            .bearer_auth(&secret)
+            .header("Idempotency-Key", "pron-retry-1")
+            .json(&json!({"text": "GIF", "alias": "jif"}))
+    };
+    let first = keyed().send().await.unwrap();
+    assert_eq!(first.status(), 201);
+    let first: Value = first.json().await.unwrap();
+    let again = keyed().send().await.unwrap();
+    assert_eq!(again.status(), 201);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["id"], first["id"]);
+    assert_eq!(
+        delete(&app, &secret, first["id"].as_str().unwrap()).await,
+        204
+    );
+
     let (status, list) = rules(&app, &secret).await;
     assert_eq!(status, 200, "{list}");
     assert_eq!(list["total"], 2);
