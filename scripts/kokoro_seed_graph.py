@@ -11,6 +11,13 @@ the caller (voiced, from a seeded RNG) decides them:
   0.1 / 3 where unvoiced), then added to the harmonics.
 * ``sine_phase`` float32 [1, 1, 9]: per-harmonic phase offset in radians, added before ``Sin``.
 
+It also exposes the duration predictor's answer as a second output, so that voiced can tell when
+each phoneme is spoken (word timestamps):
+
+* ``durations`` int64 [T]: frames per input token (padding included) as the length regulator
+  uses them (round(sum(sigmoid(duration_proj)) / speed), at least 1). A frame is 600 samples of
+  the 24 kHz audio.
+
 Feeding zeros reproduces the original model's output exactly. Run by
 ``voiced models fetch kokoro``; the output's sha256 is pinned in voiced, so onnx is pinned too.
 
@@ -29,6 +36,7 @@ SIN = SRC + "Sin"
 UV = SRC + "Cast_output_0"  # voiced flag, [1, T, 1]
 HARMONICS = SRC + "Mul_6_output_0"  # sine_amp * sin(phase) * uv, [1, T, 9]
 HARMONIC_COUNT = 9
+DURATIONS = "/encoder/Gather_output_0"  # int64 [T]: pred_dur[0], read by the length regulator
 NOISE_STD = 0.003  # SineGen.noise_std
 SINE_AMP = 0.1  # SineGen.sine_amp
 P = "/voiced_seed/"
@@ -44,7 +52,7 @@ def main(src, dst):
     model = onnx.load(src)
     graph = model.graph
     names = {o for n in graph.node for o in n.output}
-    for needed in (PHASE_IN, UV, HARMONICS):
+    for needed in (PHASE_IN, UV, HARMONICS, DURATIONS):
         if needed not in names:
             sys.exit(f"unexpected graph: {needed} not found (is this kokoro-v1.0.int8.onnx?)")
     if any(i.name in ("sine_noise", "sine_phase") for i in graph.input):
@@ -110,8 +118,10 @@ def main(src, dst):
         out.append(n)
         if HARMONICS in n.output:
             out.extend(new[1:])
+    out.append(helper.make_node("Identity", [DURATIONS], ["durations"], name=P + "durations"))
     del graph.node[:]
     graph.node.extend(out)
+    graph.output.append(helper.make_tensor_value_info("durations", TensorProto.INT64, ["token_count"]))
 
     onnx.checker.check_model(model)
     onnx.save(model, dst)

@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 
-use super::reads::page_bound;
+use super::reads::{CaptionFormatParam, caption_format, page_bound};
 use crate::domain::{GenerationId, GenerationStatus, Page};
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
@@ -130,4 +130,38 @@ pub async fn cancel_generation(
             }
         },
     )
+}
+
+/// Captions of generated speech, from its word timestamps (asked for with
+/// `timestamps: "word"`): cues of up to seven words and 42 characters.
+#[utoipa::path(get, path = "/v1/generations/{generationId}/captions", tag = "speech",
+    security(("api_key" = []), ("bearer" = [])),
+    params(
+        ("generationId" = String, Path, min_length = 1, max_length = 200, description = "Id returned by speech creation"),
+        ("format" = inline(Option<CaptionFormatParam>), Query, description = "`vtt` (WebVTT, default) or `srt` (SubRip)"),
+    ),
+    responses(
+        (status = 200, description = "The captions", content(
+            (String = "text/vtt"),
+            (String = "application/x-subrip"),
+        )),
+        (status = 400, description = "`invalid_request` (`param: format`: not `srt` or `vtt`; `param: generationId`: longer than 200 characters)", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:read`)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`not_found`: no such generation in this account", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`timestamps_unavailable`: asked for without timestamps, failed, or still generating", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn get_generation_captions(
+    State(state): State<Core>,
+    Extension(principal): Extension<Arc<Principal>>,
+    Extension(check): Extension<Arc<CredentialCheck>>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    check_id(&id)?;
+    let format = caption_format(&query)?;
+    let text = reads::generation_captions(&state, &principal, Some(&check), &id, format).await?;
+    Ok(([(header::CONTENT_TYPE, format.content_type())], text).into_response())
 }

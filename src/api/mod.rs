@@ -121,6 +121,7 @@ fn v1_routes() -> OpenApiRouter<Core> {
         .routes(routes!(reads::get_captions))
         .routes(routes!(generations::get_generation))
         .routes(routes!(generations::list_generations))
+        .routes(routes!(generations::get_generation_captions))
         .routes(routes!(pronunciations::list_pronunciations))
         .layer(from_fn_with_state(
             Requirement::read(),

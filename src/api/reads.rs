@@ -128,6 +128,21 @@ pub enum CaptionFormatParam {
     Srt,
 }
 
+/// A captions request's query: only `format`, `vtt` (default) or `srt`.
+pub(super) fn caption_format(query: &HashMap<String, String>) -> Result<CaptionFormat, ApiError> {
+    if let Some(unknown) = query.keys().find(|k| k.as_str() != "format") {
+        return Err(ApiError::invalid(
+            unknown.as_str(),
+            format!("Unknown query parameter {unknown:?}; accepted: format."),
+        ));
+    }
+    match query.get("format").map(String::as_str) {
+        None => Ok(CaptionFormat::Vtt),
+        Some(value) => CaptionFormat::parse(value)
+            .ok_or_else(|| ApiError::invalid("format", "format must be srt or vtt")),
+    }
+}
+
 /// The capture's captions, one cue a segment, from the segments it stored.
 #[utoipa::path(get, path = "/v1/captures/{captureId}/captions", tag = "captures",
     security(("api_key" = []), ("bearer" = [])),
@@ -156,17 +171,7 @@ pub async fn get_captions(
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     check_capture_id(&id)?;
-    if let Some(unknown) = query.keys().find(|k| k.as_str() != "format") {
-        return Err(ApiError::invalid(
-            unknown.as_str(),
-            format!("Unknown query parameter {unknown:?}; accepted: format."),
-        ));
-    }
-    let format = match query.get("format").map(String::as_str) {
-        None => CaptionFormat::Vtt,
-        Some(value) => CaptionFormat::parse(value)
-            .ok_or_else(|| ApiError::invalid("format", "format must be srt or vtt"))?,
-    };
+    let format = caption_format(&query)?;
     let text = reads::captions(&state, &principal, Some(&check), &id, format).await?;
     Ok(([(header::CONTENT_TYPE, format.content_type())], text).into_response())
 }

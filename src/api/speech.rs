@@ -14,7 +14,9 @@ use crate::audio::AudioFormat;
 use crate::domain::{Seed, SpeechText, Temperature};
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
-use crate::http::fields::{parse_format, parse_seed, parse_temperature, parse_text};
+use crate::http::fields::{
+    parse_format, parse_seed, parse_temperature, parse_text, parse_word_timestamps,
+};
 use crate::http::idempotency;
 use crate::http::json::{Field, JsonObject};
 use crate::http::models::Problem;
@@ -60,6 +62,20 @@ pub struct SpeechRequest {
     #[serde(default)]
     #[schema(value_type = Option<String>, example = "mp3")]
     response_format: Field<String>,
+    /// `word`: the completed generation carries `words` (when each word is said, and which
+    /// characters of `text` it reads), and `GET /v1/generations/{id}/captions` renders them.
+    /// Kokoro voices only. `none` or omitted: no timestamps.
+    #[serde(default)]
+    #[schema(value_type = Option<SpeechTimestamps>)]
+    timestamps: Field<String>,
+}
+
+/// What `timestamps` may ask of `POST /v1/speech`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SpeechTimestamps {
+    None,
+    Word,
 }
 
 /// `POST /v1/speech`'s body as the service's input (the voice still named, not found).
@@ -69,6 +85,7 @@ pub struct SpeechInput {
     pub seed: Option<Seed>,
     pub temperature: Option<Temperature>,
     pub format: AudioFormat,
+    pub word_timestamps: bool,
 }
 
 impl TryFrom<SpeechRequest> for SpeechInput {
@@ -81,6 +98,7 @@ impl TryFrom<SpeechRequest> for SpeechInput {
             seed: parse_seed(body.seed)?,
             temperature: parse_temperature(body.temperature)?,
             format: parse_format(body.response_format, "response_format")?,
+            word_timestamps: parse_word_timestamps(body.timestamps)?,
         })
     }
 }
@@ -117,6 +135,7 @@ pub async fn create_speech(
         seed,
         temperature,
         format,
+        word_timestamps,
     } = body.decode::<SpeechRequest>()?.try_into()?;
     let keyed = Keyed::json(Operation::Speech, key, &body.value());
     let request = service::SpeechRequest {
@@ -125,6 +144,7 @@ pub async fn create_speech(
         seed,
         temperature,
         format,
+        word_timestamps,
     };
     let accepted = service::create(&state, &principal, request, FIELDS_OF_SPEECH, keyed).await?;
     Ok(accepted_answer(&accepted))

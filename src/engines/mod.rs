@@ -144,6 +144,9 @@ impl Drop for RunGuard<'_> {
 pub struct Pcm {
     pub samples: Vec<f32>,
     pub sample_rate: u32,
+    /// When each word is said, in seconds from the start of `samples`, where the engine knows
+    /// (kokoro, from its predicted durations); empty otherwise.
+    pub words: Vec<text::timing::WordTiming>,
 }
 
 impl Pcm {

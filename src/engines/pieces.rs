@@ -68,6 +68,7 @@ pub fn render<P: Paused, S: Spoken>(
     let pcm = Pcm {
         samples,
         sample_rate,
+        words: Vec::new(),
     };
     Ok((pcm, spoken))
 }

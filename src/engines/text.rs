@@ -6,5 +6,6 @@ pub mod normalize;
 pub(crate) mod phonemize;
 pub mod pronounce;
 pub(crate) mod split;
+pub mod timing;
 
 pub use self::split::{Boundary, Piece};

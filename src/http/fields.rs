@@ -30,6 +30,16 @@ pub fn parse_format(format: Field<String>, field: &str) -> Result<AudioFormat, A
     }
 }
 
+/// `timestamps` of a speech request: `"word"`, or `"none"`/absent (REST's and the agent's).
+pub fn parse_word_timestamps(field: Field<String>) -> Result<bool, ApiError> {
+    let refused = || ApiError::invalid("timestamps", "timestamps must be \"word\" or \"none\"");
+    match field.optional(refused)?.as_deref() {
+        None | Some("none") => Ok(false),
+        Some("word") => Ok(true),
+        Some(_) => Err(refused()),
+    }
+}
+
 pub fn parse_text(text: Field<String>, field: &str) -> Result<SpeechText, ApiError> {
     SpeechText::new(&text.required(field)?)
         .map_err(|m| ApiError::invalid(field, format!("{field} {m}")))

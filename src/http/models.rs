@@ -300,6 +300,28 @@ pub struct Generation {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 0)]
     pub queue_position: Option<i64>,
+    /// Asked for with `timestamps: "word"`, once completed: each word as spoken (after
+    /// normalisation), when it is said (seconds in the audio), and the characters of the
+    /// request's text it reads (`source_start` inclusive, `source_end` exclusive, counted in
+    /// Unicode code points).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub words: Option<Vec<SpokenWord>>,
+}
+
+/// A word of generated speech (item of a generation's `words`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SpokenWord {
+    #[schema(example = "three")]
+    pub text: String,
+    /// Seconds from the start of the audio.
+    #[schema(example = 0.412)]
+    pub start: f64,
+    #[schema(example = 0.688)]
+    pub end: f64,
+    #[schema(example = 7)]
+    pub source_start: usize,
+    #[schema(example = 12)]
+    pub source_end: usize,
 }
 
 impl Generation {
@@ -324,6 +346,10 @@ impl Generation {
             progress: (row.status == crate::domain::GenerationStatus::Generating)
                 .then(|| crate::domain::progress(row.queued, row.rendered_ms, row.estimated_ms)),
             queue_position: row.queue_position.filter(|_| row.queued),
+            words: row
+                .words
+                .filter(|_| row.status == crate::domain::GenerationStatus::Completed)
+                .and_then(|w| serde_json::from_value(w).ok()),
         }
     }
 }

@@ -94,7 +94,7 @@ pub const VOICE_PACK_VOICES: usize = 54;
 pub const MODEL_SHA256: &str = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb";
 /// `kokoro-v1.0.int8.seeded.onnx` as written by `scripts/kokoro_seed_graph.py` with onnx 1.23.2.
 pub const SEEDED_MODEL_SHA256: &str =
-    "8fa8ce8a3dcbbd3fca2296cb4700b29a4316e17d4f3d4e4e0bb9d1aa7a7fad1d";
+    "df099f9c60f7d7d045f57250231f377193acf8ae635849b3c7f955e04f8ec107";
 /// `onnxruntime/capi/libonnxruntime.so.1.31.1` of the pinned wheel.
 pub const ORT_LIBRARY_SHA256: &str =
     "fc44112fbe06d7d689c57e11d3862031f64711007e4ee020f8eed5185fd2c1d3";

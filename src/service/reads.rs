@@ -10,7 +10,8 @@ use super::core::Core;
 use super::error::{ErrorCode, ServiceError};
 use super::principal::Principal;
 use super::principal_cache::CredentialCheck;
-use crate::domain::{CaptionFormat, Segment};
+use crate::domain::{CaptionFormat, GenerationStatus, Segment};
+use crate::engines::text::timing::SpokenWord;
 use crate::store;
 use crate::store::captures::{CaptureDetail, CaptureRow};
 use crate::store::generations::{GenerationRow, ListFilter};
@@ -139,6 +140,79 @@ pub async fn generation(
         }
     };
     found.ok_or_else(ServiceError::not_found)
+}
+
+/// The most words in one caption cue of generated speech, and the most characters.
+const CUE_WORDS: usize = 7;
+const CUE_CHARS: usize = 42;
+/// A silence this long between two words starts a new cue (seconds).
+const CUE_GAP: f64 = 0.5;
+
+/// The captions of the account's generation `id`, from its word timestamps: cues of up to seven
+/// words and 42 characters, a new cue after a pause of half a second. 409
+/// `timestamps_unavailable` when it was asked for without timestamps, or has not completed.
+pub async fn generation_captions(
+    core: &Core,
+    principal: &Principal,
+    check: Option<&CredentialCheck>,
+    id: &str,
+    format: CaptionFormat,
+) -> Result<String, ServiceError> {
+    let row = generation(core, principal, check, id).await?;
+    let words: Vec<SpokenWord> = match (&row.words, row.status) {
+        (Some(words), GenerationStatus::Completed) => {
+            serde_json::from_value(words.clone()).map_err(ServiceError::internal)?
+        }
+        (_, GenerationStatus::Generating) => {
+            return Err(ServiceError::new(
+                ErrorCode::TimestampsUnavailable,
+                format!(
+                    "Generation {id} is still generating; its captions exist once it completes."
+                ),
+            ));
+        }
+        _ => {
+            return Err(ServiceError::new(
+                ErrorCode::TimestampsUnavailable,
+                format!(
+                    "Generation {id} has no word timestamps (it was asked for without \"timestamps\": \"word\", or did not complete), so it has no captions."
+                ),
+            ));
+        }
+    };
+    let mut cues: Vec<Segment> = Vec::new();
+    let mut count = 0;
+    for word in words {
+        let joins = cues.last().is_some_and(|cue| {
+            count < CUE_WORDS
+                && cue.text.chars().count() + 1 + word.text.chars().count() <= CUE_CHARS
+                && word.start - cue.end <= CUE_GAP
+        });
+        match cues.last_mut() {
+            Some(cue) if joins => {
+                cue.text.push(' ');
+                cue.text.push_str(&word.text);
+                cue.end = word.end;
+                count += 1;
+            }
+            _ => {
+                cues.push(Segment {
+                    id: cues.len() as u32,
+                    seek: 0,
+                    start: word.start,
+                    end: word.end,
+                    text: word.text,
+                    tokens: Vec::new(),
+                    temperature: 0.0,
+                    avg_logprob: 0.0,
+                    compression_ratio: 0.0,
+                    no_speech_prob: 0.0,
+                });
+                count = 1;
+            }
+        }
+    }
+    Ok(crate::domain::captions(&cues, format))
 }
 
 /// The longest `voice` filter of a generation list: a profile's id or name (names are at most

@@ -59,6 +59,8 @@ pub struct SpeechOrder {
     pub seed: Option<Seed>,
     pub temperature: Option<Temperature>,
     pub format: AudioFormat,
+    /// Report when each word is said (`timestamps: "word"`).
+    pub word_timestamps: bool,
 }
 
 /// An admitted generation.
@@ -86,6 +88,8 @@ pub struct SpeechRequest<'a> {
     pub seed: Option<Seed>,
     pub temperature: Option<Temperature>,
     pub format: AudioFormat,
+    /// `timestamps: "word"`: the generation carries `words`.
+    pub word_timestamps: bool,
 }
 
 /// A generation a speech request was answered with.
@@ -121,6 +125,7 @@ pub async fn create(
             seed: request.seed,
             temperature: request.temperature,
             format: request.format,
+            word_timestamps: request.word_timestamps,
         };
         admit(core, principal, order, fields, claim.as_ref()).await
     })
@@ -291,6 +296,7 @@ async fn admit_sync(
         seed: request.seed,
         temperature: request.temperature,
         format: request.format,
+        word_timestamps: false,
     };
     admit(core, principal, order, fields, claim).await
 }
@@ -348,6 +354,15 @@ pub fn check_order(
         ));
     }
     readable(engines, order, order.text.as_str(), fields)?;
+    if order.word_timestamps && !order.engine.phonemizes() {
+        return Err(ServiceError::invalid(
+            "timestamps",
+            format!(
+                "Word timestamps come from the durations Kokoro predicts for each phoneme; the voice {:?} uses the {} engine, which has none. Ask without timestamps, or use a kokoro voice.",
+                order.voice.name, order.engine
+            ),
+        ));
+    }
     Ok(temperature)
 }
 
@@ -442,6 +457,7 @@ async fn admit(
             engine: order.engine.as_str(),
             text: order.text.as_str(),
             spoken_text: spoken.as_deref(),
+            timestamps: order.word_timestamps.then_some("word"),
             seed: seed.as_i64(),
             temperature: temperature.map(Temperature::get),
             format: order.format.as_str(),

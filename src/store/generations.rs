@@ -27,6 +27,9 @@ pub struct GenerationRow {
     pub queued: bool,
     /// When queued: the queued generations of every account created before it.
     pub queue_position: Option<i64>,
+    /// Asked for word timestamps and completed: the words (`engines::text::timing::SpokenWord`
+    /// as JSON, migration 0021).
+    pub words: Option<serde_json::Value>,
 }
 
 /// The account's generation, or `None` when it does not exist or belongs to another account
@@ -51,7 +54,7 @@ pub async fn find(
                              WHERE q.status = 'generating'
                                AND (q.lease_expires_at IS NULL OR q.lease_expires_at < now())
                                AND (q.created_at, q.id) < (generations.created_at, generations.id))
-                  END AS queue_position
+                  END AS queue_position, words
            FROM generations WHERE id = $1 AND account_id = $2"#,
         id,
         account_id
@@ -85,7 +88,7 @@ pub async fn find_checked(
                              WHERE q.status = 'generating'
                                AND (q.lease_expires_at IS NULL OR q.lease_expires_at < now())
                                AND (q.created_at, q.id) < (g.created_at, g.id))
-                  END AS "queue_position?"
+                  END AS "queue_position?", g.words AS "words?"
            FROM credential_fingerprints f
            LEFT JOIN generations g ON g.id = $2 AND g.account_id = $3
            WHERE f.credential_sha256 = $1"#,
@@ -119,6 +122,7 @@ pub async fn find_checked(
             estimated_ms: r.estimated_ms?,
             queued: r.queued?,
             queue_position: r.queue_position,
+            words: r.words,
         })
     })();
     Ok(Checked {
@@ -164,7 +168,7 @@ pub async fn list(
                              WHERE q.status = 'generating'
                                AND (q.lease_expires_at IS NULL OR q.lease_expires_at < now())
                                AND (q.created_at, q.id) < (g.created_at, g.id))
-                  END AS queue_position
+                  END AS queue_position, g.words
            FROM generations g JOIN voice_profiles v ON v.id = g.voice_id
            WHERE g.account_id = $1
              AND ($2::text IS NULL OR g.status = $2)

@@ -28,6 +28,8 @@ pub struct NewGeneration<'a> {
     pub text: &'a str,
     /// `text` with the account's pronunciations written in, when they changed it.
     pub spoken_text: Option<&'a str>,
+    /// `Some("word")`: the generation reports when each word is said.
+    pub timestamps: Option<&'a str>,
     pub seed: i64,
     pub temperature: Option<f32>,
     pub format: &'a str,
@@ -43,8 +45,9 @@ pub async fn enqueue(
 ) -> sqlx::Result<()> {
     sqlx::query!(
         "INSERT INTO generations (id, account_id, api_key_id, voice_id, engine, text, seed,
-                                  temperature, format, status, estimated_ms, spoken_text)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'generating', $10, $11)",
+                                  temperature, format, status, estimated_ms, spoken_text,
+                                  timestamps)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'generating', $10, $11, $12)",
         generation.id,
         generation.account_id,
         generation.api_key_id,
@@ -55,7 +58,8 @@ pub async fn enqueue(
         generation.temperature,
         generation.format,
         generation.estimated_ms,
-        generation.spoken_text
+        generation.spoken_text,
+        generation.timestamps
     )
     .execute(&mut **tx)
     .await?;
@@ -70,7 +74,12 @@ pub async fn enqueue(
 pub struct Job {
     pub id: String,
     pub engine: String,
+    /// What the engine reads: the caller's text with the account's pronunciations written in.
     pub text: String,
+    /// The caller's text as sent (word timestamps point into it).
+    pub source_text: String,
+    /// The request asked for word timestamps.
+    pub wants_words: bool,
     pub seed: i64,
     pub temperature: Option<f32>,
     pub format: String,
@@ -157,7 +166,8 @@ pub async fn claim(pool: &PgPool, worker: &str, lease: Duration) -> sqlx::Result
                started_at = COALESCE(g.started_at, now()), updated_at = now()
            FROM next, voice_profiles v
            WHERE g.id = next.id AND v.id = g.voice_id
-           RETURNING g.id, g.engine, COALESCE(g.spoken_text, g.text) AS "text!", g.seed, g.temperature, g.format, v.preset,
+           RETURNING g.id, g.engine, COALESCE(g.spoken_text, g.text) AS "text!",
+                     g.text AS source_text, g.timestamps IS NOT NULL AS "wants_words!", g.seed, g.temperature, g.format, v.preset,
                      v.language, g.attempts, v.voice_type AS "voice_type: VoiceKind",
                      (SELECT p.print FROM voice_prints p
                       WHERE p.voice_id = g.voice_id AND p.engine = g.engine) AS voice_print,
@@ -221,18 +231,20 @@ pub async fn complete(
     worker: &str,
     audio_key: &str,
     duration_ms: i64,
+    words: Option<&serde_json::Value>,
 ) -> sqlx::Result<Completion> {
     let mut tx = pool.begin().await?;
     let Some(row) = sqlx::query!(
         "UPDATE generations
          SET status = 'completed', audio_key = $3, duration_ms = $4, finished_at = now(),
-             lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+             lease_owner = NULL, lease_expires_at = NULL, updated_at = now(), words = $5
          WHERE id = $1 AND lease_owner = $2 AND status = 'generating' AND cancel_reason IS NULL
          RETURNING account_id, api_key_id, voice_id",
         id,
         worker,
         audio_key,
-        duration_ms
+        duration_ms,
+        words
     )
     .fetch_optional(&mut *tx)
     .await?

@@ -23,6 +23,7 @@ use super::pieces::{self, Board, SharedJob};
 use crate::audio::{AudioFormat, StreamEncoder};
 use crate::domain::{EngineId, VoiceKind};
 use crate::engines::registry::EngineRegistry;
+use crate::engines::text::timing::WordTiming;
 use crate::engines::{Cancel, Engine, EngineError, Pcm, SynthesisInput};
 use crate::store::prints::PrintJob;
 use crate::store::queue::Job;
@@ -36,6 +37,8 @@ pub struct Rendered {
     pub duration_ms: i64,
     /// Time spent rendering, encoding excluded (for the benchmark's overhead ratio).
     pub engine_ms: u128,
+    /// When each word is said, in seconds from the start (engines that know; empty otherwise).
+    pub words: Vec<WordTiming>,
 }
 
 /// Where the encoded chunks of a generation go as they are produced.
@@ -389,6 +392,7 @@ fn render(
         chunks,
     };
     let input = synthesis_input(job, cancel);
+    let mut words = Vec::new();
     match engine.segments(&input) {
         Some(segments) => {
             let segments = segments.map_err(engine_error)?;
@@ -399,6 +403,12 @@ fn render(
                 segments,
                 cancel,
                 &mut |pcm, last| {
+                    let offset = out.rendered_secs();
+                    words.extend(pcm.words.iter().map(|w| WordTiming {
+                        text: w.text.clone(),
+                        start: w.start + offset,
+                        end: w.end + offset,
+                    }));
                     out.push(&pcm, last)?;
                     cancel.set_rendered_ms(out.rendered_ms());
                     Ok(())
@@ -408,6 +418,7 @@ fn render(
         // An engine that renders whole texts only: one piece.
         None => {
             let pcm = engine.synthesize(&input).map_err(engine_error)?;
+            words = pcm.words.clone();
             out.push(&pcm, true)?;
         }
     }
@@ -419,6 +430,7 @@ fn render(
         format,
         duration_ms,
         engine_ms,
+        words,
     })
 }
 
@@ -504,6 +516,11 @@ struct Output {
 
 impl Output {
     /// Milliseconds of audio pushed so far.
+    /// Seconds of audio pushed so far (where the next piece starts).
+    fn rendered_secs(&self) -> f64 {
+        self.samples as f64 / f64::from(self.sample_rate.max(1))
+    }
+
     fn rendered_ms(&self) -> u64 {
         self.samples * 1000 / u64::from(self.sample_rate.max(1))
     }

@@ -24,7 +24,7 @@ use tracing::Instrument;
 use crate::domain::EngineId;
 use crate::engines::Cancel;
 use crate::engines::registry::EngineRegistry;
-use crate::engines::text::pronounce;
+use crate::engines::text::{pronounce, timing};
 use crate::store::blobs::{Blob, BlobStore};
 use crate::store::prints::{self, PrintJob};
 use crate::store::queue::{self, Completion, Job, Lease};
@@ -257,6 +257,10 @@ async fn process_job(
     }
     let id = job.id.clone();
     let engine_name = job.engine.clone();
+    // Word timestamps point into the caller's text; the engine read `job.text`.
+    let texts = job
+        .wants_words
+        .then(|| (job.source_text.clone(), job.text.clone()));
     let started = std::time::Instant::now();
     let cancel = Arc::new(Cancel::new());
     // Chunks go out to this process's streaming requests as the engine thread encodes them.
@@ -344,7 +348,19 @@ async fn process_job(
                 tracing::error!(error = %err, "storing audio failed");
                 return;
             }
-            match queue::complete(&deps.pool, &id, &options.name, &key, rendered.duration_ms).await
+            let words = texts.map(|(source, read)| {
+                serde_json::to_value(timing::with_sources(&source, &read, rendered.words))
+                    .unwrap_or_default()
+            });
+            match queue::complete(
+                &deps.pool,
+                &id,
+                &options.name,
+                &key,
+                rendered.duration_ms,
+                words.as_ref(),
+            )
+            .await
             {
                 Ok(Completion::Completed) => {
                     publisher.finish(StreamEnd::Completed);

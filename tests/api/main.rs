@@ -27,3 +27,4 @@ mod speech_admission;
 mod tenants;
 mod transcriptions;
 mod voices;
+mod word_timestamps;

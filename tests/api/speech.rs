@@ -834,6 +834,7 @@ async fn a_failed_generation_tells_a_fixed_sentence_not_the_engines_internals() 
             engine: "qwen",
             text: "Hello.",
             spoken_text: None,
+            timestamps: None,
             seed: 1,
             temperature: None,
             format: "wav",

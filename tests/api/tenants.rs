@@ -255,6 +255,7 @@ async fn voice_prints_take_their_turn_in_the_fair_queue() {
             engine: "kokoro",
             text: "Hi.",
             spoken_text: None,
+            timestamps: None,
             seed: 1,
             temperature: None,
             format: "wav",

@@ -1083,6 +1083,7 @@ async fn console_clones_through_a_worker(app: &TestApp) {
             engine: "chatterbox",
             text: "Hello.",
             spoken_text: None,
+            timestamps: None,
             seed: 1,
             temperature: None,
             format: "wav",

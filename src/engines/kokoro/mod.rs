@@ -15,13 +15,13 @@ mod voices;
 use std::path::{Path, PathBuf};
 
 use self::noise::SourceNoise;
-use self::session::KokoroSession;
+use self::session::{KokoroSession, SAMPLES_PER_FRAME, Spoken};
 pub use self::voices::{RAW_VOICE_BYTES, is_voice_name};
 use self::voices::{Style, VoiceIndex};
 use crate::domain::{EngineId, EngineInfo};
 use crate::engines::pieces;
 use crate::engines::text::phonemize::{self, Vocab};
-use crate::engines::text::{Piece, normalize, pronounce, split};
+use crate::engines::text::{Piece, normalize, pronounce, split, timing};
 use crate::engines::{Engine, EngineError, Pcm, Preset, Segment, SynthesisInput};
 
 /// Its capabilities ([`EngineId::info`]).
@@ -218,7 +218,7 @@ impl KokoroEngine {
         input: &SynthesisInput<'_>,
         segment: &Segment,
         index: usize,
-    ) -> Result<Vec<f32>, EngineError> {
+    ) -> Result<Spoken, EngineError> {
         if !self.voices.contains(input.preset) {
             return Err(EngineError::UnknownPreset(input.preset.to_owned()));
         }
@@ -242,7 +242,7 @@ impl Engine for KokoroEngine {
     fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
         let segments = self.segments_of(input)?;
         let (pcm, _) = pieces::render(&segments, input, SAMPLE_RATE, |i, segment| {
-            self.speak_segment(input, segment, i)
+            Ok(self.speak_segment(input, segment, i)?.audio)
         })?;
         Ok(pcm)
     }
@@ -260,13 +260,23 @@ impl Engine for KokoroEngine {
         segment: &Segment,
         index: usize,
     ) -> Result<Pcm, EngineError> {
-        let audio = self.speak_segment(input, segment, index)?;
+        let spoken = self.speak_segment(input, segment, index)?;
         let pause = (segment.pause_secs * SAMPLE_RATE as f32) as usize;
-        let mut samples = Vec::with_capacity(audio.len() + pause);
-        pieces::append(&mut samples, &audio, segment.pause_secs, SAMPLE_RATE);
+        let mut samples = Vec::with_capacity(spoken.audio.len() + pause);
+        pieces::append(&mut samples, &spoken.audio, segment.pause_secs, SAMPLE_RATE);
+        let words = match &spoken.durations {
+            Some(durations) => timing::piece_words(
+                &segment.text,
+                &self.vocab.symbols(&segment.tokens),
+                durations,
+                SAMPLES_PER_FRAME as f64 / f64::from(SAMPLE_RATE),
+            ),
+            None => Vec::new(),
+        };
         Ok(Pcm {
             samples,
             sample_rate: SAMPLE_RATE,
+            words,
         })
     }
 }

@@ -13,7 +13,19 @@ pub struct KokoroSession {
     session: Session,
     /// The rewritten graph takes `sine_noise`/`sine_phase`; the original one does not.
     seeded: bool,
+    /// The rewritten graph also outputs `durations`.
+    timed: bool,
 }
+
+/// What one run made: the audio, and (rewritten graph) the frames each token was given.
+pub struct Spoken {
+    pub audio: Vec<f32>,
+    /// Frames of [`SAMPLES_PER_FRAME`] per input token, the padding zero at each end included.
+    pub durations: Option<Vec<i64>>,
+}
+
+/// Samples of the 24 kHz audio per predicted duration frame.
+pub const SAMPLES_PER_FRAME: usize = 600;
 
 /// The shared environment (kept here for existing callers).
 pub use crate::engines::onnx::environment;
@@ -47,11 +59,21 @@ impl KokoroSession {
                 EngineError::NotInstalled(format!("cannot load {}: {e}", model.display()))
             })?;
         let seeded = session.inputs().iter().any(|i| i.name() == "sine_noise");
-        Ok(Self { session, seeded })
+        let timed = session.outputs().iter().any(|o| o.name() == "durations");
+        Ok(Self {
+            session,
+            seeded,
+            timed,
+        })
     }
 
     pub fn is_seeded(&self) -> bool {
         self.seeded
+    }
+
+    /// Whether runs report the tokens' durations (the rewritten graph).
+    pub fn is_timed(&self) -> bool {
+        self.timed
     }
 
     /// Audio (24 kHz) for one piece: `tokens` without the padding zeros, one style row.
@@ -61,7 +83,7 @@ impl KokoroSession {
         style: &[f32],
         source: &SourceNoise,
     ) -> Result<Vec<f32>, EngineError> {
-        self.infer_until(tokens, style, source, None)
+        Ok(self.infer_until(tokens, style, source, None)?.audio)
     }
 
     /// [`KokoroSession::infer`], stopped inside the run when `cancel` is cancelled
@@ -73,7 +95,7 @@ impl KokoroSession {
         style: &[f32],
         source: &SourceNoise,
         cancel: Option<&Cancel>,
-    ) -> Result<Vec<f32>, EngineError> {
+    ) -> Result<Spoken, EngineError> {
         let run = match cancel {
             Some(cancel) => Some(cancel.run_options()?),
             None => None,
@@ -117,7 +139,20 @@ impl KokoroSession {
         let (_, audio) = outputs["audio"]
             .try_extract_tensor::<f32>()
             .map_err(inference)?;
-        Ok(audio.to_vec())
+        let durations = match self.timed {
+            true => Some(
+                outputs["durations"]
+                    .try_extract_tensor::<i64>()
+                    .map_err(inference)?
+                    .1
+                    .to_vec(),
+            ),
+            false => None,
+        };
+        Ok(Spoken {
+            audio: audio.to_vec(),
+            durations,
+        })
     }
 }
 
@@ -146,6 +181,7 @@ mod tests {
         )
         .unwrap();
         assert!(seeded.is_seeded() && !original.is_seeded());
+        assert!(seeded.is_timed() && !original.is_timed());
         // "ðɪs ɪz ə tˈɛst." through vocab.json.
         let tokens = [81, 102, 61, 16, 102, 68, 16, 83, 16, 62, 156, 86, 61, 62, 4];
         let style = vec![0.05f32; 256];
@@ -154,6 +190,14 @@ mod tests {
         let b = seeded.infer(&tokens, &style, &silent).unwrap();
         assert!(a.len() > 12_000);
         assert_eq!(a, b);
+        // The durations output is what the length regulator used: the audio is its frames.
+        let spoken = seeded.infer_until(&tokens, &style, &silent, None).unwrap();
+        let durations = spoken.durations.unwrap();
+        assert_eq!(durations.len(), tokens.len() + 2);
+        assert!(durations.iter().all(|&d| d >= 1));
+        let frames: i64 = durations.iter().sum();
+        assert_eq!(spoken.audio.len(), frames as usize * SAMPLES_PER_FRAME);
+        assert_eq!(spoken.audio, a);
         let c = seeded
             .infer(
                 &tokens,

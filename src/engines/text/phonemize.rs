@@ -46,6 +46,15 @@ impl Vocab {
         Ok(Self(vocab))
     }
 
+    /// The phoneme symbol of each token id (unknown ids as `?`).
+    pub fn symbols(&self, tokens: &[i64]) -> Vec<char> {
+        let by_id: HashMap<i64, char> = self.0.iter().map(|(&c, &id)| (id, c)).collect();
+        tokens
+            .iter()
+            .map(|id| by_id.get(id).copied().unwrap_or('?'))
+            .collect()
+    }
+
     /// Token ids of a phoneme string; characters outside the vocabulary are dropped.
     pub fn tokens(&self, phonemes: &str) -> Vec<i64> {
         phonemes

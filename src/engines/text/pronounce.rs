@@ -134,6 +134,8 @@ pub fn for_engine(text: &str, engine: EngineId) -> Cow<'_, str> {
 pub struct Pinned {
     pub text: String,
     pub phonemes: Vec<String>,
+    /// The word of each pin, as written.
+    pub words: Vec<String>,
 }
 
 /// Pins `text`'s overrides (see the module docs). Private-use characters the caller wrote are
@@ -146,6 +148,7 @@ pub fn pin(text: &str) -> Pinned {
     };
     let mut out = String::with_capacity(cleaned.len());
     let mut phonemes = Vec::new();
+    let mut words = Vec::new();
     let mut at = 0;
     for o in overrides(&cleaned) {
         out.push_str(&cleaned[at..o.range.start]);
@@ -154,6 +157,7 @@ pub fn pin(text: &str) -> Pinned {
             Some(c) => {
                 out.push(c);
                 phonemes.push(o.phonemes.trim().to_owned());
+                words.push(o.word.to_owned());
             }
             None => out.push_str(o.word),
         }
@@ -163,6 +167,7 @@ pub fn pin(text: &str) -> Pinned {
     Pinned {
         text: out,
         phonemes,
+        words,
     }
 }
 

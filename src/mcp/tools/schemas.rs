@@ -73,7 +73,9 @@ pub fn speak_input() -> Map<String, Value> {
                              "description": "How long to wait for the audio before returning the generation id to poll."},
             "inline_audio": {"type": "boolean", "default": false,
                              "description": "Also return the audio itself (base64) when it is under 1 MiB."},
-            "idempotency_key": idempotency_key()
+            "idempotency_key": idempotency_key(),
+            "timestamps": {"type": "string", "enum": ["none", "word"], "default": "none",
+                           "description": "word: the result carries words, when each word is said (seconds) and which characters of the text it reads. Kokoro voices only."}
         },
         "required": ["text", "voice"],
         "additionalProperties": false
@@ -89,7 +91,12 @@ pub fn speak_output() -> Map<String, Value> {
             "duration_ms": {"type": ["integer", "null"], "description": "Length of the audio once completed."},
             "audio_url": {"type": ["string", "null"], "description": "Signed link to the audio, valid about 15 minutes; null until completed."},
             "format": {"type": "string", "enum": ["mp3", "opus", "wav"]},
-            "replayed": {"type": "boolean", "description": "True when idempotency_key matched an earlier request."}
+            "replayed": {"type": "boolean", "description": "True when idempotency_key matched an earlier request."},
+            "words": {"type": "array", "description": "With timestamps: word, once completed: when each word is said.",
+                      "items": {"type": "object", "properties": {
+                          "text": {"type": "string"}, "start": {"type": "number"}, "end": {"type": "number"},
+                          "source_start": {"type": "integer"}, "source_end": {"type": "integer"}},
+                          "required": ["text", "start", "end", "source_start", "source_end"]}}
         },
         "required": ["generation_id", "status", "duration_ms", "audio_url", "format", "replayed"]
     }))

@@ -24,7 +24,9 @@ use super::schemas::{DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS};
 use super::{bounded, flag, idempotency_key, success};
 use crate::domain::GenerationStatus;
 use crate::http::error::{ErrorCode, ServiceError};
-use crate::http::fields::{parse_format, parse_seed, parse_temperature, parse_text};
+use crate::http::fields::{
+    parse_format, parse_seed, parse_temperature, parse_text, parse_word_timestamps,
+};
 use crate::http::json::{Field, JsonObject};
 use crate::http::models::Generation;
 use crate::mcp::McpState;
@@ -57,6 +59,8 @@ pub(super) struct SpeakArguments {
     pub inline_audio: Field<bool>,
     #[serde(default)]
     pub idempotency_key: Field<String>,
+    #[serde(default)]
+    pub timestamps: Field<String>,
 }
 
 /// Argument names for the service's errors.
@@ -87,6 +91,7 @@ pub async fn speak(
     let seed = parse_seed(arguments.seed)?;
     let temperature = parse_temperature(arguments.temperature)?;
     let format = parse_format(arguments.format, "format")?;
+    let word_timestamps = parse_word_timestamps(arguments.timestamps)?;
     let wait = bounded(arguments.wait_seconds, "wait_seconds", 0, MAX_WAIT_SECONDS)?
         .unwrap_or(DEFAULT_WAIT_SECONDS)
         .unsigned_abs();
@@ -101,6 +106,7 @@ pub async fn speak(
         seed,
         temperature,
         format,
+        word_timestamps,
     };
     let accepted = service::create(state, principal, request, FIELDS_OF_SPEAK, keyed).await?;
     let (id, replayed) = (accepted.generation_id, accepted.replayed);
@@ -134,6 +140,7 @@ fn rest_form(args: &JsonObject) -> Value {
         ("seed", "seed"),
         ("temperature", "temperature"),
         ("format", "response_format"),
+        ("timestamps", "timestamps"),
     ] {
         if let Some(value) = args.0.get(ours) {
             body.insert(rest.to_owned(), value.clone());
@@ -240,17 +247,18 @@ async fn completed(
     if inline {
         content.push(inline_audio(state, &generation.id).await?);
     }
-    Ok(success(
-        content,
-        json!({
-            "generation_id": generation.id,
-            "status": "completed",
-            "duration_ms": duration_ms,
-            "audio_url": url,
-            "format": generation.format,
-            "replayed": replayed,
-        }),
-    ))
+    let mut structured = json!({
+        "generation_id": generation.id,
+        "status": "completed",
+        "duration_ms": duration_ms,
+        "audio_url": url,
+        "format": generation.format,
+        "replayed": replayed,
+    });
+    if let Some(words) = &generation.words {
+        structured["words"] = json!(words);
+    }
+    Ok(success(content, structured))
 }
 
 /// The audio itself, base64, when it is small enough; a note otherwise.
