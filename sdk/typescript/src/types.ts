@@ -6,6 +6,7 @@ type Schemas = components["schemas"];
 
 export type Generation = Schemas["Generation"];
 export type GenerationList = Schemas["GenerationList"];
+export type SpokenWord = Schemas["SpokenWord"];
 export type SpeechAccepted = Schemas["SpeechAccepted"];
 export type SpeechRequest = Schemas["SpeechRequest"];
 export type OpenAiSpeechRequest = Schemas["OpenAiSpeechRequest"];

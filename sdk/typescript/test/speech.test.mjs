@@ -143,3 +143,26 @@ test("generations.list pages and filters the history; generations.cancel stops o
   assert.equal(bad.code, "invalid_request");
   assert.equal(bad.param, "status");
 });
+
+test("speech with timestamps: word carries the words; generations.captions renders them", async () => {
+  const text = "Good morning, Ada.";
+  const result = await client().speech.createAndWait({
+    text,
+    voice: fixtures.voice,
+    seed: 7,
+    format: "wav",
+    timestamps: "word",
+  });
+  const words = result.generation.words ?? [];
+  assert.deepEqual(
+    words.map((w) => w.text),
+    ["Good", "morning", "Ada"],
+  );
+  for (const w of words) {
+    assert.ok(w.start < w.end, JSON.stringify(w));
+    assert.equal(text.slice(w.source_start, w.source_end).replace(/[,.]/g, ""), w.text);
+  }
+  const vtt = await client().generations.captions(result.generation.id);
+  assert.match(vtt, /^WEBVTT\n\n00:00:00\.\d{3} --> /);
+  assert.match(vtt, /Good morning Ada/);
+});

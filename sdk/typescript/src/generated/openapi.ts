@@ -229,6 +229,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/generations/{generationId}/captions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Captions of generated speech, from its word timestamps (asked for with
+         *     `timestamps: "word"`): cues of up to seven words and 42 characters.
+         */
+        get: operations["get_generation_captions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/pronunciations": {
         parameters: {
             query?: never;
@@ -499,6 +519,13 @@ export interface components {
              * @example completed
              */
             status: string;
+            /**
+             * @description Asked for with `timestamps: "word"`, once completed: each word as spoken (after
+             *     normalisation), when it is said (seconds in the audio), and the characters of the
+             *     request's text it reads (`source_start` inclusive, `source_end` exclusive, counted in
+             *     Unicode code points).
+             */
+            words?: components["schemas"]["SpokenWord"][] | null;
         };
         /** @description One page of the account's generations (`GET /v1/generations`), newest first. */
         GenerationList: {
@@ -754,8 +781,34 @@ export interface components {
             temperature?: number | null;
             /** @description 1 to 10 000 characters after trimming. */
             text: string;
+            timestamps?: null | components["schemas"]["SpeechTimestamps"];
             /** @description Name of one of the account's voice profiles. */
             voice_name: string;
+        };
+        /**
+         * @description What `timestamps` may ask of `POST /v1/speech`.
+         * @enum {string}
+         */
+        SpeechTimestamps: "none" | "word";
+        /** @description A word of generated speech (item of a generation's `words`). */
+        SpokenWord: {
+            /**
+             * Format: double
+             * @example 0.688
+             */
+            end: number;
+            /** @example 12 */
+            source_end: number;
+            /** @example 7 */
+            source_start: number;
+            /**
+             * Format: double
+             * @description Seconds from the start of the audio.
+             * @example 0.412
+             */
+            start: number;
+            /** @example three */
+            text: string;
         };
         /**
          * @description A stretch of speech between two of Whisper's timestamp tokens (OpenAI's `verbose_json`
@@ -1877,6 +1930,96 @@ export interface operations {
                 };
             };
             /** @description `generation_finished`: it had already completed or failed */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_generation_captions: {
+        parameters: {
+            query?: {
+                /** @description `vtt` (WebVTT, default) or `srt` (SubRip) */
+                format?: "vtt" | "srt";
+            };
+            header?: never;
+            path: {
+                /** @description Id returned by speech creation */
+                generationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The captions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/vtt": string;
+                    "application/x-subrip": string;
+                };
+            };
+            /** @description `invalid_request` (`param: format`: not `srt` or `vtt`; `param: generationId`: longer than 200 characters) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `pro_plan_required` or `insufficient_scope` (needs `voice:read`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: no such generation in this account */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `timestamps_unavailable`: asked for without timestamps, failed, or still generating */
             409: {
                 headers: {
                     [name: string]: unknown;

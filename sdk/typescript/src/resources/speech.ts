@@ -6,6 +6,7 @@ import { sleep, type CreateOptions, type RequestOptions, type Transport } from "
 import { parseRetryAfter, VoicedError } from "../errors.js";
 import type {
   AudioFormat,
+  CaptionFormat,
   Generation,
   GenerationList,
   GenerationStatus,
@@ -35,6 +36,11 @@ export interface SpeechCreateParams {
   temperature?: number;
   /** `mp3` (default), `opus` (Ogg Opus) or `wav` (sent as `response_format`). */
   format?: AudioFormat;
+  /**
+   * `word`: the completed generation carries `words` (text, start, end, source_start,
+   * source_end) and `generations.captions(id)` renders them. Kokoro voices only.
+   */
+  timestamps?: "word" | "none";
 }
 
 export interface WaitOptions {
@@ -83,6 +89,31 @@ export class Generations {
         { method: "POST", path: `/v1/generations/${encodeURIComponent(id)}/cancel` },
         options,
       ),
+    );
+  }
+
+  /**
+   * `GET /v1/generations/{id}/captions`: WebVTT (default) or SubRip text from the word
+   * timestamps of a generation asked for with `timestamps: "word"`; otherwise rejects with code
+   * `timestamps_unavailable`.
+   */
+  captions(
+    id: string,
+    params: { format?: CaptionFormat } = {},
+    options?: RequestOptions,
+  ): APIPromise<string> {
+    return new APIPromise(
+      this.#transport
+        .send(
+          {
+            method: "GET",
+            path: `/v1/generations/${encodeURIComponent(id)}/captions`,
+            query: { format: params.format },
+            accept: params.format === "srt" ? "application/x-subrip" : "text/vtt",
+          },
+          options,
+        )
+        .then(({ data, response }) => ({ data: new TextDecoder().decode(data.bytes), response })),
     );
   }
 
@@ -149,6 +180,7 @@ export class Speech {
       seed: params.seed,
       temperature: params.temperature,
       response_format: params.format,
+      timestamps: params.timestamps,
     };
     return new APIPromise(
       this.#transport.json<SpeechAccepted>({ method: "POST", path: "/v1/speech", body }, options),
