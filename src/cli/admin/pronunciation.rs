@@ -45,12 +45,17 @@ pub(super) enum PronunciationCommand {
         case_sensitive: bool,
     },
     /// The account's rules, newest first.
+    #[command(after_help = "Example:\n  voiced admin pronunciation list --account ada@example.com")]
     List {
         /// The account's id or email.
         #[arg(long)]
         account: String,
     },
     /// Delete one of the account's rules.
+    #[command(
+        after_help = "Example:\n  voiced admin pronunciation delete --account ada@example.com \
+                            pron_0193…"
+    )]
     Delete {
         /// The account's id or email.
         #[arg(long)]
