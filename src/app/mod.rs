@@ -345,8 +345,20 @@ pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
         .await?;
     }
     let (stop, shutdown) = tokio::sync::watch::channel(Shutdown::Running);
-    let signer = AudioSigner::new(signing_secret(&config)?);
-    let hooks = spawn_webhooks(&config, &database.pool, &signer, &shutdown);
+    // Webhook deliveries sign audio links and open endpoint secrets with the signing secret,
+    // which must be the one `voiced serve` uses (setting `signing_secret`, or the same data dir).
+    let hooks = match signing_secret(&config) {
+        Ok(secret) => Some(spawn_webhooks(
+            &config,
+            &database.pool,
+            &AudioSigner::new(secret),
+            &shutdown,
+        )),
+        Err(err) => {
+            tracing::error!(error = %err, "no signing secret: this worker delivers no webhooks");
+            None
+        }
+    };
     let mut workers = spawn_workers(
         &config,
         &worker_deps(
@@ -359,7 +371,7 @@ pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
         count,
         &shutdown,
     );
-    workers.push(hooks);
+    workers.extend(hooks);
     shutdown_signal().await;
     let grace = Duration::from_secs(config.shutdown_grace_secs).saturating_sub(CLOSING_TIME);
     stop_workers(&stop, workers, tokio::time::Instant::now() + grace).await;

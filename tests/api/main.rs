@@ -26,3 +26,4 @@ mod speech_admission;
 mod tenants;
 mod transcriptions;
 mod voices;
+mod webhooks;
