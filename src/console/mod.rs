@@ -18,6 +18,7 @@ mod page;
 mod session;
 mod usage;
 mod voices;
+mod webhooks;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -124,6 +125,22 @@ pub fn router(state: ConsoleState) -> Router {
             axum::routing::post(voices::update),
         )
         .route("/console/history", get(history::history))
+        .route(
+            "/console/webhooks",
+            get(webhooks::list).post(webhooks::create),
+        )
+        .route(
+            "/console/webhooks/{endpoint_id}/delete",
+            axum::routing::post(webhooks::delete),
+        )
+        .route(
+            "/console/webhooks/{endpoint_id}/rotate",
+            axum::routing::post(webhooks::rotate),
+        )
+        .route(
+            "/console/webhooks/deliveries/{delivery_id}/resend",
+            axum::routing::post(webhooks::resend),
+        )
         .route(oauth::CONSENT_PATH, get(oauth::consent).post(oauth::decide))
         .route("/console/applications", get(oauth::applications))
         .route(

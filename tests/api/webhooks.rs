@@ -330,3 +330,154 @@ async fn a_slow_receiver_does_not_hold_generation_up() {
     );
     app.stop().await;
 }
+
+fn webhook_secret_of(html: &str) -> Option<String> {
+    let start = html.find("whsec_")?;
+    Some(
+        html[start..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '+' | '/' | '='))
+            .collect(),
+    )
+}
+
+/// The console's Webhooks page: register (secret shown once), a refused form registers
+/// nothing, recent deliveries with "send again", rotate, delete, and another account's
+/// endpoints and deliveries are out of reach.
+#[tokio::test]
+async fn the_console_manages_endpoints_and_their_deliveries() {
+    use crate::common::browser::Browser;
+    let app = TestApp::start_with(0, &[("VOICED_WEBHOOKS_ALLOW_PRIVATE_ADDRESSES", "true")]).await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_up("hooks@example.com").await.status, 303);
+    let account = voiced::store::accounts::find_id(&app.pool, "hooks@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    let page = browser
+        .submit(
+            "/console/webhooks",
+            "/console/webhooks",
+            &[
+                ("url", "ftp://hooks.example.com/x"),
+                ("generation.completed", "on"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 400, "{}", page.body);
+    assert!(page.body.contains("https URL"), "{}", page.body);
+    assert!(
+        webhooks::list(&app.pool, &account)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let page = browser
+        .submit(
+            "/console/webhooks",
+            "/console/webhooks",
+            &[
+                ("url", "http://127.0.0.1:9/hooks"),
+                ("capture.created", "on"),
+                ("description", "Transcripts"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    let page = browser.get("/console/webhooks").await;
+    let first_secret = webhook_secret_of(&page.body).expect("the secret, shown once");
+    assert!(page.body.contains("Transcripts"));
+    let again = browser.get("/console/webhooks").await;
+    assert!(webhook_secret_of(&again.body).is_none(), "shown only once");
+    let listed = webhooks::list(&app.pool, &account).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].events, ["capture.created"]);
+    let endpoint = listed[0].id.clone();
+
+    // An event in the outbox shows as a delivery that can be sent again.
+    let mut tx = app.pool.begin().await.unwrap();
+    voiced::store::webhooks::account_event(&mut tx, &account, "capture.created", "cap_test")
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    sqlx::query("UPDATE webhook_deliveries SET state = 'failed', attempts = 9, last_status = 500")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let delivery: String = sqlx::query_scalar("SELECT id FROM webhook_deliveries")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let page = browser.get("/console/webhooks").await;
+    for shown in [
+        "capture.created",
+        "cap_test",
+        "500",
+        "Send again",
+        &delivery,
+    ] {
+        assert!(page.body.contains(shown), "{shown}: {}", page.body);
+    }
+
+    // Another account reaches none of it.
+    let mut intruder = Browser::new(&app);
+    assert_eq!(intruder.sign_up("mallory@example.com").await.status, 303);
+    for action in [
+        format!("/console/webhooks/{endpoint}/rotate"),
+        format!("/console/webhooks/{endpoint}/delete"),
+        format!("/console/webhooks/deliveries/{delivery}/resend"),
+    ] {
+        let page = intruder.submit("/console/webhooks", &action, &[]).await;
+        assert_eq!(page.status, 404, "{action}");
+    }
+    assert!(
+        !intruder
+            .get("/console/webhooks")
+            .await
+            .body
+            .contains(&endpoint)
+    );
+
+    let resend = format!("/console/webhooks/deliveries/{delivery}/resend");
+    assert_eq!(
+        browser
+            .submit("/console/webhooks", &resend, &[])
+            .await
+            .status,
+        303
+    );
+    let state: String = sqlx::query_scalar("SELECT state FROM webhook_deliveries")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(state, "pending", "due again, same webhook-id");
+
+    let rotate = format!("/console/webhooks/{endpoint}/rotate");
+    assert_eq!(
+        browser
+            .submit("/console/webhooks", &rotate, &[])
+            .await
+            .status,
+        303
+    );
+    let page = browser.get("/console/webhooks").await;
+    let rotated = webhook_secret_of(&page.body).expect("the new secret, shown once");
+    assert_ne!(rotated, first_secret);
+
+    let delete = format!("/console/webhooks/{endpoint}/delete");
+    assert_eq!(
+        browser
+            .submit("/console/webhooks", &delete, &[])
+            .await
+            .status,
+        303
+    );
+    assert!(
+        webhooks::list(&app.pool, &account)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    app.stop().await;
+}
