@@ -503,6 +503,28 @@ mod tests {
     }
 
     #[test]
+    fn webhook_settings_default_safe_and_are_checked() {
+        let config = Config::from_sources(&[]).unwrap();
+        assert!(!config.webhooks_allow_private_addresses);
+        assert_eq!(config.webhooks_retry_base_ms, 30_000);
+        assert_eq!(config.webhooks_deliveries_in_flight, 16);
+        let config = Config::from_sources(&env(&[
+            ("VOICED_WEBHOOKS_ALLOW_PRIVATE_ADDRESSES", "true"),
+            ("VOICED_WEBHOOKS_RETRY_BASE_MS", "200"),
+        ]))
+        .unwrap();
+        assert!(config.webhooks_allow_private_addresses);
+        assert_eq!(config.webhooks_retry_base_ms, 200);
+        for setting in [
+            "VOICED_WEBHOOKS_RETRY_BASE_MS",
+            "VOICED_WEBHOOKS_DELIVERIES_IN_FLIGHT",
+        ] {
+            let err = Config::from_sources(&env(&[(setting, "0")])).unwrap_err();
+            assert!(err.to_string().contains("webhooks_"), "{err}");
+        }
+    }
+
+    #[test]
     fn anonymous_door_settings_are_checked() {
         let config = Config::from_sources(&[]).unwrap();
         assert!(config.trusted_proxies.is_empty());

@@ -62,6 +62,8 @@ pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const ANSWER_BYTES: usize = 4096;
 /// How long a claimed delivery is held by the worker sending it.
 const HOLD_SECS: f64 = 30.0;
+/// How often the outbox is checked for due deliveries.
+const POLL: Duration = Duration::from_millis(500);
 const SECRET_PREFIX: &str = "whsec_";
 
 /// A webhook endpoint (DECISIONS, "Wave 3 decisions").
@@ -399,6 +401,7 @@ pub struct Dispatcher {
 /// abandoned; its hold lapses and another worker sends it again: at least once).
 pub async fn run(dispatcher: Dispatcher, mut shutdown: watch::Receiver<Shutdown>) {
     let slots = Arc::new(Semaphore::new(dispatcher.in_flight.max(1)));
+    let mut pause = POLL;
     tracing::info!("webhook delivery started");
     loop {
         if *shutdown.borrow() != Shutdown::Running {
@@ -421,14 +424,18 @@ pub async fn run(dispatcher: Dispatcher, mut shutdown: watch::Receiver<Shutdown>
                         });
                     }
                 }
-                Err(err) => tracing::warn!(error = %err, "claiming webhook deliveries failed"),
+                Err(err) => {
+                    // The database is away: say so once per pause, and wait longer.
+                    tracing::warn!(error = %err, "claiming webhook deliveries failed");
+                    pause = Duration::from_secs(5);
+                }
             }
         }
         if full {
             continue;
         }
         tokio::select! {
-            () = tokio::time::sleep(Duration::from_millis(500)) => {}
+            () = tokio::time::sleep(std::mem::replace(&mut pause, POLL)) => {}
             _ = shutdown.changed() => {}
         }
     }
