@@ -495,4 +495,78 @@ mod tests {
             );
         }
     }
+
+    fn post_policy(allow_private: bool) -> PostPolicy {
+        PostPolicy {
+            max_bytes: 16,
+            timeout: Duration::from_secs(5),
+            allow_private,
+        }
+    }
+
+    #[tokio::test]
+    async fn posts_are_vetted_like_fetches() {
+        let strict = post_policy(false);
+        for (url, refused) in [
+            ("http://93.184.216.34/x", FetchError::NotHttps),
+            ("https://127.0.0.1/x", FetchError::ForbiddenAddress),
+            ("https://10.1.2.3/x", FetchError::ForbiddenAddress),
+            ("https://[fe80::1]/x", FetchError::ForbiddenAddress),
+            ("https://localhost/x", FetchError::ForbiddenAddress),
+            ("https://user:pw@example.com/x", FetchError::BadUrl),
+        ] {
+            assert_eq!(
+                post_json(url, &[], b"{}".to_vec(), &strict)
+                    .await
+                    .unwrap_err(),
+                refused,
+                "{url}"
+            );
+        }
+    }
+
+    /// A loopback server that answers every request with `answer` (raw HTTP) and records what
+    /// it read.
+    async fn answering(answer: &'static str) -> (String, tokio::task::JoinHandle<Vec<u8>>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = vec![0u8; 4096];
+            let n = socket.read(&mut request).await.unwrap();
+            request.truncate(n);
+            socket.write_all(answer.as_bytes()).await.unwrap();
+            request
+        });
+        (url, server)
+    }
+
+    #[tokio::test]
+    async fn a_post_follows_no_redirect_and_reads_a_little_of_the_answer() {
+        let loose = post_policy(true);
+        let (url, server) = answering(
+            "HTTP/1.1 302 Found\r\nLocation: http://169.254.169.254/\r\nContent-Length: 0\r\n\r\n",
+        )
+        .await;
+        let headers = [("webhook-id", "msg_1".to_owned())];
+        let posted = post_json(&url, &headers, b"{\"a\":1}".to_vec(), &loose)
+            .await
+            .unwrap();
+        assert_eq!(posted.status, 302, "answered, not followed");
+        let request = String::from_utf8(server.await.unwrap()).unwrap();
+        assert!(request.starts_with("POST /hook "), "{request}");
+        assert!(request.contains("webhook-id: msg_1"), "{request}");
+        assert!(
+            request.contains("content-type: application/json"),
+            "{request}"
+        );
+        // A huge answer: only the start is read, and the status still comes back.
+        let (url, _server) = answering(
+            "HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n0123456789abcdefghijklmnopqrstuvwxyz",
+        )
+        .await;
+        let posted = post_json(&url, &[], b"{}".to_vec(), &loose).await.unwrap();
+        assert_eq!(posted.status, 200);
+    }
 }

@@ -130,6 +130,17 @@ async fn deliveries_are_signed_retried_isolated_and_verified_independently() {
     let gone = Receiver::start().await;
     gone.answer(410);
     let (gone_hook, _) = endpoint(&app, &alice, &gone.url(), &["generation.completed"]).await;
+    // A receiver that has failed for 3 days already: its next failure disables it.
+    let failing = Receiver::start().await;
+    failing.answer(503);
+    let (failing_hook, _) = endpoint(&app, &alice, &failing.url(), &["generation.completed"]).await;
+    sqlx::query(
+        "UPDATE webhook_endpoints SET failing_since = now() - interval '3 days' WHERE id = $1",
+    )
+    .bind(&failing_hook)
+    .execute(&app.pool)
+    .await
+    .unwrap();
     // Bob's receiver, whose secret was rotated: both secrets sign for a day.
     let bobs = Receiver::start().await;
     let (bob_hook, bob_old) = endpoint(&app, &bob, &bobs.url(), &ALL).await;
@@ -260,6 +271,31 @@ async fn deliveries_are_signed_retried_isolated_and_verified_independently() {
     )
     .await;
     assert_eq!(gone.received().len(), 1, "410 is not retried");
+    poll_until(
+        Duration::from_secs(60),
+        "the failing endpoint to be disabled",
+        || {
+            let pool = app.pool.clone();
+            let hook = failing_hook.clone();
+            async move {
+                sqlx::query_scalar::<_, String>(
+                    "SELECT disabled_reason FROM webhook_endpoints WHERE id = $1 AND NOT enabled",
+                )
+                .bind(hook)
+                .fetch_optional(&pool)
+                .await
+                .unwrap()
+            }
+        },
+    )
+    .await;
+    let reason: Option<String> =
+        sqlx::query_scalar("SELECT disabled_reason FROM webhook_endpoints WHERE id = $1")
+            .bind(&gone_hook)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(reason.as_deref(), Some("gone"));
 
     // The independent verifier accepts every delivery (and refuses altered bodies).
     let mut all: Vec<(String, _)> = main
@@ -465,6 +501,32 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
     let rotated = webhook_secret_of(&page.body).expect("the new secret, shown once");
     assert_ne!(rotated, first_secret);
 
+    // At most 10 endpoints per account: the 11th is refused and registers nothing.
+    for n in 1..10 {
+        let url = format!("https://hooks{n}.example.com/x");
+        let page = browser
+            .submit(
+                "/console/webhooks",
+                "/console/webhooks",
+                &[("url", &url), ("generation.failed", "on")],
+            )
+            .await;
+        assert_eq!(page.status, 303, "{n}: {}", page.body);
+    }
+    let page = browser
+        .submit(
+            "/console/webhooks",
+            "/console/webhooks",
+            &[
+                ("url", "https://one-too-many.example.com/x"),
+                ("generation.failed", "on"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 400);
+    assert!(page.body.contains("at most 10"), "{}", page.body);
+    assert_eq!(webhooks::list(&app.pool, &account).await.unwrap().len(), 10);
+
     let delete = format!("/console/webhooks/{endpoint}/delete");
     assert_eq!(
         browser
@@ -473,11 +535,8 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
             .status,
         303
     );
-    assert!(
-        webhooks::list(&app.pool, &account)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    let left = webhooks::list(&app.pool, &account).await.unwrap();
+    assert_eq!(left.len(), 9);
+    assert!(left.iter().all(|e| e.id != endpoint));
     app.stop().await;
 }
