@@ -64,6 +64,10 @@ pub const ANSWER_BYTES: usize = 4096;
 const HOLD_SECS: f64 = 30.0;
 /// How often the outbox is checked for due deliveries.
 const POLL: Duration = Duration::from_millis(500);
+/// Finished deliveries are kept this many days (the console lists recent ones), then deleted.
+pub const KEEP_DAYS: i32 = 30;
+/// How often finished deliveries past [`KEEP_DAYS`] are deleted.
+const PURGE_EVERY: Duration = Duration::from_secs(3600);
 const SECRET_PREFIX: &str = "whsec_";
 
 /// A webhook endpoint (DECISIONS, "Wave 3 decisions").
@@ -402,10 +406,17 @@ pub struct Dispatcher {
 pub async fn run(dispatcher: Dispatcher, mut shutdown: watch::Receiver<Shutdown>) {
     let slots = Arc::new(Semaphore::new(dispatcher.in_flight.max(1)));
     let mut pause = POLL;
+    let mut purged = tokio::time::Instant::now();
     tracing::info!("webhook delivery started");
     loop {
         if *shutdown.borrow() != Shutdown::Running {
             break;
+        }
+        if purged.elapsed() >= PURGE_EVERY {
+            purged = tokio::time::Instant::now();
+            if let Err(err) = store::webhooks::purge(&dispatcher.pool, KEEP_DAYS).await {
+                tracing::warn!(error = %err, "deleting old webhook deliveries failed");
+            }
         }
         let free = slots.available_permits();
         let mut full = false;

@@ -346,3 +346,16 @@ pub async fn resend(pool: &PgPool, account_id: &str, id: &str) -> sqlx::Result<b
     .await?;
     Ok(done.rows_affected() == 1)
 }
+
+/// Deletes finished deliveries (delivered or given up) recorded more than `days` days ago;
+/// returns how many.
+pub async fn purge(pool: &PgPool, days: i32) -> sqlx::Result<u64> {
+    let done = sqlx::query!(
+        "DELETE FROM webhook_deliveries
+         WHERE state <> 'pending' AND created_at < now() - make_interval(days => $1)",
+        days
+    )
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected())
+}

@@ -538,5 +538,29 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
     let left = webhooks::list(&app.pool, &account).await.unwrap();
     assert_eq!(left.len(), 9);
     assert!(left.iter().all(|e| e.id != endpoint));
+
+    // Finished deliveries older than 30 days are deleted; pending ones stay.
+    let mut tx = app.pool.begin().await.unwrap();
+    voiced::store::webhooks::account_event(&mut tx, &account, "generation.failed", "gen_old")
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    sqlx::query(
+        "UPDATE webhook_deliveries SET created_at = now() - interval '31 days',
+                state = CASE WHEN endpoint_id = $1 THEN 'pending' ELSE 'delivered' END",
+    )
+    .bind(&left[0].id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let purged = voiced::store::webhooks::purge(&app.pool, webhooks::KEEP_DAYS)
+        .await
+        .unwrap();
+    assert_eq!(purged, 8);
+    let kept: Vec<String> = sqlx::query_scalar("SELECT state FROM webhook_deliveries")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(kept, ["pending"]);
     app.stop().await;
 }
