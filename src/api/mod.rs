@@ -8,6 +8,7 @@ pub mod generations;
 pub mod health;
 pub mod openai_speech;
 pub mod openai_transcriptions;
+pub mod pronunciations;
 pub mod reads;
 pub mod speech;
 pub mod transcriptions;
@@ -120,6 +121,7 @@ fn v1_routes() -> OpenApiRouter<Core> {
         .routes(routes!(reads::get_captions))
         .routes(routes!(generations::get_generation))
         .routes(routes!(generations::list_generations))
+        .routes(routes!(pronunciations::list_pronunciations))
         .layer(from_fn_with_state(
             Requirement::read(),
             http::auth::authorize,
@@ -132,10 +134,13 @@ fn v1_routes() -> OpenApiRouter<Core> {
             http::auth::authorize,
         ));
     // Adding a preset voice needs `voice:generate` (spec: "add built-in preset voices") and no
-    // plan feature: it generates nothing. Cancelling a generation is the same kind of write.
+    // plan feature: it generates nothing. Cancelling a generation, and adding or deleting a
+    // pronunciation rule, are the same kind of write.
     let voices = OpenApiRouter::new()
         .routes(routes!(voices::create_voice))
         .routes(routes!(generations::cancel_generation))
+        .routes(routes!(pronunciations::create_pronunciation))
+        .routes(routes!(pronunciations::delete_pronunciation))
         .layer(from_fn_with_state(
             Requirement::scope(Scope::VoiceGenerate),
             http::auth::authorize,

@@ -3,6 +3,7 @@
 //! read-only commands (`account list|show`, `key list`) are in [`inspect`].
 
 mod inspect;
+mod pronunciation;
 mod webhooks;
 
 use clap::{Args, Subcommand};
@@ -59,6 +60,14 @@ enum AdminCommand {
                       --engine chatterbox --audio ada.wav"
     )]
     Voice(VoiceCommand),
+    /// Pronunciation rules: how the account's generations read a word.
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  voiced admin pronunciation list --account ada@example.com\n  \
+                      voiced admin pronunciation create --account ada@example.com --text SQL \
+                      --alias sequel"
+    )]
+    Pronunciation(pronunciation::PronunciationCommand),
     /// Webhook endpoints (docs/webhooks.md).
     #[command(
         subcommand,
@@ -544,6 +553,9 @@ async fn execute(
             );
         }
         AdminCommand::Voice(VoiceCommand::Presets) => unreachable!("handled without a database"),
+        AdminCommand::Pronunciation(command) => {
+            pronunciation::run(pool, as_json, command).await?;
+        }
     }
     Ok(())
 }

@@ -15,6 +15,7 @@ mod keys;
 pub mod limiter;
 pub mod oauth;
 mod page;
+mod pronunciations;
 mod session;
 mod usage;
 mod voices;
@@ -125,6 +126,14 @@ pub fn router(state: ConsoleState) -> Router {
             axum::routing::post(voices::update),
         )
         .route("/console/history", get(history::history))
+        .route(
+            "/console/pronunciations",
+            get(pronunciations::list).post(pronunciations::create),
+        )
+        .route(
+            "/console/pronunciations/{id}/delete",
+            axum::routing::post(pronunciations::delete),
+        )
         .route(
             "/console/webhooks",
             get(webhooks::list).post(webhooks::create),

@@ -45,42 +45,49 @@ impl EngineId {
                 id: EngineId::Qwen,
                 can_clone: true,
                 accepts_temperature: false,
+                phonemizes: false,
                 available: true,
             },
             EngineId::QwenCustomVoice => &EngineInfo {
                 id: EngineId::QwenCustomVoice,
                 can_clone: false,
                 accepts_temperature: false,
+                phonemizes: false,
                 available: true,
             },
             EngineId::Luxtts => &EngineInfo {
                 id: EngineId::Luxtts,
                 can_clone: true,
                 accepts_temperature: false,
+                phonemizes: true,
                 available: true,
             },
             EngineId::Chatterbox => &EngineInfo {
                 id: EngineId::Chatterbox,
                 can_clone: true,
                 accepts_temperature: true,
+                phonemizes: false,
                 available: true,
             },
             EngineId::ChatterboxTurbo => &EngineInfo {
                 id: EngineId::ChatterboxTurbo,
                 can_clone: true,
                 accepts_temperature: true,
+                phonemizes: false,
                 available: true,
             },
             EngineId::Tada => &EngineInfo {
                 id: EngineId::Tada,
                 can_clone: false,
                 accepts_temperature: false,
+                phonemizes: false,
                 available: false,
             },
             EngineId::Kokoro => &EngineInfo {
                 id: EngineId::Kokoro,
                 can_clone: false,
                 accepts_temperature: false,
+                phonemizes: true,
                 available: true,
             },
         }
@@ -90,6 +97,11 @@ impl EngineId {
     /// `qwen_custom_voice` and `kokoro` only have presets, and `tada` exists on no deployment.
     pub fn can_clone(self) -> bool {
         self.info().can_clone
+    }
+
+    /// Kokoro and LuxTTS speak from phonemes ([`EngineInfo::phonemizes`]).
+    pub fn phonemizes(self) -> bool {
+        self.info().phonemizes
     }
 
     /// Only the chatterbox engines take a temperature (spec §2).
@@ -109,6 +121,9 @@ pub struct EngineInfo {
     pub accepts_temperature: bool,
     /// Can exist on a deployment at all (tada has no ONNX export, docs/engines.md).
     pub available: bool,
+    /// Speaks from phonemes (espeak-ng's), so a pronunciation given as IPA reaches it; the other
+    /// engines read letters and say an IPA rule's word as written (docs/speech-text.md).
+    pub phonemizes: bool,
 }
 
 impl FromStr for EngineId {

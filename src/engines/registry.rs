@@ -138,7 +138,7 @@ impl EngineRegistry {
                 Err(err) => tracing::warn!(error = %err, "kokoro estimate by phonemes failed"),
             }
         }
-        normalized_chars_ms(language, text)
+        normalized_chars_ms(language, &super::text::pronounce::words_only(text))
     }
 
     /// Loads an engine instance (one per engine thread).

@@ -4,6 +4,7 @@
 
 pub mod normalize;
 pub(crate) mod phonemize;
+pub mod pronounce;
 pub(crate) mod split;
 
 pub use self::split::{Boundary, Piece};

@@ -9,7 +9,51 @@ use crate::domain::{Segment, Word};
 use crate::service::Core;
 use crate::store::captures::CaptureRow;
 use crate::store::generations::GenerationRow;
+use crate::store::pronunciations::PronunciationRow;
 use crate::store::voices::VoiceRow;
+
+/// A pronunciation rule (item of `GET /v1/pronunciations`): exactly one of `alias` and
+/// `phonemes` is present.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Pronunciation {
+    #[schema(example = "pron_0192f0c1a2b37c0d8e9f0a1b2c3d4e5f")]
+    pub id: String,
+    /// The word or phrase, matched as whole words.
+    #[schema(example = "Kokoro")]
+    pub text: String,
+    /// Words read instead of `text`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
+    /// IPA spoken instead of `text` (kokoro and luxtts voices).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "ˈkoʊkəɹoʊ")]
+    pub phonemes: Option<String>,
+    /// The voice language it is limited to; `null`: every language.
+    #[schema(example = "en")]
+    pub language: Option<String>,
+    pub case_sensitive: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<PronunciationRow> for Pronunciation {
+    fn from(row: PronunciationRow) -> Self {
+        Self {
+            id: row.id,
+            text: row.text,
+            alias: row.alias,
+            phonemes: row.phonemes,
+            language: row.language,
+            case_sensitive: row.case_sensitive,
+            created_at: row.created_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PronunciationList {
+    pub data: Vec<Pronunciation>,
+    pub total: i64,
+}
 
 /// A voice profile (item of `GET /v1/voices`).
 #[derive(Debug, Serialize, ToSchema)]

@@ -18,6 +18,7 @@ use super::principal::Principal;
 use super::transcription::Transcribed;
 use crate::domain::IdempotencyKey;
 use crate::store::idempotency::{self, Begin, LegacyResponse, Stored};
+use crate::store::pronunciations::PronunciationRow;
 use crate::store::voices::VoiceRow;
 
 pub const MAX_KEY_CHARS: usize = 255;
@@ -43,6 +44,8 @@ pub enum Operation {
     AudioTranscription,
     /// OpenAI's translation (`POST /v1/audio/translations`).
     AudioTranslation,
+    /// Adding a pronunciation rule (`POST /v1/pronunciations`).
+    AddPronunciation,
 }
 
 impl Operation {
@@ -55,6 +58,7 @@ impl Operation {
             Operation::AddVoice => "POST /v1/voices",
             Operation::AudioTranscription => "POST /v1/audio/transcriptions",
             Operation::AudioTranslation => "POST /v1/audio/translations",
+            Operation::AddPronunciation => "POST /v1/pronunciations",
         }
     }
 }
@@ -74,6 +78,8 @@ pub enum Outcome {
     Transcribed(Transcribed),
     /// A voice profile was added: the profile as it was then.
     VoiceCreated(Box<VoiceRow>),
+    /// A pronunciation rule was added: the rule as it was then.
+    PronunciationCreated(Box<PronunciationRow>),
 }
 
 /// The idempotency of one request: the key the client sent (if any) and the request's
@@ -274,7 +280,9 @@ fn from_legacy(operation: Operation, legacy: LegacyResponse) -> Option<Outcome> 
             }))
         }
         // Introduced after records stopped holding HTTP answers.
-        Operation::AudioTranscription | Operation::AudioTranslation => None,
+        Operation::AudioTranscription
+        | Operation::AudioTranslation
+        | Operation::AddPronunciation => None,
         Operation::AddVoice => {
             let v: Voice = serde_json::from_slice(&legacy.body).ok()?;
             Some(Outcome::VoiceCreated(Box::new(VoiceRow {

@@ -15,6 +15,7 @@ pub mod keys;
 pub mod oauth;
 pub mod principal;
 pub mod principal_cache;
+pub mod pronunciations;
 pub mod reads;
 pub mod speech;
 pub mod transcription;

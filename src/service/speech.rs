@@ -19,12 +19,13 @@ use super::core::Core;
 use super::error::{ErrorCode, ServiceError, SettingsPage};
 use super::idempotency::{self, Claim, Keyed, Operation, Outcome, Ran, failpoint};
 use super::principal::Principal;
-use super::reads;
+use super::{pronunciations, reads};
 use crate::audio::AudioFormat;
 use crate::domain::{
     CancelReason, EngineId, GenerationStatus, Seed, SpeechText, Temperature, VoiceKind, new_id,
 };
 use crate::engines::registry::EngineRegistry;
+use crate::engines::text::pronounce;
 use crate::store;
 use crate::store::generations::GenerationRow;
 use crate::store::voices::VoiceRow;
@@ -346,11 +347,22 @@ pub fn check_order(
             ),
         ));
     }
-    if let Err(reason) = engines.readable(order.engine, &order.voice.language, order.text.as_str())
-    {
-        return Err(ServiceError::invalid(fields.text, reason));
-    }
+    readable(engines, order, order.text.as_str(), fields)?;
     Ok(temperature)
+}
+
+/// Whether the voice's language can read `text`, inline pronunciations read as their words
+/// (their IPA is checked on its own, [`pronunciations::spoken_text`]).
+fn readable(
+    engines: &EngineRegistry,
+    order: &SpeechOrder,
+    text: &str,
+    fields: Fields,
+) -> Result<(), ServiceError> {
+    let words = pronounce::words_only(text);
+    engines
+        .readable(order.engine, &order.voice.language, &words)
+        .map_err(|reason| ServiceError::invalid(fields.text, reason))
 }
 
 /// Refuses a voice whose engine exists on no deployment (tada: no ONNX export), naming the
@@ -389,7 +401,18 @@ async fn admit(
         .pinned_seed
         .and_then(|s| Seed::new(s as u64).ok());
     let seed = order.seed.or(pinned_seed).unwrap_or_else(Seed::random);
-    let estimated_ms = estimate(engines, &order).await?;
+    let spoken = pronunciations::spoken_text(
+        pool,
+        &principal.account_id,
+        &order.voice.language,
+        order.text.as_str(),
+        fields.text,
+    )
+    .await?;
+    if let Some(spoken) = &spoken {
+        readable(engines, &order, spoken, fields)?;
+    }
+    let estimated_ms = estimate(engines, &order, spoken.as_deref()).await?;
     refuse_too_long(policy, estimated_ms, fields.text)?;
 
     let mut tx = pool.begin().await?;
@@ -418,6 +441,7 @@ async fn admit(
             voice_id: &order.voice.id,
             engine: order.engine.as_str(),
             text: order.text.as_str(),
+            spoken_text: spoken.as_deref(),
             seed: seed.as_i64(),
             temperature: temperature.map(Temperature::get),
             format: order.format.as_str(),
@@ -449,11 +473,16 @@ async fn admit(
 /// allowance and the key's ceiling until the measured duration replaces it, and what
 /// `max_audio_per_request_secs` bounds. Computed from the text the engine will read (kokoro:
 /// normalised and phonemized, see [`EngineRegistry::estimated_audio_ms`]); phonemizing runs a
-/// program, so it runs on the blocking pool, never on the async workers.
-pub async fn estimate(engines: &EngineRegistry, order: &SpeechOrder) -> Result<i64, ServiceError> {
+/// program, so it runs on the blocking pool, never on the async workers. `spoken`: the text with
+/// the account's pronunciations written in, when they changed it.
+pub async fn estimate(
+    engines: &EngineRegistry,
+    order: &SpeechOrder,
+    spoken: Option<&str>,
+) -> Result<i64, ServiceError> {
     let engines = engines.clone();
     let engine = order.engine;
-    let text = order.text.as_str().to_owned();
+    let text = spoken.unwrap_or(order.text.as_str()).to_owned();
     let language = order.voice.language.clone();
     let preset = order.voice.preset.clone().unwrap_or_default();
     tokio::task::spawn_blocking(move || {

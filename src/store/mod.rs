@@ -10,6 +10,7 @@ pub mod idempotency;
 pub mod keys;
 pub mod oauth;
 pub mod prints;
+pub mod pronunciations;
 pub mod queue;
 pub mod read_pool;
 pub mod sessions;

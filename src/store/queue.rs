@@ -26,6 +26,8 @@ pub struct NewGeneration<'a> {
     pub voice_id: &'a str,
     pub engine: &'a str,
     pub text: &'a str,
+    /// `text` with the account's pronunciations written in, when they changed it.
+    pub spoken_text: Option<&'a str>,
     pub seed: i64,
     pub temperature: Option<f32>,
     pub format: &'a str,
@@ -41,8 +43,8 @@ pub async fn enqueue(
 ) -> sqlx::Result<()> {
     sqlx::query!(
         "INSERT INTO generations (id, account_id, api_key_id, voice_id, engine, text, seed,
-                                  temperature, format, status, estimated_ms)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'generating', $10)",
+                                  temperature, format, status, estimated_ms, spoken_text)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'generating', $10, $11)",
         generation.id,
         generation.account_id,
         generation.api_key_id,
@@ -52,7 +54,8 @@ pub async fn enqueue(
         generation.seed,
         generation.temperature,
         generation.format,
-        generation.estimated_ms
+        generation.estimated_ms,
+        generation.spoken_text
     )
     .execute(&mut **tx)
     .await?;
@@ -154,7 +157,7 @@ pub async fn claim(pool: &PgPool, worker: &str, lease: Duration) -> sqlx::Result
                started_at = COALESCE(g.started_at, now()), updated_at = now()
            FROM next, voice_profiles v
            WHERE g.id = next.id AND v.id = g.voice_id
-           RETURNING g.id, g.engine, g.text, g.seed, g.temperature, g.format, v.preset,
+           RETURNING g.id, g.engine, COALESCE(g.spoken_text, g.text) AS "text!", g.seed, g.temperature, g.format, v.preset,
                      v.language, g.attempts, v.voice_type AS "voice_type: VoiceKind",
                      (SELECT p.print FROM voice_prints p
                       WHERE p.voice_id = g.voice_id AND p.engine = g.engine) AS voice_print,

@@ -12,6 +12,7 @@ pub mod health;
 pub mod pieces;
 pub mod streams;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ use tracing::Instrument;
 use crate::domain::EngineId;
 use crate::engines::Cancel;
 use crate::engines::registry::EngineRegistry;
+use crate::engines::text::pronounce;
 use crate::store::blobs::{Blob, BlobStore};
 use crate::store::prints::{self, PrintJob};
 use crate::store::queue::{self, Completion, Job, Lease};
@@ -240,13 +242,19 @@ async fn process_job(
     deps: &WorkerDeps,
     options: &WorkerOptions,
     control: &mut Control<'_>,
-    job: Job,
+    mut job: Job,
 ) {
     let Control {
         engine,
         listener,
         shutdown,
     } = control;
+    // An engine that reads letters says an inline pronunciation's word as written.
+    if let Ok(engine_id) = job.engine.parse::<EngineId>()
+        && let Cow::Owned(text) = pronounce::for_engine(&job.text, engine_id)
+    {
+        job.text = text;
+    }
     let id = job.id.clone();
     let engine_name = job.engine.clone();
     let started = std::time::Instant::now();

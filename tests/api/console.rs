@@ -963,3 +963,73 @@ async fn the_request_log_names_the_forwarded_client_of_a_trusted_proxy() {
     drop(server);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn pronunciations_are_managed_in_the_console_and_by_the_operator() {
+    let app = TestApp::start().await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_up("lexicon@example.com").await.status, 303);
+    let page = "/console/pronunciations";
+    let added = browser
+        .submit(
+            page,
+            page,
+            &[
+                ("text", "Kokoro"),
+                ("kind", "phonemes"),
+                ("say", "ˈkoʊkəɹoʊ"),
+            ],
+        )
+        .await;
+    assert_eq!(added.status, 303, "{}", added.body);
+    let listed = browser.get(page).await;
+    assert!(listed.body.contains("/ˈkoʊkəɹoʊ/"), "{}", listed.body);
+    // A refusal shows the reason and the form as sent, and adds nothing.
+    let refused = browser
+        .submit(
+            page,
+            page,
+            &[("text", "Kokoro"), ("kind", "phonemes"), ("say", "k☃")],
+        )
+        .await;
+    assert_eq!(refused.status, 400);
+    assert!(
+        refused.body.contains("cannot be spoken"),
+        "{}",
+        refused.body
+    );
+    assert!(refused.body.contains("value=\"k☃\""), "{}", refused.body);
+
+    // The operator sees and adds through the same rules.
+    let email = "lexicon@example.com";
+    let list = admin_with_stdin(&app, &["pronunciation", "list", "--account", email], "");
+    assert_eq!(list["total"], 1, "{list}");
+    let id = list["data"][0]["id"].as_str().unwrap().to_owned();
+    let alias = admin_with_stdin(
+        &app,
+        &[
+            "pronunciation",
+            "create",
+            "--account",
+            email,
+            "--text",
+            "SQL",
+            "--alias",
+            "sequel",
+        ],
+        "",
+    );
+    assert_eq!(alias["alias"], "sequel", "{alias}");
+    assert!(browser.get(page).await.body.contains("sequel"));
+
+    // Another account's rule is out of reach; the owner deletes it.
+    let mut intruder = Browser::new(&app);
+    assert_eq!(intruder.sign_up("intruder@example.com").await.status, 303);
+    let action = format!("/console/pronunciations/{id}/delete");
+    assert_eq!(intruder.submit(page, &action, &[]).await.status, 404);
+    assert_eq!(browser.submit(page, &action, &[]).await.status, 303);
+    let list = admin_with_stdin(&app, &["pronunciation", "list", "--account", email], "");
+    assert_eq!(list["total"], 1, "{list}");
+    assert_eq!(list["data"][0]["text"], "SQL");
+    app.stop().await;
+}

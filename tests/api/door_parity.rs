@@ -295,6 +295,18 @@ async fn cases(app: &TestApp) -> Vec<Case> {
             "invalid_request",
         ),
         case(
+            // Issue 26: the inline pronunciation's IPA is the core's to check, on every door.
+            "inline pronunciation no voice can say",
+            &key,
+            Input {
+                text: Some("Parity is a [promise](/p☃/).".to_owned()),
+                ..normal("Mine")
+            },
+            SPEECH_DOORS,
+            400,
+            "invalid_request",
+        ),
+        case(
             "engine not installed",
             &key,
             normal("Absent"),

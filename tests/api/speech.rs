@@ -833,6 +833,7 @@ async fn a_failed_generation_tells_a_fixed_sentence_not_the_engines_internals() 
             voice_id: &voice,
             engine: "qwen",
             text: "Hello.",
+            spoken_text: None,
             seed: 1,
             temperature: None,
             format: "wav",

@@ -254,6 +254,7 @@ async fn voice_prints_take_their_turn_in_the_fair_queue() {
             voice_id: &voice,
             engine: "kokoro",
             text: "Hi.",
+            spoken_text: None,
             seed: 1,
             temperature: None,
             format: "wav",

@@ -1082,6 +1082,7 @@ async fn console_clones_through_a_worker(app: &TestApp) {
             voice_id: &broken,
             engine: "chatterbox",
             text: "Hello.",
+            spoken_text: None,
             seed: 1,
             temperature: None,
             format: "wav",

@@ -1,5 +1,6 @@
 import { Transport, type FetchLike } from "./core.js";
 import { Audio } from "./resources/audio.js";
+import { Pronunciations } from "./resources/pronunciations.js";
 import { Captures, Voices } from "./resources/reads.js";
 import { Generations, Speech } from "./resources/speech.js";
 import { Transcriptions } from "./resources/transcriptions.js";
@@ -45,6 +46,8 @@ export class Voiced {
   readonly transcriptions: Transcriptions;
   /** `GET /v1/voices`, `POST /v1/voices` (add a preset voice), `GET /v1/voices/presets`. */
   readonly voices: Voices;
+  /** `GET|POST /v1/pronunciations`, `DELETE /v1/pronunciations/{id}`: how the account's voices read a word. */
+  readonly pronunciations: Pronunciations;
   /** `GET /v1/captures`. */
   readonly captures: Captures;
 
@@ -70,6 +73,7 @@ export class Voiced {
     this.audio = new Audio(transport);
     this.transcriptions = new Transcriptions(transport);
     this.voices = new Voices(transport);
+    this.pronunciations = new Pronunciations(transport);
     this.captures = new Captures(transport);
   }
 }

@@ -28,7 +28,7 @@ export interface CreateOptions extends RequestOptions {
 }
 
 export interface HttpRequest {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "DELETE";
   /** Path under the base URL, e.g. `/v1/voices`. */
   path?: string;
   /** An absolute URL instead of `path` (signed audio links); sent without the credential. */

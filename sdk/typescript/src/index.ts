@@ -10,6 +10,7 @@ export {
 } from "./errors.js";
 export { parseRateLimit, type RateLimitInfo, type RateLimitPolicy } from "./rate-limit.js";
 export { SpeechAudio, type AudioSpeechCreateParams } from "./resources/audio.js";
+export type { PronunciationCreateParams } from "./resources/pronunciations.js";
 export type { CaptureIterateOptions, CaptureListParams, VoiceCreateParams } from "./resources/reads.js";
 export type { SpeechCreateParams, SpeechResult, WaitOptions } from "./resources/speech.js";
 export type { TranscriptionCreateParams } from "./resources/transcriptions.js";

@@ -50,3 +50,25 @@ test("voices.create: an unknown preset is invalid_request naming preset", async 
   assert.equal(err.code, "invalid_request");
   assert.equal(err.param, "preset");
 });
+
+test("pronunciations: create, list, refuse by member, delete", async () => {
+  const text = `sdk${randomUUID().slice(0, 8)}`;
+  const rule = await client().pronunciations.create({ text, phonemes: "ˈkoʊkəɹoʊ", language: "en" });
+  assert.match(rule.id, /^pron_/);
+  assert.equal(rule.phonemes, "ˈkoʊkəɹoʊ");
+  assert.equal(rule.language, "en");
+  assert.equal(rule.alias, undefined);
+  const listed = await client("readOnly").pronunciations.list();
+  assert.ok(listed.data.some((r) => r.id === rule.id));
+
+  const err = await rejection(client().pronunciations.create({ text, phonemes: "k☃" }));
+  assert.ok(err instanceof VoicedError);
+  assert.equal(err.status, 400);
+  assert.equal(err.code, "invalid_request");
+  assert.equal(err.param, "phonemes");
+
+  await client().pronunciations.delete(rule.id);
+  const gone = await rejection(client().pronunciations.delete(rule.id));
+  assert.equal(gone.status, 404);
+  assert.equal(gone.code, "not_found");
+});

@@ -8,7 +8,7 @@
 //! blocking pool.
 
 use crate::engines::EngineError;
-use crate::engines::text::{normalize, phonemize, split};
+use crate::engines::text::{normalize, phonemize, pronounce, split};
 
 /// What Kokoro will read of a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,8 +34,8 @@ pub const SENTENCE_PAUSE_MS: i64 = 250;
 /// The reading of `text` by a voice of `language` with `preset`.
 pub fn reading(text: &str, preset: &str, language: &str) -> Result<Reading, EngineError> {
     let voice = phonemize::espeak_voice(language, preset)?;
-    let text = text.trim();
-    let normalized = normalize::for_voice(text, &voice);
+    let pinned = pronounce::pin(text.trim());
+    let normalized = normalize::for_voice(&pinned.text, &voice);
     let text = normalized.as_str();
     let sentences = split::sentences(text);
     if sentences.is_empty() {
@@ -44,7 +44,7 @@ pub fn reading(text: &str, preset: &str, language: &str) -> Result<Reading, Engi
             sentences: 0,
         });
     }
-    let phonemes = phonemize::phonemize_many(&sentences, &voice)?;
+    let phonemes = phonemize::phonemize_many(&sentences, &voice, &pinned.phonemes)?;
     Ok(Reading {
         phonemes: phonemes.iter().map(|p| p.chars().count()).sum(),
         sentences: phonemes.iter().filter(|p| !p.trim().is_empty()).count(),

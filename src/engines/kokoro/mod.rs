@@ -21,7 +21,7 @@ use self::voices::{Style, VoiceIndex};
 use crate::domain::{EngineId, EngineInfo};
 use crate::engines::pieces;
 use crate::engines::text::phonemize::{self, Vocab};
-use crate::engines::text::{Piece, normalize, split};
+use crate::engines::text::{Piece, normalize, pronounce, split};
 use crate::engines::{Engine, EngineError, Pcm, Preset, Segment, SynthesisInput};
 
 /// Its capabilities ([`EngineId::info`]).
@@ -165,10 +165,11 @@ impl KokoroEngine {
         language: &str,
     ) -> Result<Vec<Piece>, EngineError> {
         let voice = phonemize::espeak_voice(language, preset)?;
-        let normalized = normalize::for_voice(text, &voice);
+        let pinned = pronounce::pin(text);
+        let normalized = normalize::for_voice(&pinned.text, &voice);
         let text = normalized.as_str();
         let mut tokenize = |texts: &[&str]| -> Result<Vec<Vec<i64>>, EngineError> {
-            let phonemes = phonemize::phonemize_many(texts, &voice)?;
+            let phonemes = phonemize::phonemize_many(texts, &voice, &pinned.phonemes)?;
             Ok(phonemes.iter().map(|p| self.vocab.tokens(p)).collect())
         };
         split::split_short_start(text, MAX_TOKENS, &mut tokenize)

@@ -27,7 +27,7 @@ use crate::engines::onnx::{self, inference};
 use crate::engines::pieces;
 use crate::engines::qwen::expect_io;
 use crate::engines::spectrogram::{self, Mel};
-use crate::engines::text::{normalize, phonemize, split};
+use crate::engines::text::{normalize, phonemize, pronounce, split};
 use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
 
 /// Its capabilities ([`EngineId::info`]).
@@ -198,11 +198,12 @@ impl LuxEngine {
     }
 
     /// Phoneme tokens of English text (normalised, espeak-ng `en-us`, `tokens.txt`; symbols
-    /// outside the table are dropped as upstream does).
-    pub fn tokenize(&self, texts: &[&str]) -> Result<Vec<Vec<i64>>, EngineError> {
+    /// outside the table are dropped as upstream does); a pinned character
+    /// (`pronounce::pin`) reads `pins[i]`.
+    pub fn tokenize(&self, texts: &[&str], pins: &[String]) -> Result<Vec<Vec<i64>>, EngineError> {
         let normalized: Vec<String> = texts.iter().map(|t| normalize::english(t)).collect();
         let refs: Vec<&str> = normalized.iter().map(String::as_str).collect();
-        let ipa = phonemize::ipa_many(&refs, "en-us")?;
+        let ipa = phonemize::ipa_many(&refs, "en-us", pins)?;
         Ok(ipa
             .iter()
             .map(|p| {
@@ -216,7 +217,7 @@ impl LuxEngine {
     /// The print of a 24 kHz reference clip and its transcript.
     pub fn print(&mut self, reference: &[f32], transcript: &str) -> Result<LuxPrint, EngineError> {
         let tokens = self
-            .tokenize(&[transcript.trim()])?
+            .tokenize(&[transcript.trim()], &[])?
             .pop()
             .unwrap_or_default();
         if tokens.is_empty() {
@@ -296,8 +297,9 @@ impl LuxEngine {
                 "the voice print does not fit this model: clone the voice again".into(),
             ));
         }
-        let mut tokenize = |texts: &[&str]| self.tokenize(texts);
-        let pieces = pieces::some(split::split(text, MAX_TOKENS, &mut tokenize)?)?;
+        let pinned = pronounce::pin(text);
+        let mut tokenize = |texts: &[&str]| self.tokenize(texts, &pinned.phonemes);
+        let pieces = pieces::some(split::split(&pinned.text, MAX_TOKENS, &mut tokenize)?)?;
         let mut rng = ChaCha8Rng::seed_from_u64(input.seed);
         let rate = self.sample_rate;
         let (pcm, pieces) = pieces::render(&pieces, input, rate, |_, piece| {

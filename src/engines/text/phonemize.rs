@@ -19,6 +19,7 @@ use std::process::{Command, Stdio};
 
 use unicode_normalization::UnicodeNormalization;
 
+use super::pronounce;
 use crate::engines::EngineError;
 
 /// The phoneme-character → token-id map of `vocab.json`.
@@ -124,35 +125,171 @@ const AMERICAN: &[(&str, &str)] = &[
     ("ː", ""),
 ];
 
-/// A piece of input text: words for espeak, or a punctuation mark Kokoro knows.
+/// A piece of input text: words for espeak, a pinned pronunciation (`pronounce::pin`), or a
+/// punctuation mark Kokoro knows.
 #[derive(Debug, PartialEq)]
 enum Item<'a> {
     Words(&'a str),
+    Pinned(usize),
     Mark { mark: char, opening: bool },
 }
 
 #[cfg(test)]
 /// Phonemizes `text` with espeak-ng `voice`, punctuation preserved.
 pub fn phonemize(text: &str, voice: &str) -> Result<String, EngineError> {
-    Ok(phonemize_many(&[text], voice)?.pop().unwrap_or_default())
+    Ok(phonemize_many(&[text], voice, &[])?
+        .pop()
+        .unwrap_or_default())
 }
 
-/// Phonemizes several texts with one espeak-ng process.
-pub fn phonemize_many(texts: &[&str], voice: &str) -> Result<Vec<String>, EngineError> {
-    phonemize_with(texts, voice, &|ipa| clean(ipa, voice))
+/// How phonemes are spelled for a model: those espeak-ng wrote, and those a caller gave.
+struct Spelling<'a> {
+    espeak: &'a dyn Fn(&str) -> String,
+    caller: &'a dyn Fn(&str) -> String,
+}
+
+/// Phonemizes several texts with one espeak-ng process; a pinned character (`pronounce::pin`)
+/// stands for `pins[i]`, the caller's IPA in Kokoro's symbols.
+pub fn phonemize_many(
+    texts: &[&str],
+    voice: &str,
+    pins: &[String],
+) -> Result<Vec<String>, EngineError> {
+    let spelling = Spelling {
+        espeak: &|ipa| clean(ipa, voice),
+        caller: &|ipa| caller_ipa(ipa, voice),
+    };
+    phonemize_with(texts, voice, pins, &spelling)
 }
 
 /// espeak-ng's own IPA of several texts, punctuation put back the same way but without Kokoro's
 /// spellings (ties and language tags removed): for models trained on piper-phonemize's output
-/// (LuxTTS).
-pub fn ipa_many(texts: &[&str], voice: &str) -> Result<Vec<String>, EngineError> {
-    phonemize_with(texts, voice, &plain)
+/// (LuxTTS). Pins are the caller's IPA as written, less tie bars.
+pub fn ipa_many(texts: &[&str], voice: &str, pins: &[String]) -> Result<Vec<String>, EngineError> {
+    let spelling = Spelling {
+        espeak: &plain,
+        caller: &|ipa| {
+            plain(
+                &ipa.nfd()
+                    .filter(|c| !matches!(c, '\u{0361}' | '\u{035C}'))
+                    .nfc()
+                    .collect::<String>(),
+            )
+        },
+    };
+    phonemize_with(texts, voice, pins, &spelling)
+}
+
+/// Kokoro v1.0's phoneme symbols (`vocab.json` less punctuation).
+const KOKORO_SYMBOLS: &str = "AIOQSTWYabcdefhijklmnopqrstuvwxyzæçðøŋœɐɑɒɔɕɖəɚɛɜɟɡɣɤɥɨɪɯɰɲɳɴɸɹɻɽɾʁʂʃʈʊʋʌʎʒʔʝʣʤʥʦʧʨʰʲˈˌː\u{303}βθχᵊᵝᵻ→↓↗↘ꭧ";
+
+/// Untied pairs callers write for one sound, tied the way espeak writes them (then `TIES`).
+const UNTIED: &[(&str, &str)] = &[
+    ("aɪ", "a^ɪ"),
+    ("aʊ", "a^ʊ"),
+    ("eɪ", "e^ɪ"),
+    ("oʊ", "o^ʊ"),
+    ("əʊ", "ə^ʊ"),
+    ("ɔɪ", "ɔ^ɪ"),
+    ("tʃ", "t^ʃ"),
+    ("dʒ", "d^ʒ"),
+];
+
+/// A caller's IPA in Kokoro's symbols for espeak voice `voice`: tie bars and untied diphthongs
+/// and affricates become Kokoro's single letters, ASCII `g`, `'` and `:` their IPA letters, and
+/// the dialect's spellings apply as to espeak's output.
+pub fn caller_ipa(ipa: &str, voice: &str) -> String {
+    let mut s: String = ipa
+        .trim()
+        .nfd()
+        .map(|c| match c {
+            '\u{0361}' | '\u{035C}' => '^',
+            'g' => 'ɡ',
+            '\'' | '’' => 'ˈ',
+            ':' => 'ː',
+            c => c,
+        })
+        .collect();
+    s = replace_all(s, UNTIED);
+    stress_before_vowels(&clean(&s, voice))
+}
+
+/// Vowels of Kokoro's symbols (its single-letter diphthongs included).
+const VOWELS: &str = "AIOQWYaeiouyæøœɐɑɒɔəɚɛɜɤɨɪɯʊʌᵊᵻ";
+
+/// Stress marks moved from where IPA puts them (the start of the syllable: "ˈkoʊ") to where
+/// espeak and misaki, and so Kokoro's training data, put them (before its vowel: "kˈO").
+fn stress_before_vowels(ipa: &str) -> String {
+    let mut out = String::with_capacity(ipa.len());
+    let mut pending: Option<char> = None;
+    for c in ipa.chars() {
+        match c {
+            'ˈ' | 'ˌ' => {
+                if let Some(mark) = pending.replace(c) {
+                    out.push(mark);
+                }
+            }
+            ' ' => {
+                if let Some(mark) = pending.take() {
+                    out.push(mark);
+                }
+                out.push(c);
+            }
+            c if VOWELS.contains(c) => {
+                if let Some(mark) = pending.take() {
+                    out.push(mark);
+                }
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    if let Some(mark) = pending {
+        out.push(mark);
+    }
+    out
+}
+
+/// Why a caller's IPA cannot be spoken by Kokoro with espeak voice `voice`: the symbols outside
+/// its inventory (diacritics other than the nasal tilde and tie bars included), or no symbol at
+/// all. `None` when it can.
+pub fn unspeakable(ipa: &str, voice: &str) -> Option<String> {
+    let marks: String = ipa
+        .nfd()
+        .filter(|c| ('\u{0300}'..='\u{036F}').contains(c))
+        .filter(|c| !matches!(c, '\u{0303}' | '\u{0361}' | '\u{035C}'))
+        .collect();
+    let spelled = caller_ipa(ipa, voice);
+    let mut unknown: Vec<char> = spelled
+        .chars()
+        .filter(|&c| c != ' ' && !KOKORO_SYMBOLS.contains(c))
+        .chain(marks.chars())
+        .collect();
+    unknown.sort_unstable();
+    unknown.dedup();
+    if !unknown.is_empty() {
+        let listed: Vec<String> = unknown
+            .iter()
+            .map(|c| format!("\"{}\" (U+{:04X})", c, *c as u32))
+            .collect();
+        return Some(format!(
+            "these symbols are not phonemes the voices know: {}",
+            listed.join(", ")
+        ));
+    }
+    // Stress, length and the modifier letters only mark a phoneme; alone they say nothing.
+    let marks_only = |c: char| matches!(c, 'ˈ' | 'ˌ' | 'ː' | 'ʰ' | 'ʲ' | '\u{303}' | ' ');
+    if spelled.chars().all(marks_only) {
+        return Some("it has no phoneme".into());
+    }
+    None
 }
 
 fn phonemize_with(
     texts: &[&str],
     voice: &str,
-    clean: &dyn Fn(&str) -> String,
+    pins: &[String],
+    spelling: &Spelling<'_>,
 ) -> Result<Vec<String>, EngineError> {
     if matches!(voice, "ja" | "cmn") && texts.iter().any(|t| t.chars().any(is_ideograph)) {
         return Err(EngineError::InvalidInput(
@@ -165,13 +302,13 @@ fn phonemize_with(
         .flatten()
         .filter_map(|i| match i {
             Item::Words(w) => Some(*w),
-            Item::Mark { .. } => None,
+            Item::Mark { .. } | Item::Pinned(_) => None,
         })
         .collect();
     let mut ipa = espeak(&words, voice)?.into_iter();
     Ok(items
         .iter()
-        .map(|items| assemble(items, &mut ipa, clean))
+        .map(|items| assemble(items, &mut ipa, pins, spelling))
         .collect())
 }
 
@@ -179,14 +316,19 @@ fn phonemize_with(
 fn assemble(
     items: &[Item<'_>],
     ipa: &mut impl Iterator<Item = String>,
-    clean: &dyn Fn(&str) -> String,
+    pins: &[String],
+    spelling: &Spelling<'_>,
 ) -> String {
     let mut out = String::new();
     let mut after_opening = false;
     for item in items {
         match item {
-            Item::Words(_) => {
-                let ph = clean(&ipa.next().unwrap_or_default());
+            Item::Words(_) | Item::Pinned(_) => {
+                let ph = match item {
+                    Item::Pinned(i) => pins.get(*i).map(|p| (spelling.caller)(p)),
+                    _ => Some((spelling.espeak)(&ipa.next().unwrap_or_default())),
+                }
+                .unwrap_or_default();
                 if ph.is_empty() {
                     continue;
                 }
@@ -269,7 +411,20 @@ fn items(text: &str) -> Vec<Item<'_>> {
     items
 }
 
-fn push_words<'a>(items: &mut Vec<Item<'a>>, words: &'a str) {
+/// A run between marks: its words, and the pins among them as items of their own.
+fn push_words<'a>(items: &mut Vec<Item<'a>>, run: &'a str) {
+    let mut start = 0;
+    for (i, c) in run.char_indices() {
+        if let Some(pin) = pronounce::pin_index(c) {
+            push_plain(items, &run[start..i]);
+            items.push(Item::Pinned(pin));
+            start = i + c.len_utf8();
+        }
+    }
+    push_plain(items, &run[start..]);
+}
+
+fn push_plain<'a>(items: &mut Vec<Item<'a>>, words: &'a str) {
     let words = words.trim();
     if words.chars().any(char::is_alphanumeric) {
         items.push(Item::Words(words));
@@ -478,6 +633,32 @@ mod tests {
     fn espeak_english_sentence() {
         let ph = phonemize("Hello, world. This is a test!", "en-us").unwrap();
         assert_eq!(ph, "həlˈO, wˈɜɹld. ðɪs ɪz ə tˈɛst!");
+    }
+
+    #[test]
+    fn a_pinned_pronunciation_is_spoken_as_given() {
+        use crate::engines::text::{normalize, pronounce};
+        let pinned = pronounce::pin("Say [Kokoro](/ˈkoʊkəɹoʊ/) 3 times, [Kokoro](/kˈO/).");
+        let text = normalize::for_voice(&pinned.text, "en-us");
+        assert_eq!(text, "Say \u{E000} three times, \u{E001}.");
+        let ph = phonemize_many(&[&text], "en-us", &pinned.phonemes).unwrap();
+        assert_eq!(ph[0], "sˈA kˈOkəɹO θɹˈi tˈImz, kˈO.");
+        // The same pins for a model trained on espeak's own IPA: as the caller wrote them.
+        let ipa = ipa_many(&[&text], "en-us", &pinned.phonemes).unwrap();
+        assert!(ipa[0].contains(" ˈkoʊkəɹoʊ "), "{ipa:?}");
+        // A pin the text does not hold says nothing (never another pin's phonemes).
+        let ph = phonemize_many(&["a \u{E005} b"], "en-us", &pinned.phonemes).unwrap();
+        assert_eq!(ph[0], "ˈA bˈi");
+    }
+
+    #[test]
+    fn callers_ipa_becomes_kokoros_symbols() {
+        assert_eq!(caller_ipa("ˈtʃaɪ lˈæt͡ʃeɪ", "en-us"), "ʧˈI lˈæʧA");
+        assert_eq!(caller_ipa("'gɑ:ɹdən", "en-us"), "ɡˈɑɹdən");
+        assert_eq!(caller_ipa("ˌʌndərˈstænd", "en-us"), "ˌʌndəɹstˈænd");
+        assert_eq!(caller_ipa("təmˈɑːtəʊ", "en-gb"), "təmˈɑːtQ");
+        assert_eq!(unspeakable("kˈOkəɹO", "en-us"), None);
+        assert!(unspeakable("k☃", "en-us").unwrap().contains("U+2603"));
     }
 
     #[test]

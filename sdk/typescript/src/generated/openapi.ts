@@ -229,6 +229,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/pronunciations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Lists the account's pronunciation rules, newest first. */
+        get: operations["list_pronunciations"];
+        put?: never;
+        /**
+         * Adds a pronunciation rule: every later generation of the account reads each whole-word
+         *     occurrence of `text` as the rule says.
+         */
+        post: operations["create_pronunciation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/pronunciations/{pronunciationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Deletes a pronunciation rule; generations already asked for keep it. */
+        delete: operations["delete_pronunciation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/speech": {
         parameters: {
             query?: never;
@@ -353,6 +391,39 @@ export interface components {
             offset: number;
             /** Format: int64 */
             total: number;
+        };
+        /**
+         * @description Request body of `POST /v1/pronunciations`: `text` and exactly one of `alias` and `phonemes`.
+         *     Any other member is refused (400 naming it).
+         */
+        CreatePronunciationRequest: {
+            /**
+             * @description Other words to read instead (1 to 200 characters), normalised like the rest of the text.
+             * @example koh koh roh
+             */
+            alias?: string | null;
+            /**
+             * @description Match the text's case exactly. Default false.
+             * @example false
+             */
+            case_sensitive?: boolean | null;
+            /**
+             * @description Only voices of this language (ISO 639-1, optionally with a region; `en` covers `en-gb`).
+             *     Omitted: every language.
+             * @example en
+             */
+            language?: string | null;
+            /**
+             * @description IPA (1 to 200 characters) given to the phonemiser instead (kokoro and luxtts voices;
+             *     the other engines say the text as written).
+             * @example ˈkoʊkəɹoʊ
+             */
+            phonemes?: string | null;
+            /**
+             * @description The word or phrase, 1 to 100 characters, matched as whole words.
+             * @example Kokoro
+             */
+            text: string;
         };
         /** @description Request body of `POST /v1/voices`. Any other member is refused (400 naming it). */
         CreateVoiceRequest: {
@@ -620,6 +691,39 @@ export interface components {
             title: string;
             /** @description `{errors_url}/<code>`. */
             type: string;
+        };
+        /**
+         * @description A pronunciation rule (item of `GET /v1/pronunciations`): exactly one of `alias` and
+         *     `phonemes` is present.
+         */
+        Pronunciation: {
+            /** @description Words read instead of `text`. */
+            alias?: string | null;
+            case_sensitive: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** @example pron_0192f0c1a2b37c0d8e9f0a1b2c3d4e5f */
+            id: string;
+            /**
+             * @description The voice language it is limited to; `null`: every language.
+             * @example en
+             */
+            language?: string | null;
+            /**
+             * @description IPA spoken instead of `text` (kokoro and luxtts voices).
+             * @example ˈkoʊkəɹoʊ
+             */
+            phonemes?: string | null;
+            /**
+             * @description The word or phrase, matched as whole words.
+             * @example Kokoro
+             */
+            text: string;
+        };
+        PronunciationList: {
+            data: components["schemas"]["Pronunciation"][];
+            /** Format: int64 */
+            total: number;
         };
         /** @description Answer of `POST /v1/speech`. */
         SpeechAccepted: {
@@ -1774,6 +1878,245 @@ export interface operations {
             };
             /** @description `generation_finished`: it had already completed or failed */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_pronunciations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account's pronunciation rules */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PronunciationList"];
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `pro_plan_required` or `insufficient_scope` (needs `voice:read`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    create_pronunciation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Same key and body within 48 h returns the first answer without adding again */
+                "Idempotency-Key"?: string | null;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePronunciationRequest"];
+            };
+        };
+        responses: {
+            /** @description The rule */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Pronunciation"];
+                };
+            };
+            /** @description `invalid_request` (`param` names the member: a text or alias out of bounds, both or neither of alias and phonemes, phonemes with symbols the voices do not know, a bad language), or the account already has 500 rules */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `pro_plan_required` or `insufficient_scope` (needs `voice:generate`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_in_use` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `idempotency_key_reused` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    delete_pronunciation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rule's id (`pron_…`) */
+                pronunciationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request`: id longer than 200 characters */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `pro_plan_required` or `insufficient_scope` (needs `voice:generate`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_found`: no such rule in this account */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
