@@ -40,6 +40,13 @@ if [ ! -x "$moto_venv/bin/moto_server" ]; then
   "$moto_venv/bin/pip" install --quiet --disable-pip-version-check 'moto[server]==5.1.4'
 fi
 export VOICED_MOTO_SERVER="$moto_venv/bin/moto_server"
+# The webhook tests' independent verifier: the standardwebhooks package (PyPI), pinned.
+hooks_venv="$VOICED_CACHE/venv-webhooks"
+if ! "$hooks_venv/bin/python" -c 'import standardwebhooks' 2>/dev/null; then
+  python3 -m venv --clear "$hooks_venv"
+  "$hooks_venv/bin/pip" install --quiet --disable-pip-version-check 'standardwebhooks==1.1.0'
+fi
+export VOICED_WEBHOOKS_PYTHON="$hooks_venv/bin/python" VOICED_REQUIRE_WEBHOOK_VERIFIER=1
 cargo test --locked --no-fail-fast -- --test-threads="${VOICED_TEST_THREADS:-2}"
 ./scripts/sdk-test.sh "$bin"
 ./scripts/sdk-ts-test.sh "$bin"

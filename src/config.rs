@@ -80,6 +80,10 @@ struct Raw {
     download_connections: u32,
     downloads_per_link: u32,
     max_audio_per_request_secs: u64,
+    // Webhooks (issue 27 item 1).
+    webhooks_allow_private_addresses: bool,
+    webhooks_retry_base_ms: u64,
+    webhooks_deliveries_in_flight: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,6 +168,14 @@ pub struct Config {
     /// The most audio one speech request may produce, in seconds: a text whose admission
     /// estimate alone is longer is refused with 400 before anything is queued.
     pub max_audio_per_request_secs: u64,
+    /// Webhook endpoints may be `http` and any address, private and loopback included (tests,
+    /// private deployments). Never on a public service.
+    pub webhooks_allow_private_addresses: bool,
+    /// The first retry delay of a webhook delivery; each next one is 4 times longer (capped at
+    /// 6 hours). A test/ops knob.
+    pub webhooks_retry_base_ms: u64,
+    /// Webhook deliveries one process sends at once.
+    pub webhooks_deliveries_in_flight: u32,
 }
 
 impl Config {
@@ -373,6 +385,11 @@ impl Config {
         positive("download_connections", raw.download_connections.into())?;
         positive("downloads_per_link", raw.downloads_per_link.into())?;
         positive("max_audio_per_request_secs", raw.max_audio_per_request_secs)?;
+        positive("webhooks_retry_base_ms", raw.webhooks_retry_base_ms)?;
+        positive(
+            "webhooks_deliveries_in_flight",
+            raw.webhooks_deliveries_in_flight.into(),
+        )?;
         Ok(Self {
             bind,
             database_url: Some(raw.database_url).filter(|u| !u.trim().is_empty()),
@@ -423,6 +440,9 @@ impl Config {
             download_connections: raw.download_connections,
             downloads_per_link: raw.downloads_per_link,
             max_audio_per_request_secs: raw.max_audio_per_request_secs,
+            webhooks_allow_private_addresses: raw.webhooks_allow_private_addresses,
+            webhooks_retry_base_ms: raw.webhooks_retry_base_ms,
+            webhooks_deliveries_in_flight: raw.webhooks_deliveries_in_flight,
         })
     }
 }
@@ -480,6 +500,28 @@ mod tests {
         assert_eq!(config.console_url, "http://127.0.0.1:8080/console/keys");
         assert!(config.signup);
         assert_eq!(config.signup_plan, Plan::None);
+    }
+
+    #[test]
+    fn webhook_settings_default_safe_and_are_checked() {
+        let config = Config::from_sources(&[]).unwrap();
+        assert!(!config.webhooks_allow_private_addresses);
+        assert_eq!(config.webhooks_retry_base_ms, 30_000);
+        assert_eq!(config.webhooks_deliveries_in_flight, 16);
+        let config = Config::from_sources(&env(&[
+            ("VOICED_WEBHOOKS_ALLOW_PRIVATE_ADDRESSES", "true"),
+            ("VOICED_WEBHOOKS_RETRY_BASE_MS", "200"),
+        ]))
+        .unwrap();
+        assert!(config.webhooks_allow_private_addresses);
+        assert_eq!(config.webhooks_retry_base_ms, 200);
+        for setting in [
+            "VOICED_WEBHOOKS_RETRY_BASE_MS",
+            "VOICED_WEBHOOKS_DELIVERIES_IN_FLIGHT",
+        ] {
+            let err = Config::from_sources(&env(&[(setting, "0")])).unwrap_err();
+            assert!(err.to_string().contains("webhooks_"), "{err}");
+        }
     }
 
     #[test]

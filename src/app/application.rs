@@ -170,7 +170,16 @@ impl Application {
             workers: deps,
         } = self;
         let (stop, worker_shutdown) = tokio::sync::watch::channel(Shutdown::Running);
-        let workers = spawn_workers(&config, &deps, config.workers, &worker_shutdown);
+        let mut workers = spawn_workers(&config, &deps, config.workers, &worker_shutdown);
+        // A process that runs generation workers delivers webhooks too (docs/webhooks.md).
+        if config.workers > 0 {
+            workers.push(crate::app::spawn_webhooks(
+                &config,
+                &state.pool,
+                &state.signer,
+                &worker_shutdown,
+            ));
+        }
         let housekeeping = tokio::spawn(housekeeping(state.clone()));
         let (app, _) = router(&state);
         tracing::info!(address = %listener.local_addr()?, "voiced listening");

@@ -206,6 +206,7 @@ pub async fn state(
         downloads: Arc::new(crate::service::core::DownloadSlots::new(
             config.downloads_per_link as usize,
         )),
+        webhooks_allow_private: config.webhooks_allow_private_addresses,
     });
     Ok(AppState {
         core,
@@ -256,6 +257,40 @@ pub fn spawn_workers(
             })
         })
         .collect()
+}
+
+/// Starts the webhook delivery loop of a process that runs generation workers
+/// (`service::webhooks::run`); it stops when `shutdown` leaves `Running`. The payload's `data`
+/// is the REST read's object (`http::models`), with a fresh signed `audio_url`.
+pub fn spawn_webhooks(
+    config: &Config,
+    pool: &PgPool,
+    signer: &AudioSigner,
+    shutdown: &tokio::sync::watch::Receiver<Shutdown>,
+) -> tokio::task::JoinHandle<()> {
+    use crate::service::webhooks::{Dispatcher, Subject};
+    let link_signer = signer.clone();
+    let base_url: Arc<str> = config.public_base_url.as_str().into();
+    let render: crate::service::webhooks::Render = Arc::new(move |subject| match subject {
+        Subject::Generation(row) => {
+            serde_json::to_value(crate::http::models::Generation::present_with(row, |id| {
+                crate::service::audio::signed_link(&link_signer, &base_url, id)
+            }))
+            .ok()
+        }
+        Subject::Capture(detail) => crate::http::models::CaptureDetail::try_from(detail)
+            .ok()
+            .and_then(|d| serde_json::to_value(d).ok()),
+    });
+    let dispatcher = Dispatcher {
+        pool: pool.clone(),
+        sealer: crate::service::webhooks::Sealer::new(signer),
+        render,
+        allow_private: config.webhooks_allow_private_addresses,
+        retry_base: Duration::from_millis(config.webhooks_retry_base_ms),
+        in_flight: config.webhooks_deliveries_in_flight as usize,
+    };
+    tokio::spawn(crate::service::webhooks::run(dispatcher, shutdown.clone()))
 }
 
 /// Audio in PostgreSQL, and in S3 when `blob_store` is set (new audio then goes there).
@@ -310,7 +345,21 @@ pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
         .await?;
     }
     let (stop, shutdown) = tokio::sync::watch::channel(Shutdown::Running);
-    let workers = spawn_workers(
+    // Webhook deliveries sign audio links and open endpoint secrets with the signing secret,
+    // which must be the one `voiced serve` uses (setting `signing_secret`, or the same data dir).
+    let hooks = match signing_secret(&config) {
+        Ok(secret) => Some(spawn_webhooks(
+            &config,
+            &database.pool,
+            &AudioSigner::new(secret),
+            &shutdown,
+        )),
+        Err(err) => {
+            tracing::error!(error = %err, "no signing secret: this worker delivers no webhooks");
+            None
+        }
+    };
+    let mut workers = spawn_workers(
         &config,
         &worker_deps(
             &config,
@@ -322,6 +371,7 @@ pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
         count,
         &shutdown,
     );
+    workers.extend(hooks);
     shutdown_signal().await;
     let grace = Duration::from_secs(config.shutdown_grace_secs).saturating_sub(CLOSING_TIME);
     stop_workers(&stop, workers, tokio::time::Instant::now() + grace).await;

@@ -4,6 +4,7 @@
 
 mod inspect;
 mod pronunciation;
+mod webhooks;
 
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -67,6 +68,15 @@ enum AdminCommand {
                       --alias sequel"
     )]
     Pronunciation(pronunciation::PronunciationCommand),
+    /// Webhook endpoints (docs/webhooks.md).
+    #[command(
+        subcommand,
+        after_help = "Examples:\n  voiced admin webhook create --account ada@example.com \
+                      --url https://hooks.example.com/voiced \
+                      --events generation.completed,generation.failed\n  \
+                      voiced admin webhook list --account ada@example.com"
+    )]
+    Webhook(webhooks::WebhookCommand),
 }
 
 #[derive(Subcommand)]
@@ -307,7 +317,18 @@ pub async fn run(config: &Config, args: AdminArgs) -> anyhow::Result<()> {
     let limits = Limits {
         max_cloned_voices: config.max_cloned_voices_per_account,
     };
-    let result = execute(&database.pool, &registry, limits, args).await;
+    let result = match args.command {
+        AdminCommand::Webhook(command) => {
+            webhooks::run(config, &database.pool, args.json, command).await
+        }
+        command => {
+            let args = AdminArgs {
+                json: args.json,
+                command,
+            };
+            execute(&database.pool, &registry, limits, args).await
+        }
+    };
     database.close(false).await?;
     result
 }
@@ -334,6 +355,7 @@ async fn execute(
 ) -> anyhow::Result<()> {
     let as_json = args.json;
     match args.command {
+        AdminCommand::Webhook(_) => unreachable!("`run` handles webhook commands"),
         AdminCommand::Account(AccountCommand::List { email_like }) => {
             inspect::account_list(pool, as_json, email_like.as_deref()).await?;
         }

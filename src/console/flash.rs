@@ -16,6 +16,8 @@ use tower_sessions::Session;
 use super::page::PageError;
 
 const NEW_KEY: &str = "new_key";
+/// The slot of a webhook endpoint's new secret (the Webhooks page), apart from the keys page's.
+pub const NEW_WEBHOOK_SECRET: &str = "new_webhook_secret";
 
 #[derive(Serialize, Deserialize)]
 struct Sealed {
@@ -66,12 +68,24 @@ pub async fn keep_secret(
     name: &str,
     secret: &str,
 ) -> Result<(), PageError> {
+    keep_secret_in(session, NEW_KEY, key, account_id, name, secret).await
+}
+
+/// Same, in the session slot `slot` (another page's one-time secret).
+pub async fn keep_secret_in(
+    session: &Session,
+    slot: &str,
+    key: &[u8; 32],
+    account_id: &str,
+    name: &str,
+    secret: &str,
+) -> Result<(), PageError> {
     let sealed = Sealed {
         name: name.to_owned(),
         secret: seal(key, account_id, secret),
     };
     session
-        .insert(NEW_KEY, sealed)
+        .insert(slot, sealed)
         .await
         .map_err(PageError::internal)
 }
@@ -82,8 +96,18 @@ pub async fn take_secret(
     key: &[u8; 32],
     account_id: &str,
 ) -> Result<Option<(String, String)>, PageError> {
+    take_secret_from(session, NEW_KEY, key, account_id).await
+}
+
+/// Same, from the session slot `slot`.
+pub async fn take_secret_from(
+    session: &Session,
+    slot: &str,
+    key: &[u8; 32],
+    account_id: &str,
+) -> Result<Option<(String, String)>, PageError> {
     let Some(sealed) = session
-        .remove::<Sealed>(NEW_KEY)
+        .remove::<Sealed>(slot)
         .await
         .map_err(PageError::internal)?
     else {

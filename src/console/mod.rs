@@ -19,6 +19,7 @@ mod pronunciations;
 mod session;
 mod usage;
 mod voices;
+mod webhooks;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -132,6 +133,22 @@ pub fn router(state: ConsoleState) -> Router {
         .route(
             "/console/pronunciations/{id}/delete",
             axum::routing::post(pronunciations::delete),
+        )
+        .route(
+            "/console/webhooks",
+            get(webhooks::list).post(webhooks::create),
+        )
+        .route(
+            "/console/webhooks/{endpoint_id}/delete",
+            axum::routing::post(webhooks::delete),
+        )
+        .route(
+            "/console/webhooks/{endpoint_id}/rotate",
+            axum::routing::post(webhooks::rotate),
+        )
+        .route(
+            "/console/webhooks/deliveries/{delivery_id}/resend",
+            axum::routing::post(webhooks::resend),
         )
         .route(oauth::CONSENT_PATH, get(oauth::consent).post(oauth::decide))
         .route("/console/applications", get(oauth::applications))

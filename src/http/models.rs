@@ -328,8 +328,13 @@ impl Generation {
     /// The view of a generation every door shows, with a freshly signed link when there is
     /// audio.
     pub fn present(core: &Core, row: GenerationRow) -> Self {
+        Self::present_with(row, |id| crate::service::audio::signed_url(core, id))
+    }
+
+    /// The same view, signing the link with `sign` (the webhook deliveries' payload).
+    pub fn present_with(row: GenerationRow, sign: impl FnOnce(&str) -> String) -> Self {
         let audio_url = (row.status == crate::domain::GenerationStatus::Completed && row.has_audio)
-            .then(|| crate::service::audio::signed_url(core, &row.id));
+            .then(|| sign(&row.id));
         Self {
             id: row.id,
             status: row.status.as_str().to_owned(),

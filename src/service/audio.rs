@@ -11,8 +11,14 @@ use crate::store::blobs::BlobHead;
 /// The signed, key-less link to generation `id`'s audio (`GET /v1/audio/{id}?sig=…`), valid
 /// from now.
 pub fn signed_url(core: &Core, id: &str) -> String {
-    let sig = core.signer.sign(id, chrono::Utc::now().timestamp());
-    format!("{}/v1/audio/{id}?sig={sig}", core.public_base_url)
+    signed_link(&core.signer, &core.public_base_url, id)
+}
+
+/// Same, from the signer and the public base URL alone (the webhook deliveries of a
+/// `voiced worker` process, which has no [`Core`]).
+pub fn signed_link(signer: &crate::signing::AudioSigner, base_url: &str, id: &str) -> String {
+    let sig = signer.sign(id, chrono::Utc::now().timestamp());
+    format!("{base_url}/v1/audio/{id}?sig={sig}")
 }
 
 /// Where a completed generation's audio is stored, and its length and type.

@@ -75,6 +75,9 @@ pub struct Handles {
     pub reads: Arc<ReadPool>,
     /// Downloads in flight per audio link (`downloads_per_link`).
     pub downloads: Arc<DownloadSlots>,
+    /// Webhook endpoints may be `http` and private addresses
+    /// (`webhooks_allow_private_addresses`).
+    pub webhooks_allow_private: bool,
 }
 
 impl Core {

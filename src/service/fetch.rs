@@ -70,21 +70,47 @@ pub async fn fetch(url: &str, accept: &str, policy: &FetchPolicy) -> Result<Fetc
     }
 }
 
-async fn fetch_inner(url: &str, accept: &str, policy: &FetchPolicy) -> Result<Fetched, FetchError> {
+/// Which addresses beyond the public ones a request may reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Allowance {
+    PublicOnly,
+    /// `http` and loopback (the test allowance of [`FetchPolicy`]).
+    Loopback,
+    /// `http` and every address (webhooks to private deployments and tests).
+    Private,
+}
+
+impl Allowance {
+    fn admits(self, ip: IpAddr) -> bool {
+        match self {
+            Self::PublicOnly => is_public(ip),
+            Self::Loopback => is_public(ip) || is_loopback(ip),
+            Self::Private => true,
+        }
+    }
+}
+
+/// Checks `url` and resolves its host once, vetting every address: a client pinned to the
+/// vetted addresses (no proxy, no redirects, `timeout`), and the parsed URL.
+async fn prepare(
+    url: &str,
+    allowance: Allowance,
+    timeout: std::time::Duration,
+) -> Result<(reqwest::Client, Url), FetchError> {
     let parsed = Url::parse(url).map_err(|_| FetchError::BadUrl)?;
     if !parsed.username().is_empty() || parsed.password().is_some() {
         return Err(FetchError::BadUrl);
     }
     match parsed.scheme() {
         "https" => {}
-        "http" if policy.allow_loopback => {}
+        "http" if allowance != Allowance::PublicOnly => {}
         _ => return Err(FetchError::NotHttps),
     }
     let port = parsed.port_or_known_default().ok_or(FetchError::BadUrl)?;
     let mut client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
-        .timeout(policy.timeout)
+        .timeout(timeout)
         .user_agent(concat!("voiced/", env!("CARGO_PKG_VERSION")));
     let addresses: Vec<SocketAddr> = match parsed.host().ok_or(FetchError::BadUrl)? {
         Host::Ipv4(ip) => vec![SocketAddr::new(IpAddr::V4(ip), port)],
@@ -97,18 +123,91 @@ async fn fetch_inner(url: &str, accept: &str, policy: &FetchPolicy) -> Result<Fe
             if resolved.is_empty() {
                 return Err(FetchError::Unresolvable);
             }
-            vet_all(&resolved, policy)?;
+            vet_all(&resolved, allowance)?;
             // Pin the connection to what was vetted: no second lookup.
             client = client.resolve_to_addrs(domain, &resolved);
             resolved
         }
     };
-    vet_all(&addresses, policy)?;
-    // The http allowance is for loopback only: anything else must be https.
-    if parsed.scheme() == "http" && !addresses.iter().all(|a| a.ip().is_loopback()) {
+    vet_all(&addresses, allowance)?;
+    // The http allowance for loopback is for loopback only: anything else must be https.
+    if allowance == Allowance::Loopback
+        && parsed.scheme() == "http"
+        && !addresses.iter().all(|a| a.ip().is_loopback())
+    {
         return Err(FetchError::NotHttps);
     }
     let client = client.build().map_err(|_| FetchError::Unreachable)?;
+    Ok((client, parsed))
+}
+
+/// What a POST (a webhook delivery) may do.
+#[derive(Debug, Clone, Copy)]
+pub struct PostPolicy {
+    /// The most of the answer's body that is read (the rest is dropped).
+    pub max_bytes: usize,
+    pub timeout: Duration,
+    /// `http` and every address, private and loopback included
+    /// (`webhooks_allow_private_addresses`): private deployments and tests only.
+    pub allow_private: bool,
+}
+
+/// The answer to a POST: its status (any, redirects included: they are not followed).
+#[derive(Debug)]
+pub struct Posted {
+    pub status: u16,
+}
+
+/// POSTs `body` (JSON) with `headers` to `url` under the same address vetting as [`fetch`]; at
+/// most `policy.max_bytes` of the answer are read, and the whole exchange has one time limit.
+pub async fn post_json(
+    url: &str,
+    headers: &[(&str, String)],
+    body: Vec<u8>,
+    policy: &PostPolicy,
+) -> Result<Posted, FetchError> {
+    let exchange = async {
+        let allowance = if policy.allow_private {
+            Allowance::Private
+        } else {
+            Allowance::PublicOnly
+        };
+        let (client, parsed) = prepare(url, allowance, policy.timeout).await?;
+        let mut request = client
+            .post(parsed)
+            .header(reqwest::header::CONTENT_TYPE, "application/json");
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        let mut response = request
+            .body(body)
+            .send()
+            .await
+            .map_err(|_| FetchError::Unreachable)?;
+        let status = response.status().as_u16();
+        // Read a little of the answer (so that the connection ends cleanly), never more.
+        let mut read = 0usize;
+        while read < policy.max_bytes {
+            match response.chunk().await {
+                Ok(Some(chunk)) => read += chunk.len(),
+                _ => break,
+            }
+        }
+        Ok(Posted { status })
+    };
+    match tokio::time::timeout(policy.timeout, exchange).await {
+        Ok(result) => result,
+        Err(_) => Err(FetchError::Unreachable),
+    }
+}
+
+async fn fetch_inner(url: &str, accept: &str, policy: &FetchPolicy) -> Result<Fetched, FetchError> {
+    let allowance = if policy.allow_loopback {
+        Allowance::Loopback
+    } else {
+        Allowance::PublicOnly
+    };
+    let (client, parsed) = prepare(url, allowance, policy.timeout).await?;
     let mut response = client
         .get(parsed)
         .header(reqwest::header::ACCEPT, accept)
@@ -155,9 +254,8 @@ async fn fetch_inner(url: &str, accept: &str, policy: &FetchPolicy) -> Result<Fe
     })
 }
 
-fn vet_all(addresses: &[SocketAddr], policy: &FetchPolicy) -> Result<(), FetchError> {
-    let allowed = |ip: IpAddr| is_public(ip) || (policy.allow_loopback && is_loopback(ip));
-    if addresses.iter().all(|a| allowed(a.ip())) {
+fn vet_all(addresses: &[SocketAddr], allowance: Allowance) -> Result<(), FetchError> {
+    if addresses.iter().all(|a| allowance.admits(a.ip())) {
         Ok(())
     } else {
         Err(FetchError::ForbiddenAddress)
@@ -396,5 +494,79 @@ mod tests {
                 "{url}"
             );
         }
+    }
+
+    fn post_policy(allow_private: bool) -> PostPolicy {
+        PostPolicy {
+            max_bytes: 16,
+            timeout: Duration::from_secs(5),
+            allow_private,
+        }
+    }
+
+    #[tokio::test]
+    async fn posts_are_vetted_like_fetches() {
+        let strict = post_policy(false);
+        for (url, refused) in [
+            ("http://93.184.216.34/x", FetchError::NotHttps),
+            ("https://127.0.0.1/x", FetchError::ForbiddenAddress),
+            ("https://10.1.2.3/x", FetchError::ForbiddenAddress),
+            ("https://[fe80::1]/x", FetchError::ForbiddenAddress),
+            ("https://localhost/x", FetchError::ForbiddenAddress),
+            ("https://user:pw@example.com/x", FetchError::BadUrl),
+        ] {
+            assert_eq!(
+                post_json(url, &[], b"{}".to_vec(), &strict)
+                    .await
+                    .unwrap_err(),
+                refused,
+                "{url}"
+            );
+        }
+    }
+
+    /// A loopback server that answers every request with `answer` (raw HTTP) and records what
+    /// it read.
+    async fn answering(answer: &'static str) -> (String, tokio::task::JoinHandle<Vec<u8>>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = vec![0u8; 4096];
+            let n = socket.read(&mut request).await.unwrap();
+            request.truncate(n);
+            socket.write_all(answer.as_bytes()).await.unwrap();
+            request
+        });
+        (url, server)
+    }
+
+    #[tokio::test]
+    async fn a_post_follows_no_redirect_and_reads_a_little_of_the_answer() {
+        let loose = post_policy(true);
+        let (url, server) = answering(
+            "HTTP/1.1 302 Found\r\nLocation: http://169.254.169.254/\r\nContent-Length: 0\r\n\r\n",
+        )
+        .await;
+        let headers = [("webhook-id", "msg_1".to_owned())];
+        let posted = post_json(&url, &headers, b"{\"a\":1}".to_vec(), &loose)
+            .await
+            .unwrap();
+        assert_eq!(posted.status, 302, "answered, not followed");
+        let request = String::from_utf8(server.await.unwrap()).unwrap();
+        assert!(request.starts_with("POST /hook "), "{request}");
+        assert!(request.contains("webhook-id: msg_1"), "{request}");
+        assert!(
+            request.contains("content-type: application/json"),
+            "{request}"
+        );
+        // A huge answer: only the start is read, and the status still comes back.
+        let (url, _server) = answering(
+            "HTTP/1.1 200 OK\r\nContent-Length: 100000000\r\n\r\n0123456789abcdefghijklmnopqrstuvwxyz",
+        )
+        .await;
+        let posted = post_json(&url, &[], b"{}".to_vec(), &loose).await.unwrap();
+        assert_eq!(posted.status, 200);
     }
 }

@@ -21,6 +21,7 @@ pub mod speech;
 pub mod transcription;
 pub mod usage;
 pub mod voices;
+pub mod webhooks;
 
 pub use core::Core;
 pub use error::{ErrorCode, ServiceError, SettingsPage};

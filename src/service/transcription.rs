@@ -287,6 +287,14 @@ pub async fn transcribe(
         },
     )
     .await?;
+    // The `capture.created` webhooks go out of the outbox written with the capture.
+    store::webhooks::account_event(
+        &mut tx,
+        &principal.account_id,
+        store::webhooks::CAPTURE_CREATED,
+        &done.capture_id,
+    )
+    .await?;
     if let Some(claim) = claim {
         claim
             .complete_in(&mut tx, &Outcome::Transcribed(done.clone()))

@@ -16,6 +16,7 @@ pub mod read_pool;
 pub mod sessions;
 pub mod usage;
 pub mod voices;
+pub mod webhooks;
 
 use std::time::Duration;
 

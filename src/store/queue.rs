@@ -273,6 +273,7 @@ pub async fn complete(
     )
     .execute(&mut *tx)
     .await?;
+    super::webhooks::generation_event(&mut tx, id, super::webhooks::GENERATION_COMPLETED).await?;
     sqlx::query!("SELECT pg_notify($1, $2)", DONE_CHANNEL, id)
         .execute(&mut *tx)
         .await?;
@@ -298,6 +299,7 @@ pub async fn fail(pool: &PgPool, id: &str, worker: &str, error: &str) -> sqlx::R
     if result.rows_affected() == 0 {
         return Ok(false);
     }
+    super::webhooks::generation_event(&mut tx, id, super::webhooks::GENERATION_FAILED).await?;
     sqlx::query!("SELECT pg_notify($1, $2)", DONE_CHANNEL, id)
         .execute(&mut *tx)
         .await?;
@@ -330,6 +332,9 @@ pub async fn release(pool: &PgPool, id: &str, worker: &str) -> sqlx::Result<bool
         Some("failed") => DONE_CHANNEL,
         Some(_) => JOBS_CHANNEL,
     };
+    if channel == DONE_CHANNEL {
+        super::webhooks::generation_event(&mut tx, id, super::webhooks::GENERATION_FAILED).await?;
+    }
     sqlx::query!("SELECT pg_notify($1, $2)", channel, id)
         .execute(&mut *tx)
         .await?;
@@ -355,6 +360,7 @@ pub async fn fail_exhausted(pool: &PgPool) -> sqlx::Result<Vec<String>> {
     .fetch_all(&mut *tx)
     .await?;
     for id in &ids {
+        super::webhooks::generation_event(&mut tx, id, super::webhooks::GENERATION_FAILED).await?;
         sqlx::query!("SELECT pg_notify($1, $2)", DONE_CHANNEL, id)
             .execute(&mut *tx)
             .await?;
@@ -394,6 +400,9 @@ pub async fn cancel(pool: &PgPool, id: &str, reason: CancelReason) -> sqlx::Resu
         Some(GenerationStatus::Failed) => DONE_CHANNEL,
         Some(_) => CANCEL_CHANNEL,
     };
+    if channel == DONE_CHANNEL {
+        super::webhooks::generation_event(&mut tx, id, super::webhooks::GENERATION_FAILED).await?;
+    }
     sqlx::query!("SELECT pg_notify($1, $2)", channel, id)
         .execute(&mut *tx)
         .await?;

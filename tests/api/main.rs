@@ -27,4 +27,5 @@ mod speech_admission;
 mod tenants;
 mod transcriptions;
 mod voices;
+mod webhooks;
 mod word_timestamps;

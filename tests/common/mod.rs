@@ -6,6 +6,7 @@ pub mod browser;
 pub mod child;
 pub mod client;
 pub mod db;
+pub mod webhooks;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

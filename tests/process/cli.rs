@@ -759,3 +759,146 @@ async fn admin_clone_needs_a_plan_with_cloning_and_room_under_the_cap() {
     assert_eq!(voices, 1, "only the clone stored directly");
     app.stop().await;
 }
+
+/// `voiced admin webhook create|list|rotate-secret|delete` (issue 27 item 1): the endpoint and
+/// its secret (shown once, `secret` in `--json`), refusals that create nothing, and the secret
+/// stored sealed, never in clear.
+#[tokio::test]
+async fn admin_webhook_commands_register_list_rotate_and_delete() {
+    let app = TestApp::start().await;
+    let url = app.db.url();
+    let signing = std::str::from_utf8(common::SIGNING_SECRET).unwrap();
+    let admin = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_voiced"))
+            .args(args)
+            .env("VOICED_DATABASE_URL", &url)
+            .env("VOICED_SIGNING_SECRET", signing)
+            .env("VOICED_LOG", "error")
+            .output()
+            .expect("voiced runs")
+    };
+    let account = json_of(&admin(&[
+        "admin",
+        "--json",
+        "account",
+        "create",
+        "--email",
+        "hooks@example.com",
+    ]));
+    let account = account["id"].as_str().unwrap().to_owned();
+    let created = json_of(&admin(&[
+        "admin",
+        "--json",
+        "webhook",
+        "create",
+        "--account",
+        "hooks@example.com",
+        "--url",
+        "https://hooks.example.com/voiced",
+        "--events",
+        "generation.completed,generation.failed",
+        "--description",
+        "Ops",
+    ]));
+    let id = created["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("whep_"), "{created}");
+    assert_eq!(created["url"], "https://hooks.example.com/voiced");
+    assert_eq!(
+        created["events"],
+        serde_json::json!(["generation.completed", "generation.failed"])
+    );
+    assert_eq!(created["description"], "Ops");
+    assert_eq!(created["enabled"], true);
+    assert!(created["created_at"].is_string());
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("whsec_"), "{created}");
+    // Stored sealed: the database holds no copy of the secret's bytes.
+    let sealed: Vec<u8> =
+        sqlx::query_scalar("SELECT secret_sealed FROM webhook_endpoints WHERE id = $1")
+            .bind(&id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    use base64::Engine as _;
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(secret.trim_start_matches("whsec_"))
+        .unwrap();
+    assert_eq!(raw.len(), 32);
+    assert!(!sealed.windows(raw.len()).any(|w| w == raw.as_slice()));
+
+    // Refusals name the field and create nothing.
+    for (args, field) in [
+        (
+            vec![
+                "--url",
+                "http://hooks.example.com/x",
+                "--events",
+                "generation.completed",
+            ],
+            "url",
+        ),
+        (
+            vec![
+                "--url",
+                "https://10.0.0.7/x",
+                "--events",
+                "generation.completed",
+            ],
+            "url",
+        ),
+        (
+            vec![
+                "--url",
+                "https://hooks.example.com/x",
+                "--events",
+                "generation.started",
+            ],
+            "event",
+        ),
+    ] {
+        let mut all = vec!["admin", "webhook", "create", "--account", &account];
+        all.extend(args);
+        let refused = admin(&all);
+        assert!(!refused.status.success());
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains(field), "{stderr}");
+    }
+    let listed = json_of(&admin(&[
+        "admin",
+        "--json",
+        "webhook",
+        "list",
+        "--account",
+        &account,
+    ]));
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert!(
+        listed[0].get("secret").is_none(),
+        "a listing never shows a secret"
+    );
+    let text = admin(&["admin", "webhook", "list", "--account", &account]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains(&id));
+
+    let rotated = json_of(&admin(&[
+        "admin",
+        "--json",
+        "webhook",
+        "rotate-secret",
+        &id,
+        "--account",
+        &account,
+    ]));
+    let new_secret = rotated["secret"].as_str().unwrap();
+    assert!(new_secret.starts_with("whsec_") && new_secret != secret);
+
+    let deleted = admin(&["admin", "webhook", "delete", &id, "--account", &account]);
+    assert!(deleted.status.success());
+    let again = admin(&["admin", "webhook", "delete", &id, "--account", &account]);
+    assert!(!again.status.success(), "deleting twice is refused");
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM webhook_endpoints")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
+    app.stop().await;
+}

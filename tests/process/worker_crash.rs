@@ -106,3 +106,131 @@ async fn a_killed_worker_loses_its_job_to_another_and_it_is_charged_once() {
     assert!(charges[0] > 3000, "{charges:?}");
     app.stop().await;
 }
+
+/// A `voiced worker` with webhook delivery on, for the loopback receivers of these tests.
+fn delivering_worker(database_url: &str, public_base_url: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_voiced"))
+        .arg("worker")
+        .env("VOICED_DATABASE_URL", database_url)
+        .env("VOICED_PUBLIC_BASE_URL", public_base_url)
+        .env(
+            "VOICED_SIGNING_SECRET",
+            std::str::from_utf8(common::SIGNING_SECRET).unwrap(),
+        )
+        .env("VOICED_WEBHOOKS_ALLOW_PRIVATE_ADDRESSES", "true")
+        .env("VOICED_WEBHOOKS_RETRY_BASE_MS", "200")
+        .env("VOICED_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("voiced worker starts")
+}
+
+/// Issue 27 item 5: a worker SIGKILLed after completing a generation and before its event was
+/// delivered (the receiver was down) leaves the event in the outbox; after a restart it is
+/// delivered, under one `webhook-id`, and the independent verifier accepts it.
+#[tokio::test]
+async fn a_worker_killed_before_delivering_delivers_after_restart_under_one_webhook_id() {
+    use crate::common::webhooks::{Receiver, verifier, verify_independently};
+    let test = "worker_crash::a_worker_killed_before_delivering_delivers_after_restart_under_one_webhook_id";
+    let Some(python) = verifier() else {
+        return common::skip(
+            test,
+            "no Python with standardwebhooks (scripts/test.sh installs it)",
+        );
+    };
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
+        .await;
+    let receiver = Receiver::start().await;
+    let addr = receiver.addr;
+    receiver.stop().await; // down until the worker has been killed
+    let (endpoint, hook_secret) = voiced::service::webhooks::create(
+        &app.pool,
+        &voiced::service::webhooks::Sealer::new(&voiced::signing::AudioSigner::new(
+            common::SIGNING_SECRET.to_vec(),
+        )),
+        true,
+        &account,
+        voiced::service::webhooks::NewEndpoint {
+            url: &format!("http://{addr}/hooks"),
+            events: &["generation.completed".to_owned()],
+            description: "",
+        },
+    )
+    .await
+    .unwrap();
+    let (status, accepted) = json(
+        app.post("/v1/speech")
+            .bearer_auth(&secret)
+            .json(&json!({ "text": "Delivered after a crash.", "voice_name": "Narrator" }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 202, "{accepted}");
+    let id = accepted["id"].as_str().unwrap().to_owned();
+
+    let url = app.db.url();
+    let mut first = delivering_worker(&url, &app.base);
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(300),
+        app.completions.wait(&id, Duration::from_secs(2)),
+    )
+    .await
+    .expect("the first worker completes the generation")
+    .unwrap();
+    assert_eq!(outcome, voiced::domain::GenerationStatus::Completed);
+    // Completed, its event tried at least once (refused: the receiver is down), not delivered.
+    common::poll_until(Duration::from_secs(60), "a first delivery attempt", || {
+        let (pool, id) = (app.pool.clone(), id.clone());
+        async move {
+            sqlx::query_scalar::<_, i32>(
+                "SELECT attempts FROM webhook_deliveries WHERE subject_id = $1 AND attempts >= 1
+                   AND last_attempt_at IS NOT NULL",
+            )
+            .bind(id)
+            .fetch_optional(&pool)
+            .await
+            .unwrap()
+        }
+    })
+    .await;
+    first.kill().expect("SIGKILL");
+    first.wait().unwrap();
+
+    let receiver = Receiver::start_on(addr).await;
+    let mut second = delivering_worker(&url, &app.base);
+    let delivered = receiver.wait_for("generation.completed", &id).await;
+    common::poll_until(Duration::from_secs(60), "the delivery to be recorded", || {
+        let (pool, endpoint) = (app.pool.clone(), endpoint.id.clone());
+        async move {
+            sqlx::query_scalar::<_, String>(
+                "SELECT state FROM webhook_deliveries WHERE endpoint_id = $1 AND state = 'delivered'",
+            )
+            .bind(endpoint)
+            .fetch_optional(&pool)
+            .await
+            .unwrap()
+        }
+    })
+    .await;
+    second.kill().unwrap();
+    second.wait().unwrap();
+    let mut ids: Vec<String> = receiver.received().into_iter().map(|r| r.id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "exactly one webhook-id: {ids:?}");
+    assert_eq!(ids[0], delivered.id);
+    let rows: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM webhook_deliveries WHERE subject_id = $1")
+            .bind(&id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(rows, 1, "one outbox row for the one event");
+    verify_independently(&python, &[(hook_secret, delivered)]);
+    app.stop().await;
+}

@@ -15,5 +15,11 @@ export type { CaptureIterateOptions, CaptureListParams, VoiceCreateParams } from
 export type { SpeechCreateParams, SpeechResult, WaitOptions } from "./resources/speech.js";
 export type { TranscriptionCreateParams } from "./resources/transcriptions.js";
 export type { AudioInput, ChunkIterable } from "./uploads.js";
+export {
+  webhooks,
+  WebhookVerificationError,
+  type WebhookHeaders,
+  type WebhookVerifyOptions,
+} from "./webhooks.js";
 export type * from "./types.js";
 export type { components, paths, operations } from "./generated/openapi.js";

@@ -32,6 +32,8 @@ const serverEnv = {
   VOICED_BIND: `127.0.0.1:${port}`,
   VOICED_PUBLIC_BASE_URL: baseURL,
   VOICED_LOG: "warn",
+  // test/webhooks.test.mjs points an endpoint at a loopback receiver.
+  VOICED_WEBHOOKS_ALLOW_PRIVATE_ADDRESSES: "true",
 };
 delete serverEnv.VOICED_DATABASE_URL;
 delete serverEnv.DATABASE_URL;
@@ -61,6 +63,10 @@ function setUp() {
   return {
     baseURL,
     voice,
+    // For `voiced admin` while the server runs (test/webhooks.test.mjs).
+    bin,
+    dataDir: serverEnv.VOICED_DATA_DIR,
+    mainAccount: main,
     keys: {
       main: key(main, both),
       readOnly: key(main, "voice:read"),
