@@ -16,7 +16,7 @@ use crate::http::error::ApiError;
 use crate::http::models::{Generation, GenerationList, GenerationStatusFilter, Problem};
 use crate::service::principal_cache::CredentialCheck;
 use crate::service::speech::{self, Cancelled};
-use crate::service::{Core, reads};
+use crate::service::{Core, deletion, reads};
 use crate::store::generations::ListFilter;
 
 /// Checks a path id's length ([`GenerationId`]); ids beyond it are refused rather than looked
@@ -164,4 +164,30 @@ pub async fn get_generation_captions(
     let format = caption_format(&query)?;
     let text = reads::generation_captions(&state, &principal, Some(&check), &id, format).await?;
     Ok(([(header::CONTENT_TYPE, format.content_type())], text).into_response())
+}
+
+/// Deletes a finished generation's stored audio from the blob store that holds it. The
+/// generation stays (for history and metering) with `has_audio` false and no `audio_url`;
+/// deleting audio already gone succeeds.
+#[utoipa::path(delete, path = "/v1/generations/{generationId}/audio", tag = "speech",
+    security(("api_key" = []), ("bearer" = [])),
+    params(("generationId" = String, Path, min_length = 1, max_length = 200, description = "Id returned by speech creation")),
+    responses(
+        (status = 204, description = "The audio is deleted"),
+        (status = 400, description = "`invalid_request`: id longer than 200 characters", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:generate`)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`not_found`: no such generation in this account", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`conflict`: still generating (cancel it first)", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn delete_generation_audio(
+    State(state): State<Core>,
+    Extension(principal): Extension<Arc<Principal>>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    check_id(&id)?;
+    deletion::delete_generation_audio(&state, &principal, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

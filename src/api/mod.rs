@@ -136,11 +136,14 @@ fn v1_routes() -> OpenApiRouter<Core> {
         ));
     // Adding a preset voice needs `voice:generate` (spec: "add built-in preset voices") and no
     // plan feature: it generates nothing. Cancelling a generation, and adding or deleting a
-    // pronunciation rule, are the same kind of write.
+    // pronunciation rule, or deleting a capture or a generation's audio, are the same kind of
+    // write.
     let voices = OpenApiRouter::new()
         .routes(routes!(voices::create_voice))
         .routes(routes!(generations::cancel_generation))
         .routes(routes!(pronunciations::create_pronunciation))
+        .routes(routes!(reads::delete_capture))
+        .routes(routes!(generations::delete_generation_audio))
         .routes(routes!(pronunciations::delete_pronunciation))
         .layer(from_fn_with_state(
             Requirement::scope(Scope::VoiceGenerate),

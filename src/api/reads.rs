@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
-use axum::http::header;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 
@@ -174,4 +174,28 @@ pub async fn get_captions(
     let format = caption_format(&query)?;
     let text = reads::captions(&state, &principal, Some(&check), &id, format).await?;
     Ok(([(header::CONTENT_TYPE, format.content_type())], text).into_response())
+}
+
+/// Deletes a capture: its transcript and timings, and the stored answer of the request that
+/// made it (a retry with its `Idempotency-Key` transcribes again).
+#[utoipa::path(delete, path = "/v1/captures/{captureId}", tag = "captures",
+    security(("api_key" = []), ("bearer" = [])),
+    params(("captureId" = String, Path, min_length = 1, max_length = 200, description = "Id returned by a transcription")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 400, description = "`invalid_request`: id longer than 200 characters", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:generate`)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "`not_found`: no such capture in this account", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn delete_capture(
+    State(state): State<Core>,
+    Extension(principal): Extension<Arc<Principal>>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    check_capture_id(&id)?;
+    crate::service::deletion::delete_capture(&state, &principal, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

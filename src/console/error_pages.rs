@@ -64,9 +64,12 @@ pub fn doc(code: ErrorCode) -> CodeDoc {
             &[],
         ),
         ErrorCode::Conflict => (
-            "The request would duplicate something the account already has (a voice profile \
-             with the same name).",
-            "Choose another name, or use the existing resource (GET /v1/voices lists them).",
+            "The request conflicts with what the account has: a voice profile with the same \
+             name, the most webhook endpoints or cloned voices it may keep, or a generation \
+             whose audio cannot be deleted because it is still generating.",
+            "Choose another name or use the existing resource (GET /v1/voices lists them), \
+             delete one first, or cancel the generation (or wait for it) before deleting its \
+             audio.",
             &["param (the field that collides)"],
         ),
         ErrorCode::GenerationFinished => (

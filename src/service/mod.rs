@@ -8,6 +8,7 @@ pub mod audio;
 pub mod auth;
 pub mod cloning;
 pub mod core;
+pub mod deletion;
 pub mod error;
 pub mod fetch;
 pub mod idempotency;

@@ -252,3 +252,27 @@ pub async fn count_since(
     .fetch_one(pool)
     .await
 }
+
+/// Deletes the account's capture `id` and the idempotency outcomes that hold its transcript (a
+/// replay of the request that made it must not give the text back); `false` when the account
+/// has no such capture.
+pub async fn delete(pool: &PgPool, account_id: &str, id: &str) -> sqlx::Result<bool> {
+    let mut tx = pool.begin().await?;
+    let deleted = sqlx::query!(
+        "DELETE FROM captures WHERE id = $1 AND account_id = $2",
+        id,
+        account_id
+    )
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    sqlx::query!(
+        "DELETE FROM idempotency_records WHERE account_id = $1 AND outcome->>'capture_id' = $2",
+        account_id,
+        id
+    )
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(deleted > 0)
+}

@@ -261,3 +261,34 @@ pub async fn history(
     tx.commit().await?;
     Ok((rows, total))
 }
+
+/// Where the account's generation `id` stands for deleting its audio: `None` when it has no
+/// such generation, else whether it is still generating and the key of its audio blob.
+pub async fn audio_of(
+    pool: &PgPool,
+    account_id: &str,
+    id: &str,
+) -> sqlx::Result<Option<(bool, Option<String>)>> {
+    let row = sqlx::query!(
+        r#"SELECT status = 'generating' AS "generating!", audio_key
+           FROM generations WHERE id = $1 AND account_id = $2"#,
+        id,
+        account_id
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|r| (r.generating, r.audio_key)))
+}
+
+/// Forgets a finished generation's audio (the row stays, for metering and history, with
+/// `has_audio` false), once its blob is deleted.
+pub async fn forget_audio(pool: &PgPool, id: &str) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE generations SET audio_key = NULL, updated_at = now()
+         WHERE id = $1 AND status <> 'generating'",
+        id
+    )
+    .execute(pool)
+    .await?;
+    Ok(())
+}

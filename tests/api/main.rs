@@ -29,3 +29,4 @@ mod transcriptions;
 mod voices;
 mod webhooks;
 mod word_timestamps;
+mod your_data;

@@ -507,6 +507,24 @@ impl S3Server {
         assert_eq!(response.status(), 200, "creating bucket {bucket}");
     }
 
+    /// Whether `bucket` holds an object at `path`.
+    async fn has_object(&self, bucket: &str, path: &str) -> bool {
+        let store = object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(&self.endpoint)
+            .with_allow_http(true)
+            .with_access_key_id("test")
+            .with_secret_access_key("test")
+            .with_region("us-east-1")
+            .with_bucket_name(bucket)
+            .build()
+            .unwrap();
+        match object_store::ObjectStore::head(&store, &object_store::path::Path::from(path)).await {
+            Ok(_) => true,
+            Err(object_store::Error::NotFound { .. }) => false,
+            Err(e) => panic!("asking the bucket for {path}: {e}"),
+        }
+    }
+
     /// The object at `path` in `bucket`: its bytes and content type.
     async fn object(&self, bucket: &str, path: &str) -> (axum::body::Bytes, Option<String>) {
         let store = object_store::aws::AmazonS3Builder::new()
@@ -725,6 +743,24 @@ async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_on
             object.len().to_string()
         );
     }
+    // Deleting a generation's audio (issue 30) removes the object from the bucket.
+    let deleted = &ids[1];
+    let status = client
+        .delete(format!("{}/v1/generations/{deleted}/audio", b.base))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, 204);
+    assert!(
+        !s3.has_object("voiced-audio", &format!("tenant-audio/audio/{deleted}"))
+            .await,
+        "the object is gone from the bucket"
+    );
+    let after = finished(&client, &a.base, &secret, deleted).await;
+    assert_eq!(after["has_audio"], false, "{after}");
+
     // Audio kept in PostgreSQL (written before the move to S3: its key has no `s3:` mark) is
     // streamed by B all the same: there is no URL to hand out for it.
     let pg_key = format!("audio/{}", ids[0]);

@@ -166,3 +166,13 @@ test("speech with timestamps: word carries the words; generations.captions rende
   assert.match(vtt, /^WEBVTT\n\n00:00:00\.\d{3} --> /);
   assert.match(vtt, /Good morning Ada/);
 });
+
+test("generations.deleteAudio removes the audio and keeps the generation", async () => {
+  const result = await client().speech.createAndWait({ text: "Forget this.", voice: fixtures.voice });
+  await client().generations.deleteAudio(result.generation.id);
+  const after = await client().generations.get(result.generation.id);
+  assert.equal(after.status, "completed");
+  assert.equal(after.has_audio, false);
+  assert.equal(after.audio_url, undefined);
+  await client().generations.deleteAudio(result.generation.id);
+});

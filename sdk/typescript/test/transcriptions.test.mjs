@@ -90,3 +90,12 @@ test("timestamps: words and segments in the answer, the capture read back, its c
   const missing = await rejection(voiced.captures.retrieve("cap_missing"));
   assert.equal(missing.code, "not_found");
 });
+
+test("captures.delete removes a capture; the next read is not_found", async () => {
+  const capture = await client().transcriptions.create({ audio: fixtures.wav });
+  await client().captures.delete(capture.id);
+  const err = await rejection(client().captures.retrieve(capture.id));
+  assert.ok(err instanceof VoicedError);
+  assert.equal(err.status, 404);
+  assert.equal(err.code, "not_found");
+});

@@ -102,6 +102,19 @@ export class Captures {
   }
 
   /**
+   * `DELETE /v1/captures/{id}`: deletes the capture's transcript and timings (and the stored
+   * answer of the request that made it). An id the account does not have rejects with `not_found`.
+   */
+  delete(id: string, options?: RequestOptions): APIPromise<void> {
+    return new APIPromise(
+      this.#transport.json<void>(
+        { method: "DELETE", path: `/v1/captures/${encodeURIComponent(id)}` },
+        options,
+      ),
+    );
+  }
+
+  /**
    * `GET /v1/captures/{id}/captions`: WebVTT (default) or SubRip text, one cue a stored segment.
    * A capture made without timestamps rejects with code `timestamps_unavailable`.
    */

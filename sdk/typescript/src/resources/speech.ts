@@ -117,6 +117,19 @@ export class Generations {
     );
   }
 
+  /**
+   * `DELETE /v1/generations/{id}/audio`: deletes a finished generation's stored audio; the
+   * generation stays with `has_audio: false`. Rejects with `conflict` while it is still generating.
+   */
+  deleteAudio(id: string, options?: RequestOptions): APIPromise<void> {
+    return new APIPromise(
+      this.#transport.json<void>(
+        { method: "DELETE", path: `/v1/generations/${encodeURIComponent(id)}/audio` },
+        options,
+      ),
+    );
+  }
+
   /** `GET /v1/generations/{id}`: status, and a fresh signed `audio_url` once completed. */
   get(id: string, options?: RequestOptions): APIPromise<Generation> {
     return new APIPromise(
