@@ -15,6 +15,7 @@ mod keys;
 pub mod limiter;
 pub mod oauth;
 mod page;
+mod playground;
 mod pronunciations;
 mod session;
 mod usage;
@@ -126,6 +127,15 @@ pub fn router(state: ConsoleState) -> Router {
             axum::routing::post(voices::update),
         )
         .route("/console/history", get(history::history))
+        .route(
+            "/console/playground",
+            get(playground::show).post(playground::speak),
+        )
+        .route(
+            "/console/playground/transcribe",
+            axum::routing::post(playground::transcribe)
+                .layer(DefaultBodyLimit::max(playground::TRANSCRIBE_BODY_LIMIT)),
+        )
         .route(
             "/console/pronunciations",
             get(pronunciations::list).post(pronunciations::create),

@@ -76,6 +76,7 @@ pub struct SignedIn {
     pub account_id: String,
     pub email: String,
     pub plan: String,
+    pub features: Vec<String>,
     pub csrf: String,
 }
 
@@ -105,6 +106,7 @@ impl FromRequestParts<ConsoleState> for SignedIn {
             account_id,
             email: account.email,
             plan: account.plan,
+            features: account.features,
             csrf,
         })
     }

@@ -52,6 +52,9 @@ pub enum Credential {
         authorization_id: String,
         client_id: String,
     },
+    /// The developer console's signed-in session (its playground): the account's owner, with
+    /// every scope; `rate_key` is what its requests count against (`console:<account id>`).
+    Console { rate_key: String },
 }
 
 impl Principal {
@@ -59,7 +62,7 @@ impl Principal {
     pub fn api_key_id(&self) -> Option<&str> {
         match &self.credential {
             Credential::ApiKey { key_id, .. } => Some(key_id),
-            Credential::OAuth { .. } => None,
+            Credential::OAuth { .. } | Credential::Console { .. } => None,
         }
     }
 
@@ -69,7 +72,7 @@ impl Principal {
             Credential::ApiKey {
                 ceiling_minutes, ..
             } => *ceiling_minutes,
-            Credential::OAuth { .. } => None,
+            Credential::OAuth { .. } | Credential::Console { .. } => None,
         }
     }
 
@@ -81,7 +84,26 @@ impl Principal {
             Credential::OAuth {
                 authorization_id, ..
             } => authorization_id,
+            Credential::Console { rate_key } => rate_key,
         }
+    }
+
+    /// The principal of the console's signed-in owner of `account_id`: every scope, the
+    /// account's plan and features, no key (so no key ceiling).
+    pub fn console(
+        account_id: &str,
+        plan: &str,
+        features: &[String],
+    ) -> Result<Principal, crate::service::ServiceError> {
+        Principal::from_row(
+            account_id,
+            &Scope::ALL.map(|s| s.as_str().to_owned()),
+            plan,
+            features,
+            Credential::Console {
+                rate_key: format!("console:{account_id}"),
+            },
+        )
     }
 
     pub fn is_oauth(&self) -> bool {

@@ -19,6 +19,7 @@ mod mcp;
 mod oauth;
 mod openai_speech;
 mod openai_transcriptions;
+mod playground;
 mod pronunciations;
 mod roundtrip;
 mod security;

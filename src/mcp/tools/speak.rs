@@ -351,7 +351,7 @@ mod tests {
         assert_eq!(
             unknown.detail,
             "Unknown field \"txt\"; accepted fields: text, voice, seed, temperature, format, \
-             wait_seconds, inline_audio, idempotency_key."
+             wait_seconds, inline_audio, idempotency_key, timestamps."
         );
     }
 }

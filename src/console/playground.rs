@@ -1,0 +1,359 @@
+//! `/console/playground`: speech and transcription in the browser, for the signed-in owner of
+//! the account (issue 30 items 1 and 2). The same core operations as the API
+//! (`service::speech::create`, `service::transcription::run`: admission, allowance, metering,
+//! limits), authenticated by the console session ([`Principal::console`]), not by a key. Works
+//! without JavaScript: a form, then the generation's page, which refreshes itself until the
+//! audio is ready; a clip uploaded as a file is transcribed into a capture with `source: "app"`.
+
+use askama::Template;
+use axum::Form;
+use axum::extract::multipart::{Multipart, MultipartRejection};
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Deserialize;
+
+use super::page::{Chrome, PageError, render, see_other};
+use super::session::{SignedIn, check_csrf};
+use crate::audio::AudioFormat;
+use crate::console::ConsoleState;
+use crate::domain::{Feature, RecognitionOptions, Seed, SpeechText, Task, Timestamps};
+use crate::engines::text::timing::SpokenWord;
+use crate::http::models::Generation;
+use crate::service::idempotency::{Keyed, Operation};
+use crate::service::principal::Requirement;
+use crate::service::speech::{self, Fields, SpeechRequest, VoiceChoice};
+use crate::service::transcription::{self, Incoming};
+use crate::service::{ErrorCode, Principal, ServiceError, reads};
+use crate::store;
+
+/// Body limit of the transcription form: the API's clip limit and the other fields.
+pub const TRANSCRIBE_BODY_LIMIT: usize = 25 * 1024 * 1024 + 64 * 1024;
+
+/// Names of the form's fields, for the core's refusals.
+const FIELDS: Fields = Fields {
+    text: "text",
+    voice: "voice",
+    temperature: "temperature",
+    engine: "voice",
+};
+
+/// A generation as the page shows it.
+pub struct Shown {
+    pub id: String,
+    pub status: String,
+    pub error: String,
+    /// Percent rendered while generating.
+    pub percent: u32,
+    /// Relative signed link; empty without audio.
+    pub audio: String,
+    pub duration: String,
+    pub words: Vec<SpokenWord>,
+}
+
+/// A transcript as the page shows it.
+pub struct Heard {
+    pub id: String,
+    pub text: String,
+    pub language: String,
+    pub duration: String,
+}
+
+#[derive(Template)]
+#[template(path = "console/playground.html")]
+struct PlaygroundPage {
+    chrome: Chrome,
+    voices: Vec<String>,
+    /// What the form holds (after a refusal: what was sent).
+    text: String,
+    voice: String,
+    seed: String,
+    timestamps: bool,
+    shown: Option<Shown>,
+    heard: Option<Heard>,
+    error: String,
+    /// The account's plan lets it use the playground.
+    allowed: bool,
+}
+
+/// The console owner's principal; its plan must allow speech (the API's rule).
+fn principal(user: &SignedIn) -> Result<Principal, ServiceError> {
+    Principal::console(&user.account_id, &user.plan, &user.features)
+}
+
+fn allowed(principal: &Principal, feature: Feature) -> Result<(), ServiceError> {
+    principal.authorize(Requirement::generate(feature))
+}
+
+async fn voices(state: &ConsoleState, account_id: &str) -> Result<Vec<String>, PageError> {
+    Ok(store::voices::list(&state.pool, account_id)
+        .await?
+        .into_iter()
+        .map(|v| v.name)
+        .collect())
+}
+
+#[derive(Deserialize, Default)]
+pub struct Shows {
+    #[serde(default)]
+    generation: String,
+}
+
+struct Page {
+    text: String,
+    voice: String,
+    seed: String,
+    timestamps: bool,
+    shown: Option<Shown>,
+    heard: Option<Heard>,
+    error: String,
+}
+
+async fn page(
+    state: &ConsoleState,
+    user: &SignedIn,
+    status: StatusCode,
+    content: Page,
+) -> Result<Response, PageError> {
+    let principal = principal(user)?;
+    let page = PlaygroundPage {
+        chrome: Chrome::signed_in(user, "playground"),
+        voices: voices(state, &user.account_id).await?,
+        text: content.text,
+        voice: content.voice,
+        seed: content.seed,
+        timestamps: content.timestamps,
+        shown: content.shown,
+        heard: content.heard,
+        error: content.error,
+        allowed: allowed(&principal, Feature::Speech).is_ok(),
+    };
+    Ok(render(status, &page))
+}
+
+/// The playground, and the generation `?generation=` names (the account's own only).
+pub async fn show(
+    State(state): State<ConsoleState>,
+    user: SignedIn,
+    Query(shows): Query<Shows>,
+) -> Result<Response, PageError> {
+    let shown = match shows.generation.trim() {
+        "" => None,
+        id => {
+            let principal = principal(&user)?;
+            let row = reads::generation(&state, &principal, None, id)
+                .await
+                .map_err(|err| match err.code {
+                    ErrorCode::NotFound => PageError::NotFound,
+                    _ => err.into(),
+                })?;
+            Some(present(&state, row))
+        }
+    };
+    let content = Page {
+        text: String::new(),
+        voice: String::new(),
+        seed: String::new(),
+        timestamps: true,
+        shown,
+        heard: None,
+        error: String::new(),
+    };
+    page(&state, &user, StatusCode::OK, content).await
+}
+
+fn present(state: &ConsoleState, row: crate::store::generations::GenerationRow) -> Shown {
+    let generation = Generation::present(state, row);
+    let audio = generation
+        .audio_url
+        .as_deref()
+        .and_then(|url| url.find("/v1/audio/").map(|i| url[i..].to_owned()))
+        .unwrap_or_default();
+    Shown {
+        status: generation.status.clone(),
+        error: generation.error.clone().unwrap_or_default(),
+        percent: (generation.progress.unwrap_or(0.0) * 100.0) as u32,
+        audio,
+        duration: generation
+            .duration_ms
+            .map(|ms| format!("{:.1} s", ms as f64 / 1000.0))
+            .unwrap_or_default(),
+        words: generation
+            .words
+            .unwrap_or_default()
+            .into_iter()
+            .map(|w| SpokenWord {
+                text: w.text,
+                start: w.start,
+                end: w.end,
+                source_start: w.source_start,
+                source_end: w.source_end,
+            })
+            .collect(),
+        id: generation.id,
+    }
+}
+
+#[derive(Deserialize)]
+pub struct SpeakForm {
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    voice: String,
+    #[serde(default)]
+    seed: String,
+    timestamps: Option<String>,
+    #[serde(default)]
+    csrf_token: String,
+}
+
+/// Starts a generation as the API's `POST /v1/speech` does, and shows its page; a refusal shows
+/// the reason (naming the field) and the form as sent, and starts nothing.
+pub async fn speak(
+    State(state): State<ConsoleState>,
+    user: SignedIn,
+    Form(form): Form<SpeakForm>,
+) -> Result<Response, PageError> {
+    check_csrf(&user.session, &form.csrf_token).await?;
+    match start(&state, &user, &form).await {
+        Ok(id) => Ok(see_other(&format!("/console/playground?generation={id}"))),
+        Err(err) if err.code.status().is_client_error() => {
+            let content = Page {
+                text: form.text,
+                voice: form.voice,
+                seed: form.seed,
+                timestamps: form.timestamps.is_some(),
+                shown: None,
+                heard: None,
+                error: err.detail,
+            };
+            page(&state, &user, err.code.status(), content).await
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+async fn start(
+    state: &ConsoleState,
+    user: &SignedIn,
+    form: &SpeakForm,
+) -> Result<String, ServiceError> {
+    let principal = principal(user)?;
+    allowed(&principal, Feature::Speech)?;
+    let text = SpeechText::new(&form.text)
+        .map_err(|m| ServiceError::invalid("text", format!("The text {m}.")))?;
+    let seed = match form.seed.trim() {
+        "" => None,
+        raw => Some(
+            raw.parse::<u64>()
+                .ok()
+                .and_then(|n| Seed::new(n).ok())
+                .ok_or_else(|| {
+                    ServiceError::invalid(
+                        "seed",
+                        "The seed is a whole number from 0 to 2^53−1, or empty.",
+                    )
+                })?,
+        ),
+    };
+    let request = SpeechRequest {
+        text,
+        voice: VoiceChoice::Name(form.voice.trim()),
+        seed,
+        temperature: None,
+        format: AudioFormat::Mp3,
+        word_timestamps: form.timestamps.is_some(),
+    };
+    let keyed = Keyed::json(Operation::Speech, None, &serde_json::Value::Null);
+    Ok(speech::create(state, &principal, request, FIELDS, keyed)
+        .await?
+        .generation_id)
+}
+
+/// Transcribes an uploaded clip into a capture (`source: "app"`), as `POST /v1/transcriptions`
+/// does, with word timings; shows the transcript.
+pub async fn transcribe(
+    State(state): State<ConsoleState>,
+    user: SignedIn,
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Result<Response, PageError> {
+    let (csrf, audio) = match multipart {
+        Ok(mut multipart) => read_clip(&mut multipart).await?,
+        Err(_) => (String::new(), Vec::new()),
+    };
+    check_csrf(&user.session, &csrf).await?;
+    let heard = match hear(&state, &user, audio).await {
+        Ok(heard) => heard,
+        Err(err) if err.code.status().is_client_error() => {
+            let content = Page {
+                text: String::new(),
+                voice: String::new(),
+                seed: String::new(),
+                timestamps: true,
+                shown: None,
+                heard: None,
+                error: err.detail,
+            };
+            return page(&state, &user, err.code.status(), content).await;
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let content = Page {
+        text: String::new(),
+        voice: String::new(),
+        seed: String::new(),
+        timestamps: true,
+        shown: None,
+        heard: Some(heard),
+        error: String::new(),
+    };
+    page(&state, &user, StatusCode::OK, content).await
+}
+
+/// The form's CSRF token and clip; an unreadable or oversized form is an empty clip (refused
+/// by the core as missing audio).
+async fn read_clip(multipart: &mut Multipart) -> Result<(String, Vec<u8>), PageError> {
+    let (mut csrf, mut audio) = (String::new(), Vec::new());
+    while let Ok(Some(field)) = multipart.next_field().await {
+        match field.name().unwrap_or_default() {
+            "audio" => audio = field.bytes().await.map(|b| b.to_vec()).unwrap_or_default(),
+            "csrf_token" => csrf = field.text().await.unwrap_or_default(),
+            _ => {}
+        }
+    }
+    Ok((csrf, audio))
+}
+
+async fn hear(
+    state: &ConsoleState,
+    user: &SignedIn,
+    audio: Vec<u8>,
+) -> Result<Heard, ServiceError> {
+    let principal = principal(user)?;
+    allowed(&principal, Feature::Transcription)?;
+    if audio.is_empty() {
+        return Err(ServiceError::invalid(
+            "audio",
+            "Choose an audio file (wav, mp3, ogg, webm, flac or m4a, up to 25 MiB).",
+        ));
+    }
+    let place = transcription::take_place(&state.asr, &principal)?;
+    let options = RecognitionOptions::new(None, Task::Transcribe, None, None, Timestamps::Segment)
+        .map_err(|e| ServiceError::invalid(e.param, e.message))?;
+    let incoming = Incoming {
+        audio: std::future::ready(Ok(audio)),
+        source: "app",
+        param: "audio",
+        options,
+        progress: None,
+    };
+    let keyed = Keyed::json(Operation::Transcription, None, &serde_json::Value::Null);
+    let done = transcription::run(state, &principal, place, incoming, keyed).await?;
+    let t = done.transcribed;
+    Ok(Heard {
+        id: t.capture_id,
+        text: t.text,
+        language: t.language,
+        duration: format!("{:.1} s", t.duration_ms as f64 / 1000.0),
+    })
+}

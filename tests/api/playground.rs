@@ -1,0 +1,177 @@
+//! The console's playground (issue 30 items 1 and 2) over real HTTP: speech through the core
+//! from the signed-in session (no key), its page until the audio plays, and a clip transcribed
+//! into a capture with `source: "app"`; an account without a plan is refused as on the API.
+
+use std::time::Duration;
+
+use crate::asr;
+use crate::common::browser::{Browser, csrf_of};
+use crate::common::{TestApp, poll_until};
+use voiced::domain::{EngineId, Plan};
+
+async fn account_of(app: &TestApp, email: &str) -> String {
+    voiced::store::accounts::find_id(&app.pool, email)
+        .await
+        .unwrap()
+        .expect("account exists")
+}
+
+fn attribute<'a>(html: &'a str, marker: &str) -> &'a str {
+    let start = html
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker} in {html}"))
+        + marker.len();
+    &html[start..start + html[start..].find('"').unwrap()]
+}
+
+/// A multipart body with `fields` and one file part `audio`.
+fn multipart(boundary: &str, fields: &[(&str, &str)], audio: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (name, value) in fields {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+            )
+            .as_bytes(),
+        );
+    }
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"audio\"; filename=\"clip.wav\"\r\nContent-Type: audio/wav\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(audio);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    body
+}
+
+#[tokio::test]
+async fn the_playground_speaks_and_transcribes_through_the_core() {
+    let app = TestApp::start_with_workers(1).await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_up("player@example.com").await.status, 303);
+    let account = account_of(&app, "player@example.com").await;
+    app.voice(&account, "heart", EngineId::Kokoro, "af_heart")
+        .await;
+
+    // Without a plan the page says so, and a request is refused as the API refuses it.
+    let page = browser.get("/console/playground").await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("paid plan"), "{}", page.body);
+    let refused = browser
+        .submit(
+            "/console/playground",
+            "/console/playground",
+            &[("voice", "heart"), ("text", "Hello.")],
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
+        .await
+        .unwrap();
+
+    // A bad form shows the reason and starts nothing.
+    let refused = browser
+        .submit(
+            "/console/playground",
+            "/console/playground",
+            &[("voice", "heart"), ("text", "Hi."), ("seed", "minus one")],
+        )
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(refused.body.contains("seed"), "{}", refused.body);
+
+    let started = browser
+        .submit(
+            "/console/playground",
+            "/console/playground",
+            &[
+                ("voice", "heart"),
+                ("text", "Hello from the playground."),
+                ("seed", "7"),
+                ("timestamps", "on"),
+            ],
+        )
+        .await;
+    assert_eq!(started.status, 303, "{}", started.body);
+    let location = started.headers["location"].to_str().unwrap().to_owned();
+    assert!(
+        location.starts_with("/console/playground?generation=gen_"),
+        "{location}"
+    );
+    let done = poll_until(
+        Duration::from_secs(300),
+        "the generation's page to show audio",
+        || {
+            let request = browser_get(&app, &browser, &location);
+            async move {
+                let body = request.await;
+                (!body.contains("data-status=\"generating\"")).then_some(body)
+            }
+        },
+    )
+    .await;
+    assert!(done.contains("data-status=\"completed\""), "{done}");
+    let audio = attribute(
+        &done,
+        "<audio id=\"playground-audio\" controls autoplay src=\"",
+    )
+    .replace("&amp;", "&");
+    let response = app.get(&audio).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "audio/mpeg");
+    assert!(response.bytes().await.unwrap().len() > 5_000);
+    assert!(done.contains("data-start="), "word timings: {done}");
+    assert!(done.contains(">playground</span>"), "{done}");
+    // The same metering as the API, without a key.
+    let (charged, keyless): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), count(*) FILTER (WHERE api_key_id IS NULL) FROM usage_ledger
+         WHERE account_id = $1",
+    )
+    .bind(&account)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((charged, keyless), (1, 1));
+
+    // A clip uploaded as a file becomes a capture of the app.
+    let page = browser.get("/console/playground").await;
+    let token = csrf_of(&page.body);
+    let wav = std::fs::read(asr::espeak_wav("en-us", "Transcribe me in the playground.")).unwrap();
+    let boundary = "----voiced-playground";
+    let request = reqwest::Client::new()
+        .post(format!("{}/console/playground/transcribe", app.base))
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(multipart(boundary, &[("csrf_token", &token)], &wav));
+    let heard = browser.send(request).await;
+    assert_eq!(heard.status, 200, "{}", heard.body);
+    assert!(
+        heard.body.to_lowercase().contains("playground"),
+        "{}",
+        heard.body
+    );
+    let source: String = sqlx::query_scalar("SELECT source FROM captures WHERE account_id = $1")
+        .bind(&account)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(source, "app");
+    app.stop().await;
+}
+
+/// The page at `path` with the browser's session cookie (a fresh request each poll).
+fn browser_get(
+    app: &TestApp,
+    browser: &Browser,
+    path: &str,
+) -> impl std::future::Future<Output = String> + use<> {
+    let mut request = reqwest::Client::new().get(format!("{}{path}", app.base));
+    if let Some(cookie) = browser.cookie.clone() {
+        request = request.header(reqwest::header::COOKIE, cookie);
+    }
+    async move { request.send().await.unwrap().text().await.unwrap() }
+}
