@@ -215,6 +215,36 @@ def test_an_audio_element_plays_streamed_speech_while_it_arrives(page):
     assert status == 200 and body["status"] == "completed", body
 
 
+def test_the_playground_speaks_and_transcribes(page, tmp_path):
+    """Issue 30: the playground speaks with the session (no key) and the page plays the audio,
+    decoded here as non-silent sound; a file uploaded for transcription comes back as text."""
+    page.goto(f"{BASE}/console/playground")
+    page.get_by_label("Voice", exact=True).select_option("Narrator")
+    page.get_by_label("Text", exact=True).fill("Hello from the playground.")
+    page.get_by_role("button", name="Speak", exact=True).click()
+    # The generation's page refreshes itself each second until the audio is there.
+    expect(page.locator("section[data-status='completed']")).to_be_visible(timeout=120_000)
+    heard = page.evaluate("""async () => {
+        const element = document.getElementById('playground-audio');
+        const bytes = await (await fetch(element.src)).arrayBuffer();
+        const audio = await new OfflineAudioContext(1, 1, 24000).decodeAudioData(bytes);
+        const samples = audio.getChannelData(0);
+        let energy = 0;
+        for (const s of samples) energy += s * s;
+        return {seconds: audio.duration, rms: Math.sqrt(energy / samples.length)};
+    }""")
+    print("playground audio:", heard)
+    assert heard["seconds"] > 0.5 and heard["rms"] > 0.005, heard
+    shot(page, "playground")
+    clip = tmp_path / "clip.wav"
+    subprocess.run(["espeak-ng", "-v", "en-us", "-w", str(clip), "Please transcribe this sentence."],
+                   check=True)
+    page.get_by_label("Audio file").set_input_files(str(clip))
+    page.get_by_role("button", name="Transcribe", exact=True).click()
+    expect(page.locator("#transcript")).to_contain_text("transcribe", ignore_case=True,
+                                                        timeout=120_000)
+
+
 def test_revoking_the_key_refuses_its_next_request(page):
     key = state["key"]
     page.goto(f"{BASE}/console/keys")
