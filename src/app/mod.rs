@@ -229,6 +229,7 @@ pub async fn state(
             csrf_key,
             flash_key,
             max_cloned_voices: config.max_cloned_voices_per_account,
+            app_free_minutes: config.app_free_minutes,
         }),
         trusted_proxies: Arc::new(config.trusted_proxies.clone()),
     })

@@ -56,6 +56,8 @@ pub struct ConsoleSettings {
     pub flash_key: [u8; 32],
     /// Cloned voices one account may have (`max_cloned_voices_per_account`).
     pub max_cloned_voices: u32,
+    /// The app's free allowance of an account without a plan (`app_free_minutes`).
+    pub app_free_minutes: u32,
 }
 
 /// What console pages hold: the core, and the console's own settings.

@@ -74,11 +74,18 @@ struct PlaygroundPage {
     error: String,
     /// The account's plan lets it use the playground.
     allowed: bool,
+    /// It does so on the app's free allowance (no plan).
+    free: bool,
 }
 
-/// The console owner's principal; its plan must allow speech (the API's rule).
-fn principal(user: &SignedIn) -> Result<Principal, ServiceError> {
-    Principal::console(&user.account_id, &user.plan, &user.features)
+/// The console owner's principal: the account's plan, or without one the app's free allowance.
+fn principal(state: &ConsoleState, user: &SignedIn) -> Result<Principal, ServiceError> {
+    Principal::console(
+        &user.account_id,
+        &user.plan,
+        &user.features,
+        state.console.app_free_minutes,
+    )
 }
 
 fn allowed(principal: &Principal, feature: Feature) -> Result<(), ServiceError> {
@@ -115,7 +122,7 @@ async fn page(
     status: StatusCode,
     content: Page,
 ) -> Result<Response, PageError> {
-    let principal = principal(user)?;
+    let principal = principal(state, user)?;
     let page = PlaygroundPage {
         chrome: Chrome::signed_in(user, "playground"),
         voices: voices(state, &user.account_id).await?,
@@ -127,6 +134,7 @@ async fn page(
         heard: content.heard,
         error: content.error,
         allowed: allowed(&principal, Feature::Speech).is_ok(),
+        free: principal.on_free_allowance(),
     };
     Ok(render(status, &page))
 }
@@ -140,7 +148,7 @@ pub async fn show(
     let shown = match shows.generation.trim() {
         "" => None,
         id => {
-            let principal = principal(&user)?;
+            let principal = principal(&state, &user)?;
             let row = reads::generation(&state, &principal, None, id)
                 .await
                 .map_err(|err| match err.code {
@@ -238,7 +246,7 @@ async fn start(
     user: &SignedIn,
     form: &SpeakForm,
 ) -> Result<String, ServiceError> {
-    let principal = principal(user)?;
+    let principal = principal(state, user)?;
     allowed(&principal, Feature::Speech)?;
     let text = SpeechText::new(&form.text)
         .map_err(|m| ServiceError::invalid("text", format!("The text {m}.")))?;
@@ -329,7 +337,7 @@ async fn hear(
     user: &SignedIn,
     audio: Vec<u8>,
 ) -> Result<Heard, ServiceError> {
-    let principal = principal(user)?;
+    let principal = principal(state, user)?;
     allowed(&principal, Feature::Transcription)?;
     if audio.is_empty() {
         return Err(ServiceError::invalid(

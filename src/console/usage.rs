@@ -26,6 +26,8 @@ struct UsagePage {
     allowance: String,
     percent: u32,
     api_allowed: bool,
+    /// No plan, and the playground's free allowance is on: `allowance` is that.
+    free: bool,
     keys: Vec<KeyView>,
     chart: String,
     transcriptions: i64,
@@ -37,6 +39,8 @@ struct BillingPage {
     chrome: Chrome,
     plan: String,
     active: bool,
+    /// The playground's free minutes of an account without a plan (0: none).
+    free_minutes: u32,
     contact: String,
     contact_is_link: bool,
     contact_is_email: bool,
@@ -109,7 +113,12 @@ pub async fn usage(
     } = usage::month(&state, &user.account_id, chrono::Utc::now())
         .await?
         .ok_or(PageError::SignIn)?;
-    let allowance_ms = plan.monthly_allowance_secs() * 1000;
+    let free_ms = i64::from(state.console.app_free_minutes) * 60_000;
+    let allowance_ms = if plan.allows_api() {
+        plan.monthly_allowance_secs() * 1000
+    } else {
+        free_ms
+    };
     let percent = if allowance_ms > 0 {
         ((detail.month_audio_ms as f64 / allowance_ms as f64) * 100.0).clamp(0.0, 100.0) as u32
     } else {
@@ -123,6 +132,7 @@ pub async fn usage(
         allowance: format_minutes(allowance_ms),
         percent,
         api_allowed: plan.allows_api(),
+        free: !plan.allows_api() && free_ms > 0,
         keys,
         chart: chart_svg(month, &days),
         transcriptions,
@@ -139,6 +149,7 @@ pub async fn billing(
         chrome: Chrome::signed_in(&user, "billing"),
         plan: plan.as_str().to_owned(),
         active: plan.allows_api(),
+        free_minutes: state.console.app_free_minutes,
         contact_is_link: contact.starts_with("https://") || contact.starts_with("http://"),
         contact_is_email: contact.contains('@') && !contact.contains(char::is_whitespace),
         contact,

@@ -53,8 +53,12 @@ pub enum Credential {
         client_id: String,
     },
     /// The developer console's signed-in session (its playground): the account's owner, with
-    /// every scope; `rate_key` is what its requests count against (`console:<account id>`).
-    Console { rate_key: String },
+    /// every scope; `rate_key` is what its requests count against (`console:<account id>`);
+    /// `free_allowance_ms` the app's free allowance, for an account without a plan.
+    Console {
+        rate_key: String,
+        free_allowance_ms: i64,
+    },
 }
 
 impl Principal {
@@ -84,25 +88,52 @@ impl Principal {
             Credential::OAuth {
                 authorization_id, ..
             } => authorization_id,
-            Credential::Console { rate_key } => rate_key,
+            Credential::Console { rate_key, .. } => rate_key,
         }
     }
 
     /// The principal of the console's signed-in owner of `account_id`: every scope, the
-    /// account's plan and features, no key (so no key ceiling).
+    /// account's plan and features, no key (so no key ceiling). An account without a plan may
+    /// speak and transcribe here within `free_minutes` a month (the app's free allowance; 0:
+    /// not at all), and nowhere else.
     pub fn console(
         account_id: &str,
         plan: &str,
         features: &[String],
+        free_minutes: u32,
     ) -> Result<Principal, crate::service::ServiceError> {
-        Principal::from_row(
+        let mut principal = Principal::from_row(
             account_id,
             &Scope::ALL.map(|s| s.as_str().to_owned()),
             plan,
             features,
             Credential::Console {
                 rate_key: format!("console:{account_id}"),
+                free_allowance_ms: i64::from(free_minutes) * 60_000,
             },
+        )?;
+        if !principal.plan.allows_api() && free_minutes > 0 {
+            principal.features = vec![Feature::Speech, Feature::Transcription];
+        }
+        Ok(principal)
+    }
+
+    /// Milliseconds of generated audio the account may make this month: the plan's allowance,
+    /// or in the console the app's free allowance of an account without a plan.
+    pub fn monthly_allowance_ms(&self) -> i64 {
+        match &self.credential {
+            Credential::Console {
+                free_allowance_ms, ..
+            } if !self.plan.allows_api() => *free_allowance_ms,
+            _ => self.plan.monthly_allowance_secs() * 1000,
+        }
+    }
+
+    /// Whether this is the console's free use by an account without a plan.
+    pub fn on_free_allowance(&self) -> bool {
+        matches!(
+            &self.credential,
+            Credential::Console { free_allowance_ms, .. } if !self.plan.allows_api() && *free_allowance_ms > 0
         )
     }
 
@@ -145,7 +176,7 @@ impl Requirement {
 impl Principal {
     /// Plan, then scope, then feature (docs/api.md, "Order of checks").
     pub fn authorize(&self, requirement: Requirement) -> Result<(), ServiceError> {
-        if !self.plan.allows_api() {
+        if !self.plan.allows_api() && !self.on_free_allowance() {
             return Err(ServiceError::pro_plan_required());
         }
         if !self.scopes.contains(&requirement.scope) {
@@ -164,6 +195,35 @@ impl Principal {
 mod tests {
     use super::*;
     use crate::service::error::{ErrorCode, SettingsPage};
+
+    #[test]
+    fn the_console_gives_an_account_without_a_plan_its_free_minutes_only_there() {
+        let free = Principal::console("acct_1", "none", &[], 10).unwrap();
+        assert!(free.on_free_allowance());
+        assert!(
+            free.authorize(Requirement::generate(Feature::Speech))
+                .is_ok()
+        );
+        assert!(
+            free.authorize(Requirement::generate(Feature::Transcription))
+                .is_ok()
+        );
+        assert_eq!(free.monthly_allowance_ms(), 600_000);
+        assert_eq!(free.api_key_id(), None);
+        assert_eq!(free.rate_limit_key(), "console:acct_1");
+        let off = Principal::console("acct_1", "none", &[], 0).unwrap();
+        let refused = off
+            .authorize(Requirement::generate(Feature::Speech))
+            .unwrap_err();
+        assert_eq!(refused.code, ErrorCode::ProPlanRequired);
+        // A plan's own allowance wins in the console too.
+        let pro = Principal::console("acct_1", "pro", &["speech".into()], 10).unwrap();
+        assert!(!pro.on_free_allowance());
+        assert_eq!(
+            pro.monthly_allowance_ms(),
+            Plan::Pro.monthly_allowance_secs() * 1000
+        );
+    }
 
     fn principal(plan: Plan, scopes: Vec<Scope>, features: Vec<Feature>) -> Principal {
         Principal {

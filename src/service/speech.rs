@@ -568,9 +568,11 @@ fn refuse_over_limits(
         )
         .with_retry_after(retry_after as u64));
     }
-    let allowance_ms = principal.plan.monthly_allowance_secs() * 1000;
+    let allowance_ms = principal.monthly_allowance_ms();
     if load.account_charged_ms + load.account_reserved_ms >= allowance_ms {
-        let detail = if load.account_charged_ms >= allowance_ms {
+        let detail = if principal.on_free_allowance() {
+            "This month's free minutes in the playground are used up; they renew on the 1st (UTC), or subscribe to a plan for more and for the API."
+        } else if load.account_charged_ms >= allowance_ms {
             "This month's audio allowance is used up; it renews on the 1st (UTC) or with an upgrade."
         } else {
             "This month's audio allowance is taken by what was generated and what is still queued or running; it renews on the 1st (UTC) or with an upgrade."

@@ -55,18 +55,56 @@ async fn the_playground_speaks_and_transcribes_through_the_core() {
     app.voice(&account, "heart", EngineId::Kokoro, "af_heart")
         .await;
 
-    // Without a plan the page says so, and a request is refused as the API refuses it.
+    // Without a plan: the playground's free minutes (app_free_minutes, 10 by default), and
+    // nothing on the API.
     let page = browser.get("/console/playground").await;
     assert_eq!(page.status, 200);
-    assert!(page.body.contains("paid plan"), "{}", page.body);
-    let refused = browser
+    assert!(page.body.contains("free minutes"), "{}", page.body);
+    let free = browser
         .submit(
             "/console/playground",
             "/console/playground",
-            &[("voice", "heart"), ("text", "Hello.")],
+            &[("voice", "heart"), ("text", "Free words.")],
         )
         .await;
-    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(free.status, 303, "{}", free.body);
+    let (_, key) = app
+        .key(&account, &[voiced::domain::Scope::VoiceGenerate])
+        .await;
+    let (status, problem) = app
+        .speak(
+            &key,
+            serde_json::json!({"text": "Hi.", "voice_name": "heart"}),
+        )
+        .await;
+    assert_eq!(
+        (status, problem["code"].as_str()),
+        (403, Some("pro_plan_required"))
+    );
+    // The free minutes run out: the page says so, with quota_exhausted's meaning.
+    let voice = voiced::store::voices::list(&app.pool, &account)
+        .await
+        .unwrap()[0]
+        .id
+        .clone();
+    app.charge(&account, None, &voice, 10 * 60_000).await;
+    let spent = browser
+        .submit(
+            "/console/playground",
+            "/console/playground",
+            &[("voice", "heart"), ("text", "One more.")],
+        )
+        .await;
+    assert_eq!(spent.status, 429, "{}", spent.body);
+    assert!(
+        spent
+            .body
+            .contains("free minutes in the playground are used up"),
+        "{}",
+        spent.body
+    );
+    let usage = browser.get("/console/usage").await;
+    assert!(usage.body.contains("free in the"), "{}", usage.body);
     voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
         .await
         .unwrap();
@@ -133,7 +171,8 @@ async fn the_playground_speaks_and_transcribes_through_the_core() {
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    assert_eq!((charged, keyless), (1, 1));
+    // The free generation, the charge that used the free minutes up, and this one.
+    assert_eq!((charged, keyless), (3, 3));
 
     // A clip uploaded as a file becomes a capture of the app.
     let page = browser.get("/console/playground").await;
