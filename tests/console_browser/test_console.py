@@ -61,11 +61,16 @@ def shot(page, name):
 
 
 @pytest.fixture(scope="module")
-def browser():
+def playwright():
     with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=os.environ["VOICED_CHROMIUM"], args=ARGS)
-        yield chromium
-        chromium.close()
+        yield p
+
+
+@pytest.fixture(scope="module")
+def browser(playwright):
+    chromium = playwright.chromium.launch(executable_path=os.environ["VOICED_CHROMIUM"], args=ARGS)
+    yield chromium
+    chromium.close()
 
 
 @pytest.fixture(scope="module")
@@ -243,6 +248,39 @@ def test_the_playground_speaks_and_transcribes(page, tmp_path):
     page.get_by_role("button", name="Transcribe", exact=True).click()
     expect(page.locator("#transcript")).to_contain_text("transcribe", ignore_case=True,
                                                         timeout=120_000)
+
+
+def test_the_playground_records_the_microphone_and_highlights_words(playwright, page, tmp_path):
+    """Issue 30: a clip recorded in the browser (MediaRecorder, webm/opus; chromium's fake
+    microphone plays a file) is transcribed; the word being said is highlighted while the audio
+    plays."""
+    clip = tmp_path / "mic.wav"
+    subprocess.run(["espeak-ng", "-v", "en-us", "-w", str(clip),
+                    "The microphone heard this sentence clearly."], check=True)
+    args = ARGS + ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+                   f"--use-file-for-fake-audio-capture={clip}%noloop",
+                   "--autoplay-policy=no-user-gesture-required"]
+    chromium = playwright.chromium.launch(executable_path=os.environ["VOICED_CHROMIUM"], args=args)
+    # The signed-in session of the other tests (no sign-in: the limiter's test counts them).
+    context = chromium.new_context(viewport={"width": 1100, "height": 760},
+                                   storage_state=page.context.storage_state())
+    page = context.new_page()
+    page.goto(f"{BASE}/console/playground")
+    page.get_by_label("Voice", exact=True).select_option("Narrator")
+    page.get_by_label("Text", exact=True).fill("One two three four five six seven.")
+    page.get_by_role("button", name="Speak", exact=True).click()
+    expect(page.locator("section[data-status='completed']")).to_be_visible(timeout=120_000)
+    page.evaluate("document.getElementById('playground-audio').play()")
+    expect(page.locator("#playground-words span.now")).to_have_count(1, timeout=20_000)
+
+    record = page.get_by_role("button", name="Record from the microphone")
+    record.click()
+    page.wait_for_timeout(4000)
+    page.get_by_role("button", name="Stop and transcribe").click()
+    expect(page.locator("#transcript")).to_contain_text("microphone", ignore_case=True,
+                                                        timeout=120_000)
+    context.close()
+    chromium.close()
 
 
 def test_revoking_the_key_refuses_its_next_request(page):
