@@ -4,6 +4,7 @@
 //! against Whisper's independent word alignment of the same audio (figure in
 //! docs/benchmarks.md, "Word timestamps of generated speech"; printed with `--nocapture`).
 
+use crate::common::client::mcp_call;
 use crate::common::{TestApp, json};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -178,5 +179,24 @@ async fn generated_words_carry_their_times_and_sources_and_agree_with_whisper() 
     .await;
     assert_eq!(status, 409, "{problem}");
     assert_eq!(problem["code"], "timestamps_unavailable");
+
+    // The agent's speak takes the same argument and answers the words.
+    let client = app.mcp_client(&secret).await;
+    let result = mcp_call(
+        &client,
+        "speak",
+        json!({"text": "Good morning, Ada.", "voice": "heart", "timestamps": "word", "wait_seconds": 120}),
+    )
+    .await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let spoken = result.structured_content.expect("structured content");
+    let words: Vec<&str> = spoken["words"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{spoken}"))
+        .iter()
+        .map(|w| w["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(words, ["Good", "morning", "Ada"]);
+    client.cancel().await.unwrap();
     app.stop().await;
 }
