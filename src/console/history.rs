@@ -1,21 +1,25 @@
 //! `/console/history`: the account's generations (with a player on the signed link) and its
-//! captures, most recent first, paged.
+//! captures, most recent first, paged; a generation's audio and a capture can be deleted here
+//! (the core's `service::deletion`, as `DELETE /v1/…` does).
 
 use askama::Template;
-use axum::extract::{Query, State};
+use axum::Form;
+use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use serde::Deserialize;
 
 use super::format_time;
-use super::page::{Chrome, PageError, ok};
-use super::session::SignedIn;
+use super::page::{Chrome, PageError, ok, see_other};
+use super::session::{SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::domain::GenerationStatus;
 use crate::service::usage::{self, HistoryPages};
+use crate::service::{ErrorCode, Principal, ServiceError, deletion};
 
 pub const PAGE_SIZE: i64 = 20;
 
 pub struct GenerationView {
+    pub id: String,
     pub excerpt: String,
     pub voice: String,
     pub status: String,
@@ -27,6 +31,7 @@ pub struct GenerationView {
 }
 
 pub struct CaptureView {
+    pub id: String,
     pub transcript: String,
     pub language: String,
     pub source: String,
@@ -114,6 +119,7 @@ pub async fn history(
             } else {
                 String::new()
             },
+            id: g.id,
             excerpt: g.excerpt,
             voice: g.voice_name,
             status: g.status.as_str().to_owned(),
@@ -127,6 +133,7 @@ pub async fn history(
         .captures
         .into_iter()
         .map(|c| CaptureView {
+            id: c.id,
             transcript: c.transcript_refined,
             language: c.language,
             source: c.source,
@@ -141,4 +148,58 @@ pub async fn history(
         captures,
         capture_pager: pager(capture_total, pages.captures, pages.page, false),
     }))
+}
+
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    csrf_token: String,
+}
+
+/// The console owner's principal for deleting the account's own data (any plan).
+fn owner(state: &ConsoleState, user: &SignedIn) -> Result<Principal, PageError> {
+    Ok(Principal::console(
+        &user.account_id,
+        &user.plan,
+        &user.features,
+        state.console.app_free_minutes,
+    )?)
+}
+
+/// Another account's id (or none) is this door's 404 page.
+fn not_owned(err: ServiceError) -> PageError {
+    match err.code {
+        ErrorCode::NotFound => PageError::NotFound,
+        _ => err.into(),
+    }
+}
+
+/// Deletes a generation's stored audio (`DELETE /v1/generations/{id}/audio`'s core operation).
+pub async fn delete_audio(
+    State(state): State<ConsoleState>,
+    user: SignedIn,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, PageError> {
+    check_csrf(&user.session, &form.csrf_token).await?;
+    let principal = owner(&state, &user)?;
+    deletion::delete_generation_audio(&state, &principal, &id)
+        .await
+        .map_err(not_owned)?;
+    Ok(see_other("/console/history"))
+}
+
+/// Deletes a capture (`DELETE /v1/captures/{id}`'s core operation).
+pub async fn delete_capture(
+    State(state): State<ConsoleState>,
+    user: SignedIn,
+    Path(id): Path<String>,
+    Form(form): Form<CsrfForm>,
+) -> Result<Response, PageError> {
+    check_csrf(&user.session, &form.csrf_token).await?;
+    let principal = owner(&state, &user)?;
+    deletion::delete_capture(&state, &principal, &id)
+        .await
+        .map_err(not_owned)?;
+    Ok(see_other("/console/history#captures"))
 }

@@ -130,6 +130,14 @@ pub fn router(state: ConsoleState) -> Router {
         )
         .route("/console/history", get(history::history))
         .route(
+            "/console/history/generations/{id}/delete-audio",
+            axum::routing::post(history::delete_audio),
+        )
+        .route(
+            "/console/history/captures/{id}/delete",
+            axum::routing::post(history::delete_capture),
+        )
+        .route(
             "/console/playground",
             get(playground::show).post(playground::speak),
         )

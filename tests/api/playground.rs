@@ -199,6 +199,59 @@ async fn the_playground_speaks_and_transcribes_through_the_core() {
         .await
         .unwrap();
     assert_eq!(source, "app");
+
+    // The history page deletes a generation's audio and a capture (issue 30 item 4), the
+    // owner's only.
+    let generation = location.rsplit('=').next().unwrap().to_owned();
+    let capture: String = sqlx::query_scalar("SELECT id FROM captures WHERE account_id = $1")
+        .bind(&account)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let mut intruder = Browser::new(&app);
+    assert_eq!(intruder.sign_up("other@example.com").await.status, 303);
+    let delete_capture = format!("/console/history/captures/{capture}/delete");
+    let delete_audio = format!("/console/history/generations/{generation}/delete-audio");
+    assert_eq!(
+        intruder
+            .submit("/console/history", &delete_capture, &[])
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        intruder
+            .submit("/console/history", &delete_audio, &[])
+            .await
+            .status,
+        404
+    );
+    let history = browser.get("/console/history").await;
+    assert!(history.body.contains(&delete_audio), "{}", history.body);
+    assert_eq!(
+        browser
+            .submit("/console/history", &delete_audio, &[])
+            .await
+            .status,
+        303
+    );
+    assert_eq!(
+        browser
+            .submit("/console/history", &delete_capture, &[])
+            .await
+            .status,
+        303
+    );
+    let (has_audio, captures): (bool, i64) = sqlx::query_as(
+        "SELECT audio_key IS NOT NULL, (SELECT count(*) FROM captures WHERE account_id = $2)
+         FROM generations WHERE id = $1",
+    )
+    .bind(&generation)
+    .bind(&account)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((has_audio, captures), (false, 0));
     app.stop().await;
 }
 
