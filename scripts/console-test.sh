@@ -23,6 +23,12 @@ if [ ! -x "$venv/bin/pytest" ] || ! "$venv/bin/python" -c 'import playwright' 2>
   python3 -m venv --clear "$venv"
   "$venv/bin/python" -m pip install -q 'playwright==1.65.2' 'pytest==9.2.0'
 fi
+# axe-core (npm, MPL-2.0) for the accessibility check run inside the browser test.
+axe="$VOICED_CACHE/npm-axe-core-4.14.1"
+if [ ! -f "$axe/node_modules/axe-core/axe.min.js" ]; then
+  rm -rf "$axe" && mkdir -p "$axe"
+  npm install --prefix "$axe" --no-audit --no-fund --loglevel=error --no-save axe-core@4.14.1 >/dev/null
+fi
 
 work=$(mktemp -d /tmp/voiced-console.XXXXXX)
 chmod 755 "$work"
@@ -41,5 +47,6 @@ for _ in $(seq 300); do
 done
 mkdir -p "${shots:-$work/shots}"
 VOICED_BASE_URL="http://127.0.0.1:$port" VOICED_BIN="$bin" VOICED_CHROMIUM="$chromium" \
+  VOICED_AXE="$axe/node_modules/axe-core/axe.min.js" \
   VOICED_SCREENSHOTS="${shots:-$work/shots}" \
   "$venv/bin/pytest" -q -p no:cacheprovider tests/console_browser/test_console.py

@@ -283,6 +283,32 @@ def test_the_playground_records_the_microphone_and_highlights_words(playwright, 
     chromium.close()
 
 
+def test_the_console_pages_have_no_serious_accessibility_violations(page):
+    """Issue 30: every page of the signed-in console passes axe-core (npm) in chromium with no
+    serious or critical violation."""
+    # The console's CSP forbids injected scripts: this context alone ignores it, signed in as
+    # the other tests are.
+    context = page.context.browser.new_context(bypass_csp=True,
+                                               storage_state=page.context.storage_state())
+    page = context.new_page()
+    failures = {}
+    for path in ["/console/keys", "/console/playground", "/console/usage", "/console/voices",
+                 "/console/pronunciations", "/console/history", "/console/webhooks",
+                 "/console/applications", "/console/billing", "/console/account"]:
+        page.goto(f"{BASE}{path}")
+        page.add_script_tag(path=os.environ["VOICED_AXE"])
+        violations = page.evaluate("""async () => {
+            const result = await axe.run(document, {resultTypes: ["violations"]});
+            return result.violations
+                .filter((v) => v.impact === "serious" || v.impact === "critical")
+                .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+        }""")
+        if violations:
+            failures[path] = violations
+    context.close()
+    assert not failures, json.dumps(failures, indent=2)
+
+
 def test_revoking_the_key_refuses_its_next_request(page):
     key = state["key"]
     page.goto(f"{BASE}/console/keys")
