@@ -9,12 +9,12 @@ use axum::response::Response;
 use serde::Deserialize;
 
 use super::format_time;
-use super::page::{Chrome, PageError, ok, see_other};
+use super::page::{Chrome, PageError, not_owned, ok, see_other};
 use super::session::{SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::domain::GenerationStatus;
 use crate::service::usage::{self, HistoryPages};
-use crate::service::{ErrorCode, Principal, ServiceError, deletion};
+use crate::service::{Principal, deletion};
 
 pub const PAGE_SIZE: i64 = 20;
 
@@ -164,14 +164,6 @@ fn owner(state: &ConsoleState, user: &SignedIn) -> Result<Principal, PageError> 
         &user.features,
         state.console.app_free_minutes,
     )?)
-}
-
-/// Another account's id (or none) is this door's 404 page.
-fn not_owned(err: ServiceError) -> PageError {
-    match err.code {
-        ErrorCode::NotFound => PageError::NotFound,
-        _ => err.into(),
-    }
 }
 
 /// Deletes a generation's stored audio (`DELETE /v1/generations/{id}/audio`'s core operation).

@@ -11,12 +11,12 @@ use axum::response::Response;
 use serde::Deserialize;
 
 use super::flash;
-use super::page::{Chrome, PageError, ok, render, see_other};
+use super::page::{Chrome, PageError, not_owned, ok, render, see_other};
 use super::session::{SignedIn, check_csrf};
 use super::{format_minutes, format_time};
 use crate::console::ConsoleState;
 use crate::domain::{CeilingError, CeilingMinutes, Scope};
-use crate::service::{ErrorCode, ServiceError, keys};
+use crate::service::{ServiceError, keys};
 use crate::store;
 
 /// A key as the list shows it.
@@ -266,12 +266,4 @@ pub async fn set_ceiling(
         .await
         .map_err(not_owned)?;
     Ok(see_other("/console/keys"))
-}
-
-/// A key the account does not have is this door's 404 page.
-fn not_owned(err: ServiceError) -> PageError {
-    match err.code {
-        ErrorCode::NotFound => PageError::NotFound,
-        _ => err.into(),
-    }
 }

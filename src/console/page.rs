@@ -195,3 +195,12 @@ impl IntoResponse for PageError {
         response
     }
 }
+
+/// A refusal of an operation on something the account does not have (another account's id,
+/// or none): this door's 404 page, like any unknown page; other errors as they are.
+pub fn not_owned(err: crate::service::ServiceError) -> PageError {
+    match err.code {
+        crate::service::ErrorCode::NotFound => PageError::NotFound,
+        _ => err.into(),
+    }
+}

@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::page::{Chrome, PageError, render, see_other};
+use super::page::{Chrome, PageError, not_owned, render, see_other};
 use super::session::{SignedIn, check_csrf};
 use crate::audio::AudioFormat;
 use crate::console::ConsoleState;
@@ -24,7 +24,7 @@ use crate::service::idempotency::{Keyed, Operation};
 use crate::service::principal::Requirement;
 use crate::service::speech::{self, Fields, SpeechRequest, VoiceChoice};
 use crate::service::transcription::{self, Incoming};
-use crate::service::{ErrorCode, Principal, ServiceError, reads};
+use crate::service::{Principal, ServiceError, reads};
 use crate::store;
 
 /// Body limit of the transcription form: the API's clip limit and the other fields.
@@ -151,10 +151,7 @@ pub async fn show(
             let principal = principal(&state, &user)?;
             let row = reads::generation(&state, &principal, None, id)
                 .await
-                .map_err(|err| match err.code {
-                    ErrorCode::NotFound => PageError::NotFound,
-                    _ => err.into(),
-                })?;
+                .map_err(not_owned)?;
             Some(present(&state, row))
         }
     };

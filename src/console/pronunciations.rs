@@ -10,11 +10,11 @@ use axum::response::Response;
 use serde::Deserialize;
 
 use super::format_time;
-use super::page::{Chrome, PageError, ok, render, see_other};
+use super::page::{Chrome, PageError, not_owned, ok, render, see_other};
 use super::session::{SignedIn, check_csrf};
 use crate::console::ConsoleState;
+use crate::service::ErrorCode;
 use crate::service::pronunciations::{self, NewRule};
-use crate::service::{ErrorCode, ServiceError};
 use crate::store::pronunciations::PronunciationRow;
 
 /// A rule as the list shows it.
@@ -152,9 +152,6 @@ pub async fn delete(
     check_csrf(&user.session, &form.csrf_token).await?;
     pronunciations::delete_for(&state.pool, &user.account_id, &id)
         .await
-        .map_err(|err: ServiceError| match err.code {
-            ErrorCode::NotFound => PageError::NotFound,
-            _ => err.into(),
-        })?;
+        .map_err(not_owned)?;
     Ok(see_other("/console/pronunciations"))
 }

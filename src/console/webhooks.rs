@@ -13,11 +13,11 @@ use serde::Deserialize;
 
 use super::flash;
 use super::format_time;
-use super::page::{Chrome, PageError, ok, render, see_other};
+use super::page::{Chrome, PageError, not_owned, ok, render, see_other};
 use super::session::{SignedIn, check_csrf};
 use crate::console::ConsoleState;
+use crate::service::ErrorCode;
 use crate::service::webhooks::{self, Endpoint, NewEndpoint, Sealer};
-use crate::service::{ErrorCode, ServiceError};
 
 /// Deliveries shown per endpoint.
 const RECENT: i64 = 10;
@@ -269,12 +269,4 @@ pub async fn resend(
         .await
         .map_err(not_owned)?;
     Ok(see_other("/console/webhooks"))
-}
-
-/// An endpoint or delivery the account does not have is this door's 404 page.
-fn not_owned(err: ServiceError) -> PageError {
-    match err.code {
-        ErrorCode::NotFound => PageError::NotFound,
-        _ => err.into(),
-    }
 }

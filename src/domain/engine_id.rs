@@ -99,6 +99,12 @@ impl EngineId {
         self.info().can_clone
     }
 
+    /// Only Kokoro reports when each word is said (its graph outputs the predicted durations);
+    /// LuxTTS phonemizes but has no durations, and forced alignment is not built.
+    pub fn reports_word_timings(self) -> bool {
+        self == EngineId::Kokoro
+    }
+
     /// Kokoro and LuxTTS speak from phonemes ([`EngineInfo::phonemizes`]).
     pub fn phonemizes(self) -> bool {
         self.info().phonemizes
@@ -161,6 +167,16 @@ impl<'de> serde::Deserialize<'de> for EngineId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_kokoro_reports_word_timings_though_luxtts_phonemizes_too() {
+        let timed: Vec<EngineId> = EngineId::ALL
+            .into_iter()
+            .filter(|e| e.reports_word_timings())
+            .collect();
+        assert_eq!(timed, [EngineId::Kokoro]);
+        assert!(EngineId::Luxtts.phonemizes());
+    }
 
     #[test]
     fn every_id_has_its_own_info_with_the_spec_capabilities() {

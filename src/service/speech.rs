@@ -354,7 +354,7 @@ pub fn check_order(
         ));
     }
     readable(engines, order, order.text.as_str(), fields)?;
-    if order.word_timestamps && !order.engine.phonemizes() {
+    if order.word_timestamps && !order.engine.reports_word_timings() {
         return Err(ServiceError::invalid(
             "timestamps",
             format!(

@@ -22,8 +22,9 @@ use unicode_normalization::UnicodeNormalization;
 use super::pronounce;
 use crate::engines::EngineError;
 
-/// The phoneme-character → token-id map of `vocab.json`.
-pub struct Vocab(HashMap<char, i64>);
+/// The phoneme-character → token-id map of `vocab.json`, and its inverse (built once at load:
+/// word timings read it for every piece).
+pub struct Vocab(HashMap<char, i64>, HashMap<i64, char>);
 
 impl Vocab {
     pub fn load(path: &Path) -> Result<Self, EngineError> {
@@ -43,15 +44,15 @@ impl Vocab {
                 _ => return Err(broken(&format!("bad entry {key:?}: {id}"))),
             };
         }
-        Ok(Self(vocab))
+        let symbols = vocab.iter().map(|(&c, &id)| (id, c)).collect();
+        Ok(Self(vocab, symbols))
     }
 
     /// The phoneme symbol of each token id (unknown ids as `?`).
     pub fn symbols(&self, tokens: &[i64]) -> Vec<char> {
-        let by_id: HashMap<i64, char> = self.0.iter().map(|(&c, &id)| (id, c)).collect();
         tokens
             .iter()
-            .map(|id| by_id.get(id).copied().unwrap_or('?'))
+            .map(|id| self.1.get(id).copied().unwrap_or('?'))
             .collect()
     }
 
