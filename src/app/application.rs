@@ -219,8 +219,8 @@ impl Application {
     }
 }
 
-/// Once a minute: drop limiter state that has refilled, and purge expired OAuth codes and
-/// tokens, console sessions and idempotency records.
+/// Once a minute: drop limiter state that has refilled, purge expired OAuth codes and tokens,
+/// console sessions and idempotency records, and remove deleted accounts' content and audio.
 async fn housekeeping(state: AppState) {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
     loop {
@@ -238,6 +238,9 @@ async fn housekeeping(state: AppState) {
         }
         if let Err(err) = store::idempotency::purge(pool).await {
             tracing::warn!(error = %err, "purging idempotency records failed");
+        }
+        if let Err(err) = crate::service::deletion::purge_deleted_accounts(&state.core).await {
+            tracing::warn!(error = %err.detail, "purging deleted accounts failed");
         }
     }
 }

@@ -19,7 +19,7 @@ use super::session::{self, SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::http::client_addr::ClientAddr;
 use crate::limits::quota::retry_after_secs;
-use crate::service::accounts;
+use crate::service::{accounts, deletion};
 
 #[derive(Template)]
 #[template(path = "console/sign_in.html")]
@@ -27,6 +27,8 @@ struct SignInPage {
     chrome: Chrome,
     email: String,
     error: String,
+    /// A notice above the form (the account was just deleted).
+    notice: String,
     signup: bool,
     /// Where to go once signed in (an OAuth consent page), or empty.
     next: String,
@@ -49,6 +51,18 @@ struct AccountPage {
     error: String,
     notice: String,
     min_chars: usize,
+    /// Why the deletion form was refused.
+    delete_error: String,
+}
+
+#[derive(Deserialize)]
+pub struct DeleteAccount {
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    confirm: String,
+    #[serde(default)]
+    csrf_token: String,
 }
 
 #[derive(Deserialize)]
@@ -63,11 +77,14 @@ pub struct Credentials {
     next: String,
 }
 
-/// `?next=` of the sign-in and sign-up pages.
+/// `?next=` of the sign-in and sign-up pages (and `?deleted=1` of the sign-in page after an
+/// account deletion).
 #[derive(Deserialize)]
 pub struct Next {
     #[serde(default)]
     next: String,
+    #[serde(default)]
+    deleted: Option<String>,
 }
 
 /// Where to go after signing in: `next` when it is an OAuth consent page of this console (the
@@ -90,7 +107,7 @@ fn kept_next(next: &str) -> String {
 #[derive(Deserialize)]
 pub struct CsrfOnly {
     #[serde(default)]
-    csrf_token: String,
+    pub csrf_token: String,
 }
 
 #[derive(Deserialize)]
@@ -115,10 +132,17 @@ pub async fn sign_in_page(
     csrf: AnonymousCsrf,
     Query(next): Query<Next>,
 ) -> Result<Response, PageError> {
+    let notice = if next.deleted.is_some() {
+        "Your account was deleted. Its keys and sessions have ended, and its data is being removed."
+            .to_owned()
+    } else {
+        String::new()
+    };
     Ok(csrf.attach(ok(&SignInPage {
         chrome: Chrome::anonymous(csrf.token()),
         email: String::new(),
         error: String::new(),
+        notice,
         signup: state.console.signup,
         next: kept_next(&next.next),
     })))
@@ -160,6 +184,7 @@ pub async fn sign_in(
                 chrome: Chrome::anonymous(csrf.token()),
                 email: form.email.trim().to_owned(),
                 error: "That email and password do not match an account.".into(),
+                notice: String::new(),
                 signup: state.console.signup,
                 next: kept_next(&form.next),
             },
@@ -260,6 +285,7 @@ pub async fn account_page(
         error: String::new(),
         notice,
         min_chars: accounts::MIN_PASSWORD_CHARS,
+        delete_error: String::new(),
     }))
 }
 
@@ -299,6 +325,48 @@ pub async fn change_password(
             error,
             notice: String::new(),
             min_chars: accounts::MIN_PASSWORD_CHARS,
+            delete_error: String::new(),
+        },
+    ))
+}
+
+/// `POST /console/account/delete`: with the password re-entered and the deletion confirmed,
+/// deletes the account (`service::deletion::delete_account`: keys, tokens and sessions end at
+/// once; content and audio are removed in the background) and signs out. A wrong password or
+/// a missing confirmation shows the page again with the reason and changes nothing.
+pub async fn delete_account(
+    State(state): State<ConsoleState>,
+    user: SignedIn,
+    Form(form): Form<DeleteAccount>,
+) -> Result<Response, PageError> {
+    check_csrf(&user.session, &form.csrf_token).await?;
+    let delete_error = if form.confirm != "yes" {
+        "Tick the box to confirm that everything in this account is to be deleted.".to_owned()
+    } else {
+        match deletion::delete_account(
+            &state,
+            &state.console.passwords,
+            &user.account_id,
+            form.password,
+        )
+        .await
+        {
+            Ok(true) => {
+                session::sign_out(&user.session).await?;
+                return Ok(see_other("/console/sign-in?deleted=1"));
+            }
+            Ok(false) => "The password is not right; nothing was deleted.".to_owned(),
+            Err(err) => return Err(err.into()),
+        }
+    };
+    Ok(render(
+        StatusCode::BAD_REQUEST,
+        &AccountPage {
+            chrome: Chrome::signed_in(&user, "account"),
+            error: String::new(),
+            notice: String::new(),
+            min_chars: accounts::MIN_PASSWORD_CHARS,
+            delete_error,
         },
     ))
 }

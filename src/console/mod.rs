@@ -107,6 +107,10 @@ pub fn router(state: ConsoleState) -> Router {
             "/console/account/password",
             axum::routing::post(account::change_password),
         )
+        .route(
+            "/console/account/delete",
+            axum::routing::post(account::delete_account),
+        )
         .route("/console/keys", get(keys::list).post(keys::create))
         .route(
             "/console/keys/{key_id}/revoke",
@@ -127,6 +131,10 @@ pub fn router(state: ConsoleState) -> Router {
         .route(
             "/console/voices/{voice_id}",
             axum::routing::post(voices::update),
+        )
+        .route(
+            "/console/voices/{voice_id}/delete",
+            axum::routing::post(voices::delete),
         )
         .route("/console/history", get(history::history))
         .route(

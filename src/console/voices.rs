@@ -10,11 +10,13 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::page::{Chrome, PageError, render, see_other};
+use super::account::CsrfOnly;
+use super::page::{Chrome, PageError, not_owned, render, see_other};
 use super::session::{SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::domain::{EngineId, Seed, Temperature};
 use crate::service::cloning::{self, CloneRequest};
+use crate::service::deletion;
 use crate::service::voices::{self, NewPresetVoice};
 use crate::service::{ErrorCode, ServiceError};
 use crate::store;
@@ -385,4 +387,20 @@ pub async fn update(
         }
         Err(err) => Err(err.into()),
     }
+}
+
+/// `POST /console/voices/{id}/delete`: deletes the voice (`service::deletion::delete_voice`:
+/// its recordings and print go with it, its unfinished generations are cancelled) and shows
+/// the list. Another account's voice, or one already deleted, is the not-found page.
+pub async fn delete(
+    State(state): State<ConsoleState>,
+    user: SignedIn,
+    Path(voice_id): Path<String>,
+    Form(form): Form<CsrfOnly>,
+) -> Result<Response, PageError> {
+    check_csrf(&user.session, &form.csrf_token).await?;
+    deletion::delete_voice(&state, &user.account_id, &voice_id)
+        .await
+        .map_err(not_owned)?;
+    Ok(see_other("/console/voices"))
 }

@@ -106,6 +106,10 @@ pub enum CancelReason {
     Shutdown,
     /// The account asked for it (`POST /v1/generations/{id}/cancel`, MCP `cancel_generation`).
     Request,
+    /// The account deleted the voice (console) before the generation finished.
+    VoiceDeleted,
+    /// The account was deleted.
+    AccountDeleted,
 }
 
 impl CancelReason {
@@ -116,6 +120,8 @@ impl CancelReason {
             CancelReason::TimeLimit => "cancelled: the request ran past the time limit",
             CancelReason::Shutdown => "cancelled: the server shut down",
             CancelReason::Request => "cancelled: by request",
+            CancelReason::VoiceDeleted => "cancelled: the voice was deleted",
+            CancelReason::AccountDeleted => "cancelled: the account was deleted",
         }
     }
 }

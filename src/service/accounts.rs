@@ -209,6 +209,20 @@ pub async fn sign_in(
     Ok(id.filter(|_| matches))
 }
 
+/// Whether `password` is the account's password (after the same work when it has none).
+pub async fn password_matches(
+    pool: &PgPool,
+    gate: &PasswordGate,
+    account_id: &str,
+    password: String,
+) -> Result<bool, ServiceError> {
+    let phc = store::accounts::credentials_by_id(pool, account_id)
+        .await?
+        .and_then(|c| c.password_hash)
+        .unwrap_or_else(|| DUMMY_HASH.clone());
+    gate.run(move || verify_blocking(&password, &phc)).await
+}
+
 /// Checks the current password, then sets a new one and ends every other console session of
 /// the account (`keep_session`, the one that asked, stays signed in). `Ok(false)` when
 /// `current` is wrong.
@@ -221,12 +235,7 @@ pub async fn change_password(
     new: String,
 ) -> Result<bool, ServiceError> {
     valid_password(&new)?;
-    let phc = store::accounts::credentials_by_id(pool, account_id)
-        .await?
-        .and_then(|c| c.password_hash)
-        .unwrap_or_else(|| DUMMY_HASH.clone());
-    let matches = gate.run(move || verify_blocking(&current, &phc)).await?;
-    if !matches {
+    if !password_matches(pool, gate, account_id, current).await? {
         return Ok(false);
     }
     let hash = gate

@@ -110,8 +110,8 @@ pub async fn detail(
         r#"SELECT a.id, a.email, a.plan, a.features, a.created_at,
                   (SELECT COALESCE(sum(u.audio_ms), 0) FROM usage_ledger u
                     WHERE u.account_id = a.id AND u.month = $2)::BIGINT AS "month_audio_ms!",
-                  (SELECT count(*) FROM voice_profiles v WHERE v.account_id = a.id) AS "voice_count!"
-           FROM accounts a WHERE a.id = $1"#,
+                  (SELECT count(*) FROM voice_profiles v WHERE v.account_id = a.id AND v.deleted_at IS NULL) AS "voice_count!"
+           FROM accounts a WHERE a.id = $1 AND a.deleted_at IS NULL"#,
         id,
         month
     )
@@ -185,4 +185,161 @@ pub async fn credentials_by_id(pool: &PgPool, id: &str) -> sqlx::Result<Option<C
     )
     .fetch_optional(pool)
     .await
+}
+
+/// Deletes the account as far as it can be at once (issue 30 item 4), in the caller's
+/// transaction: marked `deleted_at`, its email replaced by `<id>@deleted.invalid` (so the
+/// address can sign up again) and its password removed; its keys and OAuth authorizations
+/// revoked, its console sessions ended, its webhook endpoints disabled. Returns the ids of its
+/// generations still waiting or running, for the caller to cancel once committed; `None` when
+/// there is no such live account.
+pub async fn mark_deleted(
+    tx: &mut sqlx::PgConnection,
+    id: &str,
+) -> sqlx::Result<Option<Vec<String>>> {
+    let found = sqlx::query_scalar!(
+        "UPDATE accounts
+         SET deleted_at = now(), email = id || '@deleted.invalid', password_hash = NULL,
+             updated_at = now()
+         WHERE id = $1 AND deleted_at IS NULL
+         RETURNING id",
+        id
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    if found.is_none() {
+        return Ok(None);
+    }
+    sqlx::query!(
+        "UPDATE api_keys SET revoked_at = now() WHERE account_id = $1 AND revoked_at IS NULL",
+        id
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!(
+        "UPDATE oauth_authorizations SET revoked_at = now()
+         WHERE account_id = $1 AND revoked_at IS NULL",
+        id
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!(
+        "UPDATE webhook_endpoints SET enabled = false, disabled_reason = 'account_deleted'
+         WHERE account_id = $1",
+        id
+    )
+    .execute(&mut *tx)
+    .await?;
+    super::sessions::end_all(tx, id).await?;
+    let pending = sqlx::query_scalar!(
+        "SELECT id FROM generations WHERE account_id = $1 AND status = 'generating'",
+        id
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(Some(pending))
+}
+
+/// A deleted account whose content is still to be removed, locked for the caller's
+/// transaction (`SKIP LOCKED`: two processes purge different accounts).
+/// `skip`: accounts this pass already left for the next.
+pub async fn next_to_purge(
+    tx: &mut sqlx::PgConnection,
+    skip: &[String],
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar!(
+        "SELECT id FROM accounts
+         WHERE deleted_at IS NOT NULL AND purged_at IS NULL AND NOT (id = ANY($1))
+         ORDER BY deleted_at LIMIT 1 FOR UPDATE SKIP LOCKED",
+        skip
+    )
+    .fetch_optional(tx)
+    .await
+}
+
+/// The blob keys of the deleted account's generations that still have audio.
+pub async fn audio_keys(tx: &mut sqlx::PgConnection, id: &str) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar!(
+        r#"SELECT audio_key AS "key!" FROM generations
+           WHERE account_id = $1 AND audio_key IS NOT NULL"#,
+        id
+    )
+    .fetch_all(tx)
+    .await
+}
+
+/// Removes the deleted account's content once its blobs are gone, and marks it purged: what
+/// its generations said and their timings (the rows stay with their duration, for the usage
+/// ledger that references them), its captures, voices' descriptions, prompts, recordings and
+/// prints, pronunciation rules, webhook endpoints and deliveries, idempotency records (stored
+/// answers), OAuth grants, and unclaimed work. `false` while a generation of the account is
+/// still rendering (its worker stops at the next sentence; the next pass purges).
+pub async fn purge(tx: &mut sqlx::PgConnection, id: &str) -> sqlx::Result<bool> {
+    let running = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM generations WHERE account_id = $1 AND status = 'generating'"#,
+        id
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    if running > 0 {
+        return Ok(false);
+    }
+    sqlx::query!(
+        "UPDATE generations
+         SET text = '', spoken_text = NULL, words = NULL, error = NULL, audio_key = NULL,
+             updated_at = now()
+         WHERE account_id = $1",
+        id
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!("DELETE FROM captures WHERE account_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query!(
+        "DELETE FROM voice_samples WHERE voice_id IN (SELECT id FROM voice_profiles WHERE account_id = $1)",
+        id
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!(
+        "DELETE FROM voice_prints WHERE voice_id IN (SELECT id FROM voice_profiles WHERE account_id = $1)",
+        id
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!(
+        "UPDATE voice_profiles
+         SET deleted_at = COALESCE(deleted_at, now()), description = '', personality_prompt = NULL,
+             sample_count = 0, updated_at = now()
+         WHERE account_id = $1",
+        id
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!("DELETE FROM pronunciations WHERE account_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query!("DELETE FROM webhook_deliveries WHERE account_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query!("DELETE FROM webhook_endpoints WHERE account_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query!("DELETE FROM idempotency_records WHERE account_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query!("DELETE FROM oauth_authorizations WHERE account_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query!("DELETE FROM oauth_codes WHERE account_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query!(
+        "UPDATE accounts SET purged_at = now(), features = '{}', updated_at = now() WHERE id = $1",
+        id
+    )
+    .execute(&mut *tx)
+    .await?;
+    Ok(true)
 }

@@ -31,7 +31,7 @@ pub async fn list(pool: &PgPool, account_id: &str) -> sqlx::Result<Vec<VoiceRow>
                   engine AS "engine: EngineId", preset, pinned_seed, pinned_temperature,
                   personality_prompt IS NOT NULL AS "has_personality!", generation_count,
                   sample_count, created_at, updated_at
-           FROM voice_profiles WHERE account_id = $1 ORDER BY created_at, id"#,
+           FROM voice_profiles WHERE account_id = $1 AND deleted_at IS NULL ORDER BY created_at, id"#,
         account_id
     )
     .fetch_all(pool)
@@ -56,7 +56,7 @@ pub async fn list_checked(
                   v.generation_count AS "generation_count?", v.sample_count AS "sample_count?",
                   v.created_at AS "created_at?", v.updated_at AS "updated_at?"
            FROM credential_fingerprints f
-           LEFT JOIN voice_profiles v ON v.account_id = $2
+           LEFT JOIN voice_profiles v ON v.account_id = $2 AND v.deleted_at IS NULL
            WHERE f.credential_sha256 = $1
            ORDER BY v.created_at, v.id"#,
         credential_sha256,
@@ -103,7 +103,7 @@ pub async fn find(
                   engine AS "engine: EngineId", preset, pinned_seed, pinned_temperature,
                   personality_prompt IS NOT NULL AS "has_personality!", generation_count,
                   sample_count, created_at, updated_at
-           FROM voice_profiles WHERE account_id = $1 AND (id = $2 OR name = $2)
+           FROM voice_profiles WHERE account_id = $1 AND (id = $2 OR name = $2) AND deleted_at IS NULL
            ORDER BY (id = $2) DESC LIMIT 1"#,
         account_id,
         id_or_name
@@ -161,7 +161,7 @@ pub async fn set_pins(
     let result = sqlx::query!(
         "UPDATE voice_profiles SET pinned_seed = $3, pinned_temperature = $4,
                 personality_prompt = $5, updated_at = now()
-         WHERE id = $1 AND account_id = $2",
+         WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL",
         id,
         account_id,
         pinned_seed,
@@ -250,7 +250,7 @@ pub async fn cloning_standing(
     };
     let cloned = sqlx::query_scalar!(
         r#"SELECT count(*) AS "cloned!" FROM voice_profiles
-           WHERE account_id = $1 AND voice_type = 'cloned'"#,
+           WHERE account_id = $1 AND voice_type = 'cloned' AND deleted_at IS NULL"#,
         account_id
     )
     .fetch_one(&mut *db)
@@ -260,4 +260,43 @@ pub async fn cloning_standing(
         features: account.features,
         cloned,
     }))
+}
+
+/// Deletes the account's voice `id` (issue 30 item 4), in the caller's transaction: the profile
+/// is marked deleted (its row stays, since its generations reference it, without description
+/// or personality prompt, and its name is free again), its recordings and voice print are
+/// deleted. Returns the ids of its generations still waiting or running, for the caller to
+/// cancel once committed; `None` when the account has no such (live) voice.
+pub async fn delete(
+    tx: &mut sqlx::PgConnection,
+    account_id: &str,
+    id: &str,
+) -> sqlx::Result<Option<Vec<String>>> {
+    let deleted = sqlx::query_scalar!(
+        "UPDATE voice_profiles
+         SET deleted_at = now(), description = '', personality_prompt = NULL, sample_count = 0,
+             updated_at = now()
+         WHERE id = $1 AND account_id = $2 AND deleted_at IS NULL
+         RETURNING id",
+        id,
+        account_id
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    if deleted.is_none() {
+        return Ok(None);
+    }
+    sqlx::query!("DELETE FROM voice_samples WHERE voice_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query!("DELETE FROM voice_prints WHERE voice_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
+    let pending = sqlx::query_scalar!(
+        "SELECT id FROM generations WHERE voice_id = $1 AND status = 'generating'",
+        id
+    )
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(Some(pending))
 }

@@ -1,4 +1,4 @@
-// The console's only script: the copy button next to a new key's secret. Without it the
+// The console's only script. The copy button next to a new key's secret: without it the
 // secret is still plain, selectable text.
 document.addEventListener("click", (event) => {
   const button = event.target.closest("[data-copy]");
@@ -8,6 +8,12 @@ document.addEventListener("click", (event) => {
     () => { button.textContent = "Copied"; },
     () => { button.textContent = "Select and copy"; },
   );
+});
+
+// A form with data-confirm (deleting a voice) asks first; without script it submits at once.
+document.addEventListener("submit", (event) => {
+  const question = event.target.dataset?.confirm;
+  if (question && !window.confirm(question)) event.preventDefault();
 });
 
 // The playground: the word being said is highlighted while the audio plays (the words carry

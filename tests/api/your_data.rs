@@ -1,13 +1,17 @@
 //! An account's data under its own control (issue 30 item 4): `DELETE /v1/captures/{id}` and
 //! `DELETE /v1/generations/{id}/audio`, through the API, with what stays (the generation row
-//! and its metering) and what goes (the transcript, the audio blob, a replayable answer).
+//! and its metering) and what goes (the transcript, the audio blob, a replayable answer); a
+//! voice profile and the whole account deleted from the console.
+
+use std::time::Duration;
 
 use crate::asr;
-use crate::common::{TestApp, json};
+use crate::common::browser::{Browser, PASSWORD};
+use crate::common::{TestApp, json, poll_until};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::json;
-use voiced::domain::{EngineId, Scope};
+use voiced::domain::{EngineId, Plan, Scope};
 
 async fn delete(app: &TestApp, secret: &str, path: &str) -> u16 {
     app.client
@@ -150,5 +154,281 @@ async fn a_generations_audio_is_deleted_from_the_blob_store_and_the_row_stays() 
     )
     .await;
     assert_eq!((status, problem["code"].as_str()), (409, Some("conflict")));
+    app.stop().await;
+}
+
+async fn account_of(app: &TestApp, email: &str) -> String {
+    voiced::store::accounts::find_id(&app.pool, email)
+        .await
+        .unwrap()
+        .expect("account exists")
+}
+
+#[tokio::test]
+async fn a_voice_deleted_in_the_console_takes_its_recordings_and_cancels_its_waiting_work() {
+    // No workers: the generation stays queued until the voice goes.
+    let app = TestApp::start().await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_up("voices@example.com").await.status, 303);
+    let account = account_of(&app, "voices@example.com").await;
+    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
+        .await
+        .unwrap();
+    let (_, secret) = app
+        .key(&account, &[Scope::VoiceGenerate, Scope::VoiceRead])
+        .await;
+    let voice = app
+        .voice(&account, "heart", EngineId::Kokoro, "af_heart")
+        .await;
+    // A cloned voice's recording and print, as the console's clone form leaves them.
+    sqlx::query("UPDATE voice_profiles SET voice_type = 'cloned', preset = NULL, sample_count = 1 WHERE id = $1")
+        .bind(&voice)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO voice_samples (voice_id, ordinal, audio, duration_ms) VALUES ($1, 0, '\\x00', 5000)")
+        .bind(&voice)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO voice_prints (voice_id, engine, print) VALUES ($1, 'kokoro', '\\x01')",
+    )
+    .bind(&voice)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let (status, queued) = app
+        .speak(
+            &secret,
+            json!({"text": "Never spoken.", "voice_name": "heart"}),
+        )
+        .await;
+    assert_eq!(status, 202, "{queued}");
+    let queued = queued["id"].as_str().unwrap().to_owned();
+
+    // Another account cannot delete it: the not-found page, nothing changed.
+    let mut stranger = Browser::new(&app);
+    assert_eq!(stranger.sign_up("stranger@example.com").await.status, 303);
+    let refused = stranger
+        .submit(
+            "/console/voices",
+            &format!("/console/voices/{voice}/delete"),
+            &[],
+        )
+        .await;
+    assert_eq!(refused.status, 404, "{}", refused.body);
+
+    let deleted = browser
+        .submit(
+            "/console/voices",
+            &format!("/console/voices/{voice}/delete"),
+            &[],
+        )
+        .await;
+    assert_eq!(deleted.status, 303, "{}", deleted.body);
+    let page = browser.get("/console/voices").await;
+    assert!(
+        !page
+            .body
+            .contains(&format!("/console/voices/{voice}/delete")),
+        "{}",
+        page.body
+    );
+    for table in ["voice_samples", "voice_prints"] {
+        let sql = format!("SELECT count(*) FROM {table} WHERE voice_id = $1");
+        assert_eq!(count(&app, &sql, &voice).await, 0, "{table}");
+    }
+    // The API no longer knows it, and its waiting generation failed, uncharged.
+    let (_, voices) = json(
+        app.get("/v1/voices")
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(!voices.to_string().contains(&voice), "{voices}");
+    let (status, generation) = app.generation(&secret, &queued).await;
+    assert_eq!(status, 200);
+    assert_eq!(generation["status"], "failed", "{generation}");
+    assert_eq!(generation["error"], "cancelled: the voice was deleted");
+    let (status, problem) = app
+        .speak(&secret, json!({"text": "Gone?", "voice_name": "heart"}))
+        .await;
+    assert_eq!(
+        (status, problem["param"].as_str()),
+        (400, Some("voice_name")),
+        "{problem}"
+    );
+    // Deleting it again is not found; its name is free for a new voice.
+    let again = browser
+        .submit(
+            "/console/voices",
+            &format!("/console/voices/{voice}/delete"),
+            &[],
+        )
+        .await;
+    assert_eq!(again.status, 404);
+    app.voice(&account, "heart", EngineId::Kokoro, "af_bella")
+        .await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_deleted_account_is_locked_out_at_once_and_purged_in_the_background() {
+    let app = TestApp::start_with_workers(1).await;
+    let email = "leaving@example.com";
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_up(email).await.status, 303);
+    let account = account_of(&app, email).await;
+    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
+        .await
+        .unwrap();
+    let (_, secret) = app
+        .key(&account, &[Scope::VoiceGenerate, Scope::VoiceRead])
+        .await;
+    app.voice(&account, "heart", EngineId::Kokoro, "af_heart")
+        .await;
+    let (generation, _) = app
+        .completed_audio(
+            &secret,
+            json!({"text": "Remember me not.", "voice_name": "heart"}),
+        )
+        .await;
+    let generation = generation["id"].as_str().unwrap().to_owned();
+    let audio =
+        STANDARD.encode(std::fs::read(asr::espeak_wav("en-us", "A private note.")).unwrap());
+    let (status, capture) = json(
+        app.post("/v1/transcriptions")
+            .bearer_auth(&secret)
+            .json(&json!({ "audio": audio }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{capture}");
+    let (status, rule) = json(
+        app.post("/v1/pronunciations")
+            .bearer_auth(&secret)
+            .json(&json!({"text": "ACME", "alias": "acme"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 201, "{rule}");
+
+    // A wrong password, or no confirmation, deletes nothing.
+    let wrong = browser
+        .submit(
+            "/console/account",
+            "/console/account/delete",
+            &[("password", "not the password"), ("confirm", "yes")],
+        )
+        .await;
+    assert_eq!(wrong.status, 400, "{}", wrong.body);
+    assert!(wrong.body.contains("nothing was deleted"), "{}", wrong.body);
+    let unconfirmed = browser
+        .submit(
+            "/console/account",
+            "/console/account/delete",
+            &[("password", PASSWORD)],
+        )
+        .await;
+    assert_eq!(unconfirmed.status, 400, "{}", unconfirmed.body);
+    let (status, _) = app.generation(&secret, &generation).await;
+    assert_eq!(status, 200, "the key still works");
+
+    let deleted = browser
+        .submit(
+            "/console/account",
+            "/console/account/delete",
+            &[("password", PASSWORD), ("confirm", "yes")],
+        )
+        .await;
+    assert_eq!(deleted.status, 303, "{}", deleted.body);
+    assert_eq!(
+        deleted.location.as_deref(),
+        Some("/console/sign-in?deleted=1")
+    );
+    // At once: the key is refused, the session is gone, the email is free.
+    let (status, problem) = app.generation(&secret, &generation).await;
+    assert_eq!(
+        (status, problem["code"].as_str()),
+        (401, Some("invalid_api_key"))
+    );
+    let page = browser.get("/console/keys").await;
+    assert_eq!(page.status, 303, "signed out");
+    let mut again = Browser::new(&app);
+    assert_eq!(
+        again.sign_in(email, PASSWORD).await.status,
+        401,
+        "the old password signs nothing in"
+    );
+    assert_eq!(
+        again.sign_up(email).await.status,
+        303,
+        "the email signs up again"
+    );
+    let fresh = account_of(&app, email).await;
+    assert_ne!(fresh, account);
+
+    // In the background (every minute in `voiced serve`; called here to not wait): the audio
+    // leaves the blob store, the content leaves the rows, the metering stays.
+    voiced::service::deletion::purge_deleted_accounts(&app.core)
+        .await
+        .unwrap();
+    poll_until(Duration::from_secs(30), "the account to be purged", || {
+        let pool = app.pool.clone();
+        let account = account.clone();
+        async move {
+            sqlx::query_scalar::<_, bool>(
+                "SELECT purged_at IS NOT NULL FROM accounts WHERE id = $1",
+            )
+            .bind(account)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+            .then_some(())
+        }
+    })
+    .await;
+    let key = format!("audio/{generation}");
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM blobs WHERE key = $1", &key).await,
+        0
+    );
+    for (table, column) in [
+        ("captures", "account_id"),
+        ("pronunciations", "account_id"),
+        ("idempotency_records", "account_id"),
+    ] {
+        let sql = format!("SELECT count(*) FROM {table} WHERE {column} = $1");
+        assert_eq!(count(&app, &sql, &account).await, 0, "{table}");
+    }
+    let text: String = sqlx::query_scalar("SELECT text FROM generations WHERE id = $1")
+        .bind(&generation)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(text, "", "what was said is gone");
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM usage_ledger WHERE account_id = $1",
+            &account
+        )
+        .await,
+        1,
+        "the usage record stays for billing"
+    );
+    let email_left: String = sqlx::query_scalar("SELECT email FROM accounts WHERE id = $1")
+        .bind(&account)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(email_left, format!("{account}@deleted.invalid"));
     app.stop().await;
 }

@@ -44,6 +44,8 @@ pub struct TestApp {
     pub board: std::sync::Arc<voiced::worker::pieces::Board>,
     /// The router the server serves, for requests sent without a socket ([`TestApp::oneshot`]).
     pub router: axum::Router,
+    /// The server's core, for calling what its background tasks call (the account purge).
+    pub core: voiced::service::Core,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<tokio::task::JoinHandle<()>>,
 }
@@ -117,6 +119,7 @@ impl TestApp {
         .await
         .expect("application");
         let state = application.state();
+        let core = state.core.clone();
         let (completions, asr, streams) = (
             state.completions.clone(),
             state.asr.clone(),
@@ -148,6 +151,7 @@ impl TestApp {
             streams,
             board,
             router,
+            core,
             shutdown: Some(tx),
             server: Some(server),
         }
