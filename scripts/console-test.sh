@@ -35,6 +35,8 @@ chmod 755 "$work"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 export VOICED_DATA_DIR="$work/data" VOICED_BIND="127.0.0.1:$port" VOICED_PUBLIC_BASE_URL="http://127.0.0.1:$port" VOICED_LOG=warn
 export VOICED_BILLING_CONTACT="billing@example.com"
+# One free minute in the playground, so that the browser test can spend it (default 10).
+export VOICED_APP_FREE_MINUTES=1
 unset VOICED_DATABASE_URL DATABASE_URL
 
 "$bin" serve & server=$!

@@ -150,6 +150,14 @@ pub fn router(state: ConsoleState) -> Router {
             get(playground::show).post(playground::speak),
         )
         .route(
+            "/console/playground/preview",
+            axum::routing::post(playground::preview),
+        )
+        .route(
+            "/console/playground/stream",
+            axum::routing::post(playground::stream),
+        )
+        .route(
             "/console/playground/transcribe",
             axum::routing::post(playground::transcribe)
                 .layer(DefaultBodyLimit::max(playground::TRANSCRIBE_BODY_LIMIT)),

@@ -53,7 +53,8 @@ pub fn render(status: StatusCode, template: &impl Template) -> Response {
                 (
                     header::CONTENT_SECURITY_POLICY,
                     "default-src 'self'; style-src 'self' 'unsafe-inline'; \
-                     frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+                     media-src 'self' blob:; frame-ancestors 'none'; form-action 'self'; \
+                     base-uri 'none'",
                 ),
             ],
             Html(html),

@@ -10,19 +10,23 @@ use axum::Form;
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::page::{Chrome, PageError, not_owned, render, see_other};
 use super::session::{SignedIn, check_csrf};
 use crate::audio::AudioFormat;
 use crate::console::ConsoleState;
-use crate::domain::{Feature, RecognitionOptions, Seed, SpeechText, Task, Timestamps};
+use crate::domain::{
+    Feature, IdempotencyKey, RecognitionOptions, Seed, SpeechText, Task, Timestamps,
+};
 use crate::engines::text::timing::SpokenWord;
+use crate::http::error::ApiError;
 use crate::http::models::Generation;
+use crate::http::speech_delivery;
 use crate::service::idempotency::{Keyed, Operation};
 use crate::service::principal::Requirement;
-use crate::service::speech::{self, Fields, SpeechRequest, VoiceChoice};
+use crate::service::speech::{self, Fields, SpeechRequest, SyncSpeechRequest, VoiceChoice};
 use crate::service::transcription::{self, Incoming};
 use crate::service::{Principal, ServiceError, reads};
 use crate::store;
@@ -72,6 +76,8 @@ struct PlaygroundPage {
     shown: Option<Shown>,
     heard: Option<Heard>,
     error: String,
+    /// The refusal's stable code (`data-code` of the error), empty without one.
+    error_code: &'static str,
     /// The account's plan lets it use the playground.
     allowed: bool,
     /// It does so on the app's free allowance (no plan).
@@ -114,6 +120,7 @@ struct Page {
     shown: Option<Shown>,
     heard: Option<Heard>,
     error: String,
+    error_code: &'static str,
 }
 
 async fn page(
@@ -133,6 +140,7 @@ async fn page(
         shown: content.shown,
         heard: content.heard,
         error: content.error,
+        error_code: content.error_code,
         allowed: allowed(&principal, Feature::Speech).is_ok(),
         free: principal.on_free_allowance(),
     };
@@ -163,6 +171,7 @@ pub async fn show(
         shown,
         heard: None,
         error: String::new(),
+        error_code: "",
     };
     page(&state, &user, StatusCode::OK, content).await
 }
@@ -231,6 +240,7 @@ pub async fn speak(
                 shown: None,
                 heard: None,
                 error: err.detail,
+                error_code: err.code.as_str(),
             };
             page(&state, &user, err.code.status(), content).await
         }
@@ -245,6 +255,22 @@ async fn start(
 ) -> Result<String, ServiceError> {
     let principal = principal(state, user)?;
     allowed(&principal, Feature::Speech)?;
+    let (text, seed) = parse_text_and_seed(form)?;
+    let request = SpeechRequest {
+        text,
+        voice: VoiceChoice::Name(form.voice.trim()),
+        seed,
+        temperature: None,
+        format: AudioFormat::Mp3,
+        word_timestamps: form.timestamps.is_some(),
+    };
+    let keyed = Keyed::json(Operation::Speech, None, &serde_json::Value::Null);
+    Ok(speech::create(state, &principal, request, FIELDS, keyed)
+        .await?
+        .generation_id)
+}
+
+fn parse_text_and_seed(form: &SpeakForm) -> Result<(SpeechText, Option<Seed>), ServiceError> {
     let text = SpeechText::new(&form.text)
         .map_err(|m| ServiceError::invalid("text", format!("The text {m}.")))?;
     let seed = match form.seed.trim() {
@@ -261,15 +287,115 @@ async fn start(
                 })?,
         ),
     };
-    let request = SpeechRequest {
+    Ok((text, seed))
+}
+
+/// `POST /console/playground/stream`, what the page's script sends instead of the form: the
+/// same speech, through the synchronous core operation (`POST /v1/audio/speech`'s: the same
+/// admission, allowance, metering and limits), its mp3 streamed as the worker renders it, so
+/// that the page's `<audio>` plays it through Media Source Extensions while the rest is made.
+/// `X-Service-Generation-Id` names the generation (the page links it: download, word timings).
+/// A refusal is a JSON problem document (`detail` says why), which the script shows.
+pub async fn stream(
+    State(state): State<ConsoleState>,
+    user: SignedIn,
+    Form(form): Form<SpeakForm>,
+) -> Response {
+    if let Err(refused) = check_csrf(&user.session, &form.csrf_token).await {
+        return refused.into_response();
+    }
+    match streamed(&state, &user, &form).await {
+        Ok(response) => response,
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn streamed(
+    state: &ConsoleState,
+    user: &SignedIn,
+    form: &SpeakForm,
+) -> Result<Response, ApiError> {
+    let principal = principal(state, user)?;
+    allowed(&principal, Feature::Speech)?;
+    let (text, seed) = parse_text_and_seed(form)?;
+    let request = SyncSpeechRequest {
         text,
-        voice: VoiceChoice::Name(form.voice.trim()),
+        voice: form.voice.trim(),
+        engine: None,
         seed,
         temperature: None,
         format: AudioFormat::Mp3,
-        word_timestamps: form.timestamps.is_some(),
     };
-    let keyed = Keyed::json(Operation::Speech, None, &serde_json::Value::Null);
+    let keyed = Keyed::json(Operation::SyncSpeech, None, &serde_json::Value::Null);
+    let accepted = speech::create_sync(state, &principal, request, FIELDS, keyed).await?;
+    speech_delivery::deliver(state, &accepted.generation_id, None, accepted.replayed).await
+}
+
+/// The sentence a preview speaks.
+pub const PREVIEW_TEXT: &str = "Hello! This is how I sound. I can read your words aloud.";
+
+#[derive(Deserialize)]
+pub struct PreviewForm {
+    #[serde(default)]
+    voice: String,
+    #[serde(default)]
+    csrf_token: String,
+}
+
+/// `POST /console/playground/preview`: one short sentence ([`PREVIEW_TEXT`]) in the voice, as
+/// a generation of the account like any other (counted, in history: about 4 s of audio), with
+/// the idempotency key `console-preview-<voice id>`: a second preview within the key's 24 hours
+/// replays the first (no new audio, nothing counted again). Shows the generation's page.
+pub async fn preview(
+    State(state): State<ConsoleState>,
+    user: SignedIn,
+    Form(form): Form<PreviewForm>,
+) -> Result<Response, PageError> {
+    check_csrf(&user.session, &form.csrf_token).await?;
+    match previewed(&state, &user, form.voice.trim()).await {
+        Ok(id) => Ok(see_other(&format!("/console/playground?generation={id}"))),
+        Err(err) if err.code.status().is_client_error() => {
+            let content = Page {
+                text: String::new(),
+                voice: form.voice,
+                seed: String::new(),
+                timestamps: true,
+                shown: None,
+                heard: None,
+                error: err.detail,
+                error_code: err.code.as_str(),
+            };
+            page(&state, &user, err.code.status(), content).await
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+async fn previewed(
+    state: &ConsoleState,
+    user: &SignedIn,
+    voice: &str,
+) -> Result<String, ServiceError> {
+    let principal = principal(state, user)?;
+    allowed(&principal, Feature::Speech)?;
+    let profile = store::voices::find(&state.pool, &user.account_id, voice)
+        .await?
+        .filter(|v| v.name == voice)
+        .ok_or_else(|| {
+            ServiceError::invalid("voice", "No voice profile of this account has that name.")
+        })?;
+    let key = IdempotencyKey::parse(&format!("console-preview-{}", profile.id))
+        .ok_or_else(|| ServiceError::internal("a preview key outside the key rule"))?;
+    let body = serde_json::json!({ "voice_id": profile.id, "text": PREVIEW_TEXT });
+    let request = SpeechRequest {
+        text: SpeechText::new(PREVIEW_TEXT).map_err(ServiceError::internal)?,
+        voice: VoiceChoice::Name(voice),
+        seed: None,
+        temperature: None,
+        format: AudioFormat::Mp3,
+        word_timestamps: profile.engine.reports_word_timings(),
+    };
+    let keyed = Keyed::json(Operation::Speech, Some(key), &body);
     Ok(speech::create(state, &principal, request, FIELDS, keyed)
         .await?
         .generation_id)
@@ -298,6 +424,7 @@ pub async fn transcribe(
                 shown: None,
                 heard: None,
                 error: err.detail,
+                error_code: err.code.as_str(),
             };
             return page(&state, &user, err.code.status(), content).await;
         }
@@ -311,6 +438,7 @@ pub async fn transcribe(
         shown: None,
         heard: Some(heard),
         error: String::new(),
+        error_code: "",
     };
     page(&state, &user, StatusCode::OK, content).await
 }

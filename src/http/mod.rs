@@ -13,6 +13,7 @@ pub mod json;
 pub mod models;
 pub mod principal_check;
 pub mod rate_limit;
+pub mod speech_delivery;
 
 use std::future::Future;
 use std::sync::Arc;

@@ -59,3 +59,64 @@ if (record && navigator.mediaDevices && window.MediaRecorder) {
     record.setAttribute("aria-pressed", "true");
   });
 }
+
+// "Play as it streams": the same speech through /console/playground/stream, its mp3 fed to the
+// page's <audio> through Media Source Extensions as it arrives, so playback starts with the
+// first sentence while the rest is rendered; then a link to the generation (download, word
+// timings). Without script or MSE the button stays hidden and Speak shows the finished audio.
+const streamButton = document.getElementById("speak-stream");
+if (streamButton && window.MediaSource && MediaSource.isTypeSupported("audio/mpeg")) {
+  streamButton.hidden = false;
+  streamButton.addEventListener("click", async () => {
+    const form = streamButton.form;
+    if (!form.reportValidity()) return;
+    const status = document.getElementById("stream-status");
+    const audio = document.getElementById("stream-audio");
+    status.className = "";
+    status.textContent = "Speaking…";
+    streamButton.disabled = true;
+    try {
+      const response = await fetch("/console/playground/stream", {
+        method: "POST",
+        body: new URLSearchParams(new FormData(form)),
+      });
+      if (!response.ok) {
+        let detail = `The request was refused (${response.status}).`;
+        try { detail = (await response.json()).detail || detail; } catch { /* not JSON */ }
+        status.className = "error";
+        status.textContent = detail;
+        return;
+      }
+      const id = response.headers.get("x-service-generation-id");
+      const source = new MediaSource();
+      audio.hidden = false;
+      audio.src = URL.createObjectURL(source);
+      await new Promise((resolve) => source.addEventListener("sourceopen", resolve, { once: true }));
+      const buffer = source.addSourceBuffer("audio/mpeg");
+      let playedBeforeEnd = 0;
+      const track = () => { playedBeforeEnd = Math.max(playedBeforeEnd, audio.currentTime); };
+      audio.addEventListener("timeupdate", track);
+      const reader = response.body.getReader();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer.appendBuffer(value);
+        await new Promise((resolve) => buffer.addEventListener("updateend", resolve, { once: true }));
+        if (audio.paused && buffer.buffered.length) audio.play().catch(() => {});
+      }
+      audio.removeEventListener("timeupdate", track);
+      source.endOfStream();
+      audio.dataset.playedBeforeEnd = String(playedBeforeEnd);
+      audio.dataset.generation = id;
+      const link = document.createElement("a");
+      link.href = `/console/playground?generation=${encodeURIComponent(id)}`;
+      link.textContent = "open the generation (download, word timings)";
+      status.replaceChildren("Streamed; ", link, ".");
+    } catch {
+      status.className = "error";
+      status.textContent = "The stream broke off before the end; the generation in History says why.";
+    } finally {
+      streamButton.disabled = false;
+    }
+  });
+}

@@ -3,9 +3,12 @@
 //! (problem+json on `/v1`, OpenAI's `{"error": …}` on `/v1/audio/speech`, an HTTP problem
 //! document or a tool error carrying the problem's members on `/mcp`), and changes nothing.
 //!
-//! A rule added to one door and not to another fails here. The console has no form that
-//! speaks or transcribes, so none of these cases can be expressed through it (the playground
-//! of issue 30 joins this table when it exists).
+//! A rule added to one door and not to another fails here. The console's playground (issue 30)
+//! is two more speech doors, signed in by a session rather than a key: its form (an HTML page
+//! whose error carries the code as `data-code`) and its streamed speech (a problem document).
+//! They join the rows that a session can express; a credential's rows (keys, tokens, ceilings)
+//! have no session, an account without a plan speaks there on the free minutes (its own row),
+//! and the console takes no temperature.
 
 use crate::common;
 
@@ -34,9 +37,22 @@ enum Door {
     McpSpeak,
     /// `/mcp` tool `transcribe`
     McpTranscribe,
+    /// `POST /console/playground` (the form), with the account's console session
+    ConsoleSpeak,
+    /// `POST /console/playground/stream` (the page's streamed speech), with the session
+    ConsoleStream,
 }
 
 const SPEECH_DOORS: &[Door] = &[Door::Speech, Door::OpenAiSpeech, Door::McpSpeak];
+/// The speech doors and the playground's, for rows whose account has a console session.
+const SPEECH_AND_CONSOLE_DOORS: &[Door] = &[
+    Door::Speech,
+    Door::OpenAiSpeech,
+    Door::McpSpeak,
+    Door::ConsoleSpeak,
+    Door::ConsoleStream,
+];
+const CONSOLE_DOORS: &[Door] = &[Door::ConsoleSpeak, Door::ConsoleStream];
 const TRANSCRIPTION_DOORS: &[Door] = &[Door::Transcriptions, Door::McpTranscribe];
 const ALL_DOORS: &[Door] = &[
     Door::Speech,
@@ -64,6 +80,8 @@ struct Input {
 struct Case {
     name: &'static str,
     credential: String,
+    /// The account's console session (cookie header, CSRF token), for the console doors.
+    session: Option<(String, String)>,
     input: Input,
     doors: &'static [Door],
     status: u16,
@@ -96,7 +114,13 @@ async fn every_door_refuses_the_same_input_with_the_same_code() {
     let mut failures = Vec::new();
     for case in &cases {
         for &door in case.doors {
-            let refusal = send(&app, door, &case.credential, &case.input).await;
+            let refusal = match door {
+                Door::ConsoleSpeak | Door::ConsoleStream => {
+                    let session = case.session.as_ref().expect("a console row has a session");
+                    send_console(&app, door, session, &case.input).await
+                }
+                _ => send(&app, door, &case.credential, &case.input).await,
+            };
             if (refusal.status, refusal.code.as_str()) != (case.status, case.code) {
                 failures.push(format!(
                     "{} through {door:?}: expected {} {}, got {} {} (HTTP {})",
@@ -198,15 +222,39 @@ async fn cases(app: &TestApp) -> Vec<Case> {
     app.voice(&owner, "Absent", EngineId::Chatterbox, "default")
         .await;
 
+    let spent_session = session_of(app, &spent_account).await;
+    let busy_session = session_of(app, &busy_account).await;
+    let owner_session = session_of(app, &owner).await;
+    // An account without a plan whose free minutes in the playground are used.
+    let free_spent = paid(Plan::None).await;
+    charge(app, &free_spent, None, 10 * 60_000).await;
+    let free_spent_session = session_of(app, &free_spent).await;
+
     let case = |name, credential: &str, input, doors, status, code| Case {
         name,
         credential: credential.to_owned(),
+        session: None,
         input,
         doors,
         status,
         code,
     };
+    let console_case = |session: &(String, String), mut case: Case| {
+        case.session = Some(session.clone());
+        case
+    };
     vec![
+        console_case(
+            &free_spent_session,
+            case(
+                "free minutes used (playground)",
+                "",
+                normal("Mine"),
+                CONSOLE_DOORS,
+                429,
+                "quota_exhausted",
+            ),
+        ),
         case(
             "no plan",
             &free_key,
@@ -247,21 +295,27 @@ async fn cases(app: &TestApp) -> Vec<Case> {
             429,
             "key_ceiling_exceeded",
         ),
-        case(
-            "plan allowance used",
-            &spent_key,
-            normal("Mine"),
-            SPEECH_DOORS,
-            429,
-            "quota_exhausted",
+        console_case(
+            &spent_session,
+            case(
+                "plan allowance used",
+                &spent_key,
+                normal("Mine"),
+                SPEECH_AND_CONSOLE_DOORS,
+                429,
+                "quota_exhausted",
+            ),
         ),
-        case(
-            "pending cap reached",
-            &busy_key,
-            normal("Mine"),
-            SPEECH_DOORS,
-            429,
-            "rate_limit_exceeded",
+        console_case(
+            &busy_session,
+            case(
+                "pending cap reached",
+                &busy_key,
+                normal("Mine"),
+                SPEECH_AND_CONSOLE_DOORS,
+                429,
+                "rate_limit_exceeded",
+            ),
         ),
         case(
             "oversized body",
@@ -274,45 +328,57 @@ async fn cases(app: &TestApp) -> Vec<Case> {
             413,
             "payload_too_large",
         ),
-        case(
-            "unknown voice",
-            &key,
-            normal("Nobody"),
-            SPEECH_DOORS,
-            400,
-            "invalid_request",
+        console_case(
+            &owner_session,
+            case(
+                "unknown voice",
+                &key,
+                normal("Nobody"),
+                SPEECH_AND_CONSOLE_DOORS,
+                400,
+                "invalid_request",
+            ),
         ),
-        case(
-            // PostgreSQL text cannot hold a NUL: refused before any statement, not a 500.
-            "text with a NUL character",
-            &key,
-            Input {
-                text: Some("Parity \u{0} is a promise.".to_owned()),
-                ..normal("Mine")
-            },
-            SPEECH_DOORS,
-            400,
-            "invalid_request",
+        console_case(
+            &owner_session,
+            case(
+                // PostgreSQL text cannot hold a NUL: refused before any statement, not a 500.
+                "text with a NUL character",
+                &key,
+                Input {
+                    text: Some("Parity \u{0} is a promise.".to_owned()),
+                    ..normal("Mine")
+                },
+                SPEECH_AND_CONSOLE_DOORS,
+                400,
+                "invalid_request",
+            ),
         ),
-        case(
-            // Issue 26: the inline pronunciation's IPA is the core's to check, on every door.
-            "inline pronunciation no voice can say",
-            &key,
-            Input {
-                text: Some("Parity is a [promise](/p☃/).".to_owned()),
-                ..normal("Mine")
-            },
-            SPEECH_DOORS,
-            400,
-            "invalid_request",
+        console_case(
+            &owner_session,
+            case(
+                // Issue 26: the inline pronunciation's IPA is the core's to check, on every door.
+                "inline pronunciation no voice can say",
+                &key,
+                Input {
+                    text: Some("Parity is a [promise](/p☃/).".to_owned()),
+                    ..normal("Mine")
+                },
+                SPEECH_AND_CONSOLE_DOORS,
+                400,
+                "invalid_request",
+            ),
         ),
-        case(
-            "engine not installed",
-            &key,
-            normal("Absent"),
-            SPEECH_DOORS,
-            400,
-            "invalid_request",
+        console_case(
+            &owner_session,
+            case(
+                "engine not installed",
+                &key,
+                normal("Absent"),
+                SPEECH_AND_CONSOLE_DOORS,
+                400,
+                "invalid_request",
+            ),
         ),
         case(
             "temperature on an engine without one",
@@ -462,6 +528,7 @@ async fn send(app: &TestApp, door: Door, credential: &str, input: &Input) -> Ref
             "/mcp",
             mcp_tools_call("transcribe", json!({"audio_base64": audio})),
         ),
+        Door::ConsoleSpeak | Door::ConsoleStream => unreachable!("send_console sends these"),
     };
     let mut request = app
         .post(path)
@@ -480,6 +547,76 @@ async fn send(app: &TestApp, door: Door, credential: &str, input: &Input) -> Ref
     let http_status = response.status().as_u16();
     let (_, body) = json(response).await;
     refusal(door, http_status, &body)
+}
+
+/// A console session of `account` (created without a password: one is set, then signed in).
+async fn session_of(app: &TestApp, account: &str) -> (String, String) {
+    let hash = voiced::service::accounts::hash_password(common::browser::PASSWORD.to_owned())
+        .await
+        .unwrap();
+    store::accounts::set_password_hash(&app.pool, account, &hash)
+        .await
+        .unwrap();
+    let mut browser = common::browser::Browser::new(app);
+    let email: String = sqlx::query_scalar("SELECT email FROM accounts WHERE id = $1")
+        .bind(account)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let signed_in = browser.sign_in(&email, common::browser::PASSWORD).await;
+    assert_eq!(signed_in.status, 303, "{}", signed_in.body);
+    let page = browser.get("/console/playground").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    (
+        browser.cookie.clone().expect("a session cookie"),
+        common::browser::csrf_of(&page.body),
+    )
+}
+
+/// Sends `input` through a playground door with the account's session.
+async fn send_console(
+    app: &TestApp,
+    door: Door,
+    (cookie, csrf): &(String, String),
+    input: &Input,
+) -> Refusal {
+    let text = input
+        .text
+        .clone()
+        .unwrap_or_else(|| "Parity is a promise.".to_owned());
+    let path = match door {
+        Door::ConsoleSpeak => "/console/playground",
+        _ => "/console/playground/stream",
+    };
+    let response = app
+        .post(path)
+        .header("cookie", cookie)
+        .timeout(Duration::from_secs(60))
+        .form(&[
+            ("voice", input.voice.as_str()),
+            ("text", text.as_str()),
+            ("csrf_token", csrf.as_str()),
+        ])
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{door:?}: {e}"));
+    let http_status = response.status().as_u16();
+    if door == Door::ConsoleStream {
+        let (_, body) = json(response).await;
+        return refusal(door, http_status, &body);
+    }
+    // The form's page: the refusal's code is its error's `data-code`.
+    let html = response.text().await.unwrap();
+    let code = html
+        .split_once("data-code=\"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(code, _)| code.to_owned())
+        .unwrap_or_else(|| format!("(no error on the page, HTTP {http_status})"));
+    Refusal {
+        http_status,
+        status: http_status,
+        code,
+    }
 }
 
 /// Reads the refusal out of whichever envelope the door used.

@@ -7,6 +7,7 @@ The steps build on each other (one account, one key), so they run in order in on
 
 import json
 import os
+import re
 import subprocess
 import time
 import urllib.error
@@ -250,6 +251,47 @@ def test_the_playground_speaks_and_transcribes(page, tmp_path):
                                                         timeout=120_000)
 
 
+def test_the_playground_plays_speech_as_it_streams(page):
+    """Issue 30 item 1: "Play as it streams" sends the form to /console/playground/stream (the
+    synchronous core operation, the session's principal) and feeds the mp3 to the page's
+    <audio> through Media Source Extensions: its clock moves before the last byte arrives, and
+    the generation it links to is completed."""
+    page.goto(f"{BASE}/console/playground")
+    page.get_by_label("Voice", exact=True).select_option("Narrator")
+    page.get_by_label("Text", exact=True).fill(
+        "The morning was cold and windy. We stayed inside and read the paper. "
+        "In the afternoon the sun came out. We walked to the market for bread.")
+    page.get_by_role("button", name="Play as it streams").click()
+    expect(page.locator("#stream-status a")).to_be_visible(timeout=120_000)
+    audio = page.locator("#stream-audio")
+    played = float(audio.get_attribute("data-played-before-end"))
+    generation = audio.get_attribute("data-generation")
+    print("playground stream: played", played, "s before the last byte;", generation)
+    assert played > 1, played
+    page.locator("#stream-status a").click()
+    expect(page.locator("section[data-status='completed']")).to_be_visible(timeout=60_000)
+    expect(page.locator("section[data-status='completed']")).to_contain_text(generation)
+
+
+def test_a_voice_is_previewed_in_the_playground(page):
+    """Issue 30 item 1: each voice has a preview: one short sentence, heard as non-silent audio;
+    a second preview replays the first (the same generation)."""
+    page.goto(f"{BASE}/console/playground")
+    page.get_by_role("button", name="Preview Narrator").click()
+    expect(page.locator("section[data-status='completed']")).to_be_visible(timeout=120_000)
+    first = page.locator("section[data-generation]").get_attribute("data-generation")
+    seconds = page.evaluate("""async () => {
+        const element = document.getElementById('playground-audio');
+        const bytes = await (await fetch(element.src)).arrayBuffer();
+        const audio = await new OfflineAudioContext(1, 1, 24000).decodeAudioData(bytes);
+        return audio.duration;
+    }""")
+    assert 1.5 < seconds < 10, seconds
+    page.get_by_role("button", name="Preview Narrator").click()
+    expect(page.locator("section[data-status='completed']")).to_be_visible(timeout=60_000)
+    assert page.locator("section[data-generation]").get_attribute("data-generation") == first
+
+
 def test_the_playground_records_the_microphone_and_highlights_words(playwright, page, tmp_path):
     """Issue 30: a clip recorded in the browser (MediaRecorder, webm/opus; chromium's fake
     microphone plays a file) is transcribed; the word being said is highlighted while the audio
@@ -307,6 +349,22 @@ def test_the_console_pages_have_no_serious_accessibility_violations(page):
             failures[path] = violations
     context.close()
     assert not failures, json.dumps(failures, indent=2)
+
+
+def test_a_capture_deleted_in_history_is_gone_from_the_api(page):
+    """Issue 30: the history page's delete button removes a capture (one the playground made);
+    the API then answers 404 for it."""
+    key = state["key"]
+    status, body = api("GET", "/v1/captures", key)
+    assert status == 200 and body["data"], body
+    capture = body["data"][0]["id"]
+    assert api("GET", f"/v1/captures/{capture}", key)[0] == 200
+    page.goto(f"{BASE}/console/history")
+    page.locator(f"form[action='/console/history/captures/{capture}/delete'] button").click()
+    expect(page).to_have_url(f"{BASE}/console/history#captures")
+    expect(page.locator(f"form[action='/console/history/captures/{capture}/delete']")).to_have_count(0)
+    status, body = api("GET", f"/v1/captures/{capture}", key)
+    assert status == 404 and body["code"] == "not_found", body
 
 
 def test_revoking_the_key_refuses_its_next_request(page):
@@ -371,4 +429,63 @@ def test_the_console_fits_a_phone(browser, page):
     width = phone.evaluate("document.documentElement.scrollWidth")
     assert width <= 390, width
     shot(phone, "phone-keys")
+    context.close()
+
+
+def test_the_free_allowance_runs_out_and_the_account_is_deleted(browser):
+    """Issue 30: an account without a plan speaks in the playground on the app's free minutes
+    (the console test's server allows 1 a month) until they are taken, then is refused with the
+    page's own message (quota_exhausted); its voice is deleted, then the account itself, with
+    its password; the same email signs up again."""
+    email, password = "free@example.com", "another long passphrase"
+    context = browser.new_context(viewport={"width": 1100, "height": 760})
+    page = context.new_page()
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.goto(f"{BASE}/console/sign-up")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Create account").click()
+    expect(page).to_have_url(f"{BASE}/console/keys")
+    page.goto(f"{BASE}/console/voices")
+    page.get_by_label("Name").fill("Mine")
+    page.get_by_label("Preset").select_option("kokoro:af_heart")
+    page.get_by_role("button", name="Add voice").click()
+    expect(page.locator("details.voice summary")).to_contain_text("Mine")
+
+    page.goto(f"{BASE}/console/playground")
+    expect(page.locator("main")).to_contain_text("free minutes")
+    page.get_by_label("Voice", exact=True).select_option("Mine")
+    # About a minute of speech: the whole free minute, reserved while it is made.
+    long_text = " ".join(["The free minutes of the playground are spent on this long paragraph."] * 14)
+    page.get_by_label("Text", exact=True).fill(long_text)
+    page.get_by_role("button", name="Speak", exact=True).click()
+    expect(page).to_have_url(re.compile(r"generation="))
+    page.get_by_label("Voice", exact=True).select_option("Mine")
+    page.get_by_label("Text", exact=True).fill("One more sentence, please.")
+    with page.expect_response(f"{BASE}/console/playground") as answer:
+        page.get_by_role("button", name="Speak", exact=True).click()
+    assert answer.value.status == 429
+    expect(page.locator(".error")).to_contain_text("free minutes in the playground are used up")
+    shot(page, "playground-allowance")
+
+    # The voice, then the account (the generation still running is cancelled with it).
+    page.goto(f"{BASE}/console/voices")
+    page.locator("details.voice summary").first.click()
+    page.get_by_role("button", name="Delete the voice Mine").click()
+    expect(page).to_have_url(f"{BASE}/console/voices")
+    expect(page.locator("details.voice")).to_have_count(0)
+    page.goto(f"{BASE}/console/account")
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_label("I understand that this cannot be undone.").check()
+    shot(page, "account-delete")
+    page.get_by_role("button", name="Delete account").click()
+    expect(page).to_have_url(f"{BASE}/console/sign-in?deleted=1")
+    expect(page.locator(".notice")).to_contain_text("Your account was deleted")
+    page.goto(f"{BASE}/console/keys")
+    expect(page).to_have_url(f"{BASE}/console/sign-in")
+    page.goto(f"{BASE}/console/sign-up")
+    page.get_by_label("Email").fill(email)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Create account").click()
+    expect(page).to_have_url(f"{BASE}/console/keys")
     context.close()
