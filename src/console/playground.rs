@@ -18,7 +18,7 @@ use super::session::{SignedIn, check_csrf};
 use crate::audio::AudioFormat;
 use crate::console::ConsoleState;
 use crate::domain::{
-    Feature, IdempotencyKey, RecognitionOptions, Seed, SpeechText, Task, Timestamps,
+    Feature, IdempotencyKey, RecognitionOptions, Seed, SpeechText, Task, Temperature, Timestamps,
 };
 use crate::engines::text::timing::SpokenWord;
 use crate::http::error::ApiError;
@@ -58,9 +58,14 @@ pub struct Shown {
 /// A transcript as the page shows it.
 pub struct Heard {
     pub id: String,
+    /// The recogniser's words as decoded.
+    pub raw: String,
+    /// The stored, refined transcript (what `GET /v1/captures/{id}` returns as `text`).
     pub text: String,
     pub language: String,
     pub duration: String,
+    /// Each word with its start and end, in seconds.
+    pub words: Vec<(String, String)>,
 }
 
 #[derive(Template)]
@@ -72,6 +77,7 @@ struct PlaygroundPage {
     text: String,
     voice: String,
     seed: String,
+    temperature: String,
     timestamps: bool,
     shown: Option<Shown>,
     heard: Option<Heard>,
@@ -116,6 +122,7 @@ struct Page {
     text: String,
     voice: String,
     seed: String,
+    temperature: String,
     timestamps: bool,
     shown: Option<Shown>,
     heard: Option<Heard>,
@@ -136,6 +143,7 @@ async fn page(
         text: content.text,
         voice: content.voice,
         seed: content.seed,
+        temperature: content.temperature,
         timestamps: content.timestamps,
         shown: content.shown,
         heard: content.heard,
@@ -167,6 +175,7 @@ pub async fn show(
         text: String::new(),
         voice: String::new(),
         seed: String::new(),
+        temperature: String::new(),
         timestamps: true,
         shown,
         heard: None,
@@ -216,6 +225,9 @@ pub struct SpeakForm {
     voice: String,
     #[serde(default)]
     seed: String,
+    /// Engines that take one (chatterbox); empty for the engine's default.
+    #[serde(default)]
+    temperature: String,
     timestamps: Option<String>,
     #[serde(default)]
     csrf_token: String,
@@ -236,6 +248,7 @@ pub async fn speak(
                 text: form.text,
                 voice: form.voice,
                 seed: form.seed,
+                temperature: form.temperature,
                 timestamps: form.timestamps.is_some(),
                 shown: None,
                 heard: None,
@@ -255,12 +268,12 @@ async fn start(
 ) -> Result<String, ServiceError> {
     let principal = principal(state, user)?;
     allowed(&principal, Feature::Speech)?;
-    let (text, seed) = parse_text_and_seed(form)?;
+    let (text, seed, temperature) = parse_text_and_seed(form)?;
     let request = SpeechRequest {
         text,
         voice: VoiceChoice::Name(form.voice.trim()),
         seed,
-        temperature: None,
+        temperature,
         format: AudioFormat::Mp3,
         word_timestamps: form.timestamps.is_some(),
     };
@@ -270,7 +283,9 @@ async fn start(
         .generation_id)
 }
 
-fn parse_text_and_seed(form: &SpeakForm) -> Result<(SpeechText, Option<Seed>), ServiceError> {
+type Parsed = (SpeechText, Option<Seed>, Option<Temperature>);
+
+fn parse_text_and_seed(form: &SpeakForm) -> Result<Parsed, ServiceError> {
     let text = SpeechText::new(&form.text)
         .map_err(|m| ServiceError::invalid("text", format!("The text {m}.")))?;
     let seed = match form.seed.trim() {
@@ -287,7 +302,21 @@ fn parse_text_and_seed(form: &SpeakForm) -> Result<(SpeechText, Option<Seed>), S
                 })?,
         ),
     };
-    Ok((text, seed))
+    let temperature = match form.temperature.trim() {
+        "" => None,
+        raw => Some(
+            raw.parse::<f64>()
+                .ok()
+                .and_then(|t| Temperature::new(t).ok())
+                .ok_or_else(|| {
+                    ServiceError::invalid(
+                        "temperature",
+                        "The temperature is a number from 0.05 to 2, or empty.",
+                    )
+                })?,
+        ),
+    };
+    Ok((text, seed, temperature))
 }
 
 /// `POST /console/playground/stream`, what the page's script sends instead of the form: the
@@ -317,13 +346,13 @@ async fn streamed(
 ) -> Result<Response, ApiError> {
     let principal = principal(state, user)?;
     allowed(&principal, Feature::Speech)?;
-    let (text, seed) = parse_text_and_seed(form)?;
+    let (text, seed, temperature) = parse_text_and_seed(form)?;
     let request = SyncSpeechRequest {
         text,
         voice: form.voice.trim(),
         engine: None,
         seed,
-        temperature: None,
+        temperature,
         format: AudioFormat::Mp3,
     };
     let keyed = Keyed::json(Operation::SyncSpeech, None, &serde_json::Value::Null);
@@ -359,6 +388,7 @@ pub async fn preview(
                 text: String::new(),
                 voice: form.voice,
                 seed: String::new(),
+                temperature: String::new(),
                 timestamps: true,
                 shown: None,
                 heard: None,
@@ -420,6 +450,7 @@ pub async fn transcribe(
                 text: String::new(),
                 voice: String::new(),
                 seed: String::new(),
+                temperature: String::new(),
                 timestamps: true,
                 shown: None,
                 heard: None,
@@ -434,6 +465,7 @@ pub async fn transcribe(
         text: String::new(),
         voice: String::new(),
         seed: String::new(),
+        temperature: String::new(),
         timestamps: true,
         shown: None,
         heard: Some(heard),
@@ -471,7 +503,7 @@ async fn hear(
         ));
     }
     let place = transcription::take_place(&state.asr, &principal)?;
-    let options = RecognitionOptions::new(None, Task::Transcribe, None, None, Timestamps::Segment)
+    let options = RecognitionOptions::new(None, Task::Transcribe, None, None, Timestamps::Word)
         .map_err(|e| ServiceError::invalid(e.param, e.message))?;
     let incoming = Incoming {
         audio: std::future::ready(Ok(audio)),
@@ -483,10 +515,23 @@ async fn hear(
     let keyed = Keyed::json(Operation::Transcription, None, &serde_json::Value::Null);
     let done = transcription::run(state, &principal, place, incoming, keyed).await?;
     let t = done.transcribed;
+    // The stored capture, as the API reads it: the raw and the refined transcript.
+    let stored = reads::capture(state, &principal, None, &t.capture_id).await?;
     Ok(Heard {
         id: t.capture_id,
-        text: t.text,
+        raw: stored.capture.transcript_raw,
+        text: stored.capture.transcript_refined,
         language: t.language,
         duration: format!("{:.1} s", t.duration_ms as f64 / 1000.0),
+        words: t
+            .words
+            .into_iter()
+            .map(|w| {
+                (
+                    w.word.trim().to_owned(),
+                    format!("{:.2}–{:.2} s", w.start, w.end),
+                )
+            })
+            .collect(),
     })
 }

@@ -7,8 +7,8 @@
 //! is two more speech doors, signed in by a session rather than a key: its form (an HTML page
 //! whose error carries the code as `data-code`) and its streamed speech (a problem document).
 //! They join the rows that a session can express; a credential's rows (keys, tokens, ceilings)
-//! have no session, an account without a plan speaks there on the free minutes (its own row),
-//! and the console takes no temperature.
+//! have no session, and an account without a plan speaks there on the free minutes (its own
+//! row).
 
 use crate::common;
 
@@ -380,16 +380,19 @@ async fn cases(app: &TestApp) -> Vec<Case> {
                 "invalid_request",
             ),
         ),
-        case(
-            "temperature on an engine without one",
-            &key,
-            Input {
-                temperature: Some(0.7),
-                ..normal("Mine")
-            },
-            SPEECH_DOORS,
-            400,
-            "invalid_request",
+        console_case(
+            &owner_session,
+            case(
+                "temperature on an engine without one",
+                &key,
+                Input {
+                    temperature: Some(0.7),
+                    ..normal("Mine")
+                },
+                SPEECH_AND_CONSOLE_DOORS,
+                400,
+                "invalid_request",
+            ),
         ),
         case(
             "hostile audio (a wav claiming 4 GHz)",
@@ -588,6 +591,7 @@ async fn send_console(
         Door::ConsoleSpeak => "/console/playground",
         _ => "/console/playground/stream",
     };
+    let temperature = input.temperature.map(|t| t.to_string()).unwrap_or_default();
     let response = app
         .post(path)
         .header("cookie", cookie)
@@ -595,6 +599,7 @@ async fn send_console(
         .form(&[
             ("voice", input.voice.as_str()),
             ("text", text.as_str()),
+            ("temperature", temperature.as_str()),
             ("csrf_token", csrf.as_str()),
         ])
         .send()

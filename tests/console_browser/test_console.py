@@ -249,6 +249,10 @@ def test_the_playground_speaks_and_transcribes(page, tmp_path):
     page.get_by_role("button", name="Transcribe", exact=True).click()
     expect(page.locator("#transcript")).to_contain_text("transcribe", ignore_case=True,
                                                         timeout=120_000)
+    # Word timings, as the capture stores them.
+    page.locator("#transcript-words summary").click()
+    expect(page.locator("#transcript-words tbody tr").first).to_be_visible()
+    assert page.locator("#transcript-words tbody tr").count() >= 4
 
 
 def test_the_playground_plays_speech_as_it_streams(page):
