@@ -567,6 +567,83 @@ fn generation_content_type(generation: &serde_json::Value) -> &'static str {
 /// them) and two `voiced worker` processes on one PostgreSQL, one Redis and one S3-compatible
 /// bucket. Serve process A streams audio through itself; B has `blob_redirect` and answers
 /// downloads with a redirect to a presigned URL of the object.
+/// Deletes `account` in the console of the serve process at `base`, signing in with a password
+/// set for it first.
+async fn delete_account(base: &str, app: &TestApp, account: &str) {
+    let password = "a long enough passphrase";
+    let hash = voiced::service::accounts::hash_password(password.to_owned())
+        .await
+        .unwrap();
+    voiced::store::accounts::set_password_hash(&app.pool, account, &hash)
+        .await
+        .unwrap();
+    let email: String = sqlx::query_scalar("SELECT email FROM accounts WHERE id = $1")
+        .bind(account)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    // The cookies the console sets (the anonymous CSRF cookie, then the session).
+    let mut jar: Vec<String> = Vec::new();
+    let mut keep = |response: &reqwest::Response| {
+        for set in response.headers().get_all("set-cookie") {
+            let pair = set.to_str().unwrap().split(';').next().unwrap().to_owned();
+            let name = pair.split('=').next().unwrap().to_owned();
+            jar.retain(|c| !c.starts_with(&format!("{name}=")));
+            jar.push(pair);
+        }
+        jar.join("; ")
+    };
+    let csrf = |html: String| {
+        let marker = "name=\"csrf_token\" value=\"";
+        let start = html.find(marker).expect("a form with a csrf_token") + marker.len();
+        html[start..][..html[start..].find('"').unwrap()].to_owned()
+    };
+    let page = client
+        .get(format!("{base}/console/sign-in"))
+        .send()
+        .await
+        .unwrap();
+    let cookie = keep(&page);
+    let token = csrf(page.text().await.unwrap());
+    let signed_in = client
+        .post(format!("{base}/console/sign-in"))
+        .header("cookie", cookie)
+        .form(&[
+            ("email", email.as_str()),
+            ("password", password),
+            ("csrf_token", &token),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), 303);
+    let cookie = keep(&signed_in);
+    let page = client
+        .get(format!("{base}/console/account"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let token = csrf(page.text().await.unwrap());
+    let deleted = client
+        .post(format!("{base}/console/account/delete"))
+        .header("cookie", &cookie)
+        .form(&[
+            ("password", password),
+            ("confirm", "yes"),
+            ("csrf_token", &token),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 303);
+}
+
 #[tokio::test]
 async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_one_of_each() {
     let app = TestApp::start().await;
@@ -839,6 +916,44 @@ async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_on
         &audio.bytes().await.unwrap(),
         "after the serve process was killed",
     );
+
+    // The account deleted in B's console (issue 30): its audio leaves the bucket when B's
+    // housekeeping (once a minute) purges it.
+    let in_bucket: Vec<String> = sqlx::query_scalar(
+        "SELECT audio_key FROM generations WHERE account_id = $1 AND audio_key LIKE 's3:%'",
+    )
+    .bind(&account)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert!(!in_bucket.is_empty());
+    delete_account(&b.base, &app, &account).await;
+    poll_until(
+        Duration::from_secs(150),
+        "the deleted account to be purged",
+        || {
+            let pool = app.pool.clone();
+            let account = account.clone();
+            async move {
+                sqlx::query_scalar::<_, bool>(
+                    "SELECT purged_at IS NOT NULL FROM accounts WHERE id = $1",
+                )
+                .bind(account)
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+                .then_some(())
+            }
+        },
+    )
+    .await;
+    for key in &in_bucket {
+        let object = format!("tenant-audio/{}", key.trim_start_matches("s3:"));
+        assert!(
+            !s3.has_object("voiced-audio", &object).await,
+            "{object} is gone from the bucket"
+        );
+    }
 
     drop(workers);
     drop(b);
