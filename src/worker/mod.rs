@@ -27,7 +27,7 @@ use crate::engines::registry::EngineRegistry;
 use crate::engines::text::{pronounce, timing};
 use crate::store::blobs::{Blob, BlobStore};
 use crate::store::prints::{self, PrintJob};
-use crate::store::queue::{self, Completion, Job, Lease};
+use crate::store::queue::{self, Claimed, Completion, Job, Lease};
 pub use engine_thread::{
     ChunkSender, EngineThread, PrintError, RenderError, Rendered, compute_print,
 };
@@ -101,21 +101,9 @@ pub async fn run(
             Ok(_) => {}
             Err(err) => tracing::warn!(error = %err, "could not check exhausted voice prints"),
         }
-        // Voice prints take their turn in the fair order (`queue::next_kind`), not ahead of
-        // every generation: a print is claimed first only when its account is the one served
-        // least recently.
-        let print_first = match queue::next_kind(&deps.pool).await {
-            Ok(kind) => kind == Some(queue::JobKind::Print),
-            Err(err) => {
-                tracing::warn!(error = %err, "reading the queue's order failed");
-                false
-            }
-        };
-        if print_first && claim_print(&deps, &options, &mut engine).await {
-            continue;
-        }
-        match queue::claim(&deps.pool, &options.name, options.lease).await {
-            Ok(Some(job)) => {
+        // Generations and voice prints share one fair order (`queue::claim_next`).
+        match queue::claim_next(&deps.pool, &options.name, options.lease).await {
+            Ok(Some(Claimed::Generation(job))) => {
                 let mut control = Control {
                     engine: &mut engine,
                     listener: &mut listener,
@@ -124,7 +112,8 @@ pub async fn run(
                 process(&deps, &options, &mut control, job).await;
                 continue;
             }
-            Ok(None) if !print_first && claim_print(&deps, &options, &mut engine).await => {
+            Ok(Some(Claimed::Print(job))) => {
+                process_print(&deps, &options, &mut engine, job).await;
                 continue;
             }
             Ok(None) => {}
@@ -149,25 +138,6 @@ pub async fn run(
     }
     tracing::info!(worker = %options.name, "worker stopped");
     Ok(())
-}
-
-/// Claims a pending voice print and computes it; `false` when none was there to claim.
-async fn claim_print(
-    deps: &WorkerDeps,
-    options: &WorkerOptions,
-    engine: &mut EngineThread,
-) -> bool {
-    match prints::claim(&deps.pool, &options.name, options.lease).await {
-        Ok(Some(job)) => {
-            process_print(deps, options, engine, job).await;
-            true
-        }
-        Ok(None) => false,
-        Err(err) => {
-            tracing::warn!(error = %err, "claiming a voice print failed");
-            false
-        }
-    }
 }
 
 /// Loads every installed engine before the first claim. An engine that cannot start makes the

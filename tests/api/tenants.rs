@@ -210,22 +210,14 @@ async fn pending_clone(app: &TestApp, account: &str, name: &str) -> String {
     id
 }
 
-/// Claims the next job as a worker does (the kind `next_kind` names first, then the other):
-/// ("print", voice id) or ("generation", generation id).
+/// Claims the next job as a worker does: ("print", voice id) or ("generation", generation id).
 async fn claim_next(app: &TestApp) -> Option<(&'static str, String)> {
-    use voiced::store::{prints, queue};
+    use voiced::store::queue::{self, Claimed};
     let lease = Duration::from_secs(300);
-    let print_first = queue::next_kind(&app.pool).await.unwrap() == Some(queue::JobKind::Print);
-    for print in [print_first, !print_first] {
-        if print {
-            if let Some(job) = prints::claim(&app.pool, "w", lease).await.unwrap() {
-                return Some(("print", job.voice_id));
-            }
-        } else if let Some(job) = queue::claim(&app.pool, "w", lease).await.unwrap() {
-            return Some(("generation", job.id));
-        }
+    match queue::claim_next(&app.pool, "w", lease).await.unwrap()? {
+        Claimed::Print(job) => Some(("print", job.voice_id)),
+        Claimed::Generation(job) => Some(("generation", job.id)),
     }
-    None
 }
 
 /// Voice-print jobs take their turn in the fair claim: three clones of account A, queued
