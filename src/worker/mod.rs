@@ -83,23 +83,16 @@ pub async fn run(
         return Ok(());
     }
     tracing::info!(worker = %options.name, "worker started");
+    // When this worker last looked for jobs whose every attempt died: once a lease period is
+    // enough (a lease only expires that often), not twice per job.
+    let mut swept: Option<std::time::Instant> = None;
     loop {
         if *shutdown.borrow() != Shutdown::Running {
             break;
         }
-        match queue::fail_exhausted(&deps.pool).await {
-            Ok(ids) if !ids.is_empty() => {
-                tracing::warn!(?ids, "generations failed after repeated interruptions")
-            }
-            Ok(_) => {}
-            Err(err) => tracing::warn!(error = %err, "could not check exhausted generations"),
-        }
-        match prints::fail_exhausted(&deps.pool).await {
-            Ok(ids) if !ids.is_empty() => {
-                tracing::warn!(?ids, "voice prints failed after repeated interruptions")
-            }
-            Ok(_) => {}
-            Err(err) => tracing::warn!(error = %err, "could not check exhausted voice prints"),
+        if swept.is_none_or(|at| at.elapsed() >= options.lease) {
+            swept = Some(std::time::Instant::now());
+            sweep_exhausted(&deps.pool).await;
         }
         // Generations and voice prints share one fair order (`queue::claim_next`).
         match queue::claim_next(&deps.pool, &options.name, options.lease).await {
@@ -138,6 +131,24 @@ pub async fn run(
     }
     tracing::info!(worker = %options.name, "worker stopped");
     Ok(())
+}
+
+/// Fails the generations and voice prints whose workers died on every attempt.
+async fn sweep_exhausted(pool: &PgPool) {
+    match queue::fail_exhausted(pool).await {
+        Ok(ids) if !ids.is_empty() => {
+            tracing::warn!(?ids, "generations failed after repeated interruptions")
+        }
+        Ok(_) => {}
+        Err(err) => tracing::warn!(error = %err, "could not check exhausted generations"),
+    }
+    match prints::fail_exhausted(pool).await {
+        Ok(ids) if !ids.is_empty() => {
+            tracing::warn!(?ids, "voice prints failed after repeated interruptions")
+        }
+        Ok(_) => {}
+        Err(err) => tracing::warn!(error = %err, "could not check exhausted voice prints"),
+    }
 }
 
 /// Loads every installed engine before the first claim. An engine that cannot start makes the
