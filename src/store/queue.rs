@@ -134,7 +134,7 @@ pub async fn claim_next(
 ) -> sqlx::Result<Option<Claimed>> {
     match take_turn(pool, &[], worker, lease).await? {
         None => return Ok(None),
-        Some(Turn::Claimed(job)) => return Ok(Some(Claimed::Generation(job))),
+        Some(Turn::Claimed(job)) => return Ok(Some(Claimed::Generation(*job))),
         Some(_) => {}
     }
     let mut tx = pool.begin().await?;
@@ -143,7 +143,7 @@ pub async fn claim_next(
     loop {
         let claimed = match take_turn(&mut *tx, &passed, worker, lease).await? {
             None => None,
-            Some(Turn::Claimed(job)) => Some(Claimed::Generation(job)),
+            Some(Turn::Claimed(job)) => Some(Claimed::Generation(*job)),
             Some(Turn::Print {
                 account_id,
                 voice_id,
@@ -205,7 +205,7 @@ pub async fn claim_next(
 /// What [`take_turn`] found at the head of the order.
 enum Turn {
     /// The account's oldest job was a generation, claimed and the account marked served.
-    Claimed(Job),
+    Claimed(Box<Job>),
     /// The account's oldest job is a voice print (not claimed yet).
     Print {
         account_id: String,
@@ -322,7 +322,7 @@ async fn take_turn(
                 Some(language),
                 Some(attempts),
                 Some(voice_type),
-            ) => Turn::Claimed(Job {
+            ) => Turn::Claimed(Box::new(Job {
                 id,
                 engine,
                 text,
@@ -338,7 +338,7 @@ async fn take_turn(
                 voice_print: row.voice_print,
                 print_error: row.print_error,
                 personality: row.personality,
-            }),
+            })),
             _ => Turn::Taken { account_id },
         },
         _ => Turn::Nothing { account_id },
