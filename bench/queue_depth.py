@@ -10,7 +10,8 @@ for each depth creates two databases:
 Both are filled the same way (INSERT ... SELECT generate_series): ACCOUNTS accounts with one
 preset voice each, QUEUED generations waiting (spread evenly over the accounts, created over the
 last 10 minutes) and STARTED generations started and completed within the last hour; the `store`
-database then gets `queue_accounts` as migration 0023 builds it from such rows. Then
+database's `queue_accounts` rows (made by its trigger) then get their last service as
+migration 0023 reads it from such rows. Then
 examples/queue_claim.rs claims with 1 and with 8 concurrent claimers (each its own connection,
 every claim committed; after each claim, untimed, the job completes and a new one is queued for
 its account, so the depth holds).
@@ -110,15 +111,13 @@ def fill(cluster, db, store, queued, accounts, started):
         FROM generate_series(1, {queued}) i;
     """)
     if store:
-        # What migration 0023 builds from the same rows (it ran on empty tables above).
+        # Trigger generations_queue_turn put each account in the order as its rows went in;
+        # its last service, as migration 0023 reads it from such rows.
         cluster.psql(db, """
-            INSERT INTO queue_accounts (account_id, last_served_at, waiting_since)
-            SELECT w.account_id, s.last_started, w.since
-            FROM (SELECT account_id, min(created_at) AS since FROM generations
-                  WHERE status = 'generating' GROUP BY account_id) w
-            LEFT JOIN (SELECT account_id, max(started_at) AS last_started FROM generations
-                       WHERE started_at > now() - interval '1 hour' GROUP BY account_id) s
-              ON s.account_id = w.account_id;
+            UPDATE queue_accounts q SET last_served_at = s.last_started
+            FROM (SELECT account_id, max(started_at) AS last_started FROM generations
+                  WHERE started_at > now() - interval '1 hour' GROUP BY account_id) s
+            WHERE s.account_id = q.account_id;
         """)
     cluster.psql(db, "VACUUM ANALYZE")
 

@@ -7,6 +7,11 @@
 -- transactions as enqueue and claim: the claim locks the first ready account through the index
 -- below (`FOR UPDATE SKIP LOCKED`, so concurrent claimers take different accounts), then that
 -- account's oldest claimable job through the per-account index.
+--
+-- Additive, as rolling deploys need (docs/deployment.md): the previous release's workers still
+-- claim through view `queue_served` (kept, with its index generations_started, until a later
+-- release drops both), and work its serve processes queue is put in the order by the triggers
+-- below, which every writer passes through.
 CREATE TABLE queue_accounts (
     account_id      TEXT PRIMARY KEY REFERENCES accounts (id) ON DELETE CASCADE,
     -- When a generation or voice print of the account was last claimed; NULL: never.
@@ -24,7 +29,6 @@ CREATE INDEX queue_accounts_turn ON queue_accounts (last_served_at NULLS FIRST, 
 -- generations_account_pending before).
 CREATE INDEX generations_account_queue ON generations (account_id, created_at, id)
     WHERE status = 'generating';
-DROP INDEX generations_account_pending;
 
 -- The work waiting now keeps its place: the last hour's service as the old view saw it.
 INSERT INTO queue_accounts (account_id, last_served_at, waiting_since)
@@ -41,6 +45,30 @@ FROM (
 ) w
 LEFT JOIN queue_served s ON s.account_id = w.account_id;
 
-DROP VIEW queue_served;
--- It served only the view; one index fewer to write on every claim.
-DROP INDEX generations_started;
+-- A new generation, or a voice print to compute, puts its account in the order (an account
+-- that had no work waits from now), in the transaction that queues it. The row lock is the
+-- point: a claim marking the account idle holds it, so this write waits and then undoes that.
+CREATE FUNCTION queue_account_has_work(account TEXT) RETURNS void LANGUAGE sql AS $$
+    INSERT INTO queue_accounts (account_id) VALUES (account)
+    ON CONFLICT (account_id) DO UPDATE
+    SET ready = true,
+        waiting_since = CASE WHEN queue_accounts.ready THEN queue_accounts.waiting_since
+                             ELSE now() END
+$$;
+
+CREATE FUNCTION queue_generation_queued() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM queue_account_has_work(NEW.account_id);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER generations_queue_turn AFTER INSERT ON generations
+    FOR EACH ROW WHEN (NEW.status = 'generating') EXECUTE FUNCTION queue_generation_queued();
+
+CREATE FUNCTION queue_print_queued() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM queue_account_has_work(v.account_id) FROM voice_profiles v WHERE v.id = NEW.voice_id;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER voice_prints_queue_turn AFTER INSERT ON voice_prints
+    FOR EACH ROW WHEN (NEW.print IS NULL AND NEW.error IS NULL)
+    EXECUTE FUNCTION queue_print_queued();

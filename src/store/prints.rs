@@ -35,7 +35,8 @@ pub async fn insert_sample(
 }
 
 /// Stores the voice's print for `engine`, computed already (`Some`) or as a job for a worker
-/// (`None`: the workers are woken on commit).
+/// (`None`: the workers are woken on commit; trigger `voice_prints_queue_turn` of migration 0023
+/// puts the account in the claim's order).
 pub async fn insert_print(
     tx: &mut Transaction<'_, Postgres>,
     voice_id: &str,
@@ -52,13 +53,6 @@ pub async fn insert_print(
     .execute(&mut **tx)
     .await?;
     if print.is_none() {
-        let account_id = sqlx::query_scalar!(
-            "SELECT account_id FROM voice_profiles WHERE id = $1",
-            voice_id
-        )
-        .fetch_one(&mut **tx)
-        .await?;
-        super::queue::account_has_work(tx, &account_id).await?;
         sqlx::query!("SELECT pg_notify($1, $2)", JOBS_CHANNEL, voice_id)
             .execute(&mut **tx)
             .await?;

@@ -39,7 +39,8 @@ pub struct NewGeneration<'a> {
 }
 
 /// Inserts a generation and wakes a worker, in the caller's transaction (the notification is
-/// delivered on commit).
+/// delivered on commit). The insert puts its account in the claim's order (`queue_accounts`,
+/// trigger `generations_queue_turn` of migration 0023, so that every writer does).
 pub async fn enqueue(
     tx: &mut Transaction<'_, Postgres>,
     generation: NewGeneration<'_>,
@@ -64,7 +65,6 @@ pub async fn enqueue(
     )
     .execute(&mut **tx)
     .await?;
-    account_has_work(tx, generation.account_id).await?;
     sqlx::query!("SELECT pg_notify($1, $2)", JOBS_CHANNEL, generation.id)
         .execute(&mut **tx)
         .await?;
@@ -343,26 +343,6 @@ async fn take_turn(
         },
         _ => Turn::Nothing { account_id },
     }))
-}
-
-/// Puts `account_id` in the claim's order (`queue_accounts`), in the transaction that gives it
-/// work; an account that had none waits from now. Taking the row's lock is the point: a claim
-/// that is marking the account idle finishes first, and this write then undoes it.
-pub(crate) async fn account_has_work(
-    tx: &mut Transaction<'_, Postgres>,
-    account_id: &str,
-) -> sqlx::Result<()> {
-    sqlx::query!(
-        "INSERT INTO queue_accounts (account_id) VALUES ($1)
-         ON CONFLICT (account_id) DO UPDATE
-         SET ready = true,
-             waiting_since = CASE WHEN queue_accounts.ready THEN queue_accounts.waiting_since
-                                  ELSE now() END",
-        account_id
-    )
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
 }
 
 /// What a lease renewal found.
