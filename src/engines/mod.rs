@@ -246,6 +246,8 @@ pub mod chatterbox;
 pub mod chatterbox_shared;
 pub mod chatterbox_turbo;
 pub mod files;
+#[cfg(feature = "bench-engine")]
+pub mod instant;
 pub mod kokoro;
 pub mod lm;
 pub mod luxtts;

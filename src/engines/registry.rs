@@ -143,6 +143,10 @@ impl EngineRegistry {
 
     /// Loads an engine instance (one per engine thread).
     pub fn load(&self, engine: EngineId) -> Result<Box<dyn Engine>, EngineError> {
+        #[cfg(feature = "bench-engine")]
+        if super::instant::enabled() {
+            return Ok(Box::new(super::instant::InstantEngine));
+        }
         #[cfg(debug_assertions)]
         if let Some(marker) = test_panic_marker() {
             return Ok(Box::new(PanicOnMarker {

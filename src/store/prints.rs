@@ -3,7 +3,7 @@
 //! A print that is not computed yet is a job: generation workers claim it like a generation
 //! (`FOR UPDATE SKIP LOCKED`, a lease, `max_attempts`), run the engine's `voice_print` on the
 //! stored reference and store the bytes. The voice's generations are not claimed while its
-//! print is pending (see `queue::claim`); completing or failing a print wakes the workers.
+//! print is pending (see `queue::claim_next`); completing or failing a print wakes the workers.
 
 use std::time::Duration;
 
@@ -35,7 +35,8 @@ pub async fn insert_sample(
 }
 
 /// Stores the voice's print for `engine`, computed already (`Some`) or as a job for a worker
-/// (`None`: the workers are woken on commit).
+/// (`None`: the workers are woken on commit; trigger `voice_prints_queue_turn` of migration 0023
+/// puts the account in the claim's order).
 pub async fn insert_print(
     tx: &mut Transaction<'_, Postgres>,
     voice_id: &str,
@@ -99,32 +100,32 @@ pub struct PrintJob {
     pub attempts: i32,
 }
 
-/// Claims the next pending print for `worker`, or `None`, in the fair order of
-/// `queue::claim` (the account served least recently first, then the oldest print); the claim
-/// counts as serving the account (`started_at`), so its next job waits behind other accounts'.
-pub async fn claim(pool: &PgPool, worker: &str, lease: Duration) -> sqlx::Result<Option<PrintJob>> {
+/// Takes the pending print of `voice_id` for `worker` if it is still claimable
+/// (`queue::claim_next` chose it in the fair order); the claim counts as serving the account
+/// (`started_at`, and `queue_accounts` in the claim), so its next job waits behind other
+/// accounts'.
+pub(super) async fn claim_in(
+    tx: &mut Transaction<'_, Postgres>,
+    voice_id: &str,
+    worker: &str,
+    lease: Duration,
+) -> sqlx::Result<Option<PrintJob>> {
     sqlx::query_as!(
         PrintJob,
-        r#"WITH next AS (
-               SELECT p.voice_id FROM voice_prints p
-               JOIN voice_profiles v ON v.id = p.voice_id
-               LEFT JOIN queue_served s ON s.account_id = v.account_id
-               WHERE p.print IS NULL AND p.error IS NULL AND p.attempts < p.max_attempts
-                 AND (p.lease_expires_at IS NULL OR p.lease_expires_at < now())
-               ORDER BY s.last_started NULLS FIRST, p.created_at, p.voice_id
-               FOR UPDATE OF p SKIP LOCKED
-               LIMIT 1)
-           UPDATE voice_prints p
-           SET attempts = p.attempts + 1, lease_owner = $1,
-               lease_expires_at = now() + make_interval(secs => $2), started_at = now()
-           FROM next, voice_profiles v, voice_samples s
-           WHERE p.voice_id = next.voice_id AND v.id = p.voice_id
+        r#"UPDATE voice_prints p
+           SET attempts = p.attempts + 1, lease_owner = $2,
+               lease_expires_at = now() + make_interval(secs => $3), started_at = now()
+           FROM voice_profiles v, voice_samples s
+           WHERE p.voice_id = $1 AND v.id = p.voice_id
              AND s.voice_id = p.voice_id AND s.ordinal = 0
+             AND p.print IS NULL AND p.error IS NULL AND p.attempts < p.max_attempts
+             AND (p.lease_expires_at IS NULL OR p.lease_expires_at < now())
            RETURNING p.voice_id, p.engine, v.language, s.audio, s.transcript, p.attempts"#,
+        voice_id,
         worker,
         lease.as_secs_f64()
     )
-    .fetch_optional(pool)
+    .fetch_optional(&mut **tx)
     .await
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use chrono::Utc;
 use sqlx::{PgPool, Postgres, Transaction};
 
+use super::prints::PrintJob;
 use super::usage::month_of;
 use crate::domain::{CancelReason, GenerationStatus, VoiceKind};
 
@@ -38,7 +39,8 @@ pub struct NewGeneration<'a> {
 }
 
 /// Inserts a generation and wakes a worker, in the caller's transaction (the notification is
-/// delivered on commit).
+/// delivered on commit). The insert puts its account in the claim's order (`queue_accounts`,
+/// trigger `generations_queue_turn` of migration 0023, so that every writer does).
 pub async fn enqueue(
     tx: &mut Transaction<'_, Postgres>,
     generation: NewGeneration<'_>,
@@ -96,88 +98,251 @@ pub struct Job {
     pub personality: Option<String>,
 }
 
-/// Which kind of job a worker should claim next: the one whose account was served least
-/// recently (view `queue_served`: the last generation or voice print started within the hour;
-/// never served goes first), the older job on a tie. `None` when nothing waits. Voice prints
-/// are part of the fair order, not ahead of it: one account's clones wait their turn like its
-/// generations. The claims themselves ([`claim`], `prints::claim`) lock their row; a job taken
-/// meanwhile by another worker only makes the caller try the other kind.
-pub async fn next_kind(pool: &PgPool) -> sqlx::Result<Option<JobKind>> {
-    let kind = sqlx::query_scalar!(
-        r#"SELECT c.kind AS "kind!" FROM (
-               SELECT 'generation' AS kind, g.account_id, g.created_at FROM generations g
-               WHERE g.status = 'generating' AND g.attempts < g.max_attempts
-                 AND g.cancel_reason IS NULL
-                 AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())
-                 AND NOT EXISTS (SELECT 1 FROM voice_prints p WHERE p.voice_id = g.voice_id
-                                   AND p.print IS NULL AND p.error IS NULL)
-               UNION ALL
-               SELECT 'print' AS kind, v.account_id, p.created_at FROM voice_prints p
-               JOIN voice_profiles v ON v.id = p.voice_id
-               WHERE p.print IS NULL AND p.error IS NULL AND p.attempts < p.max_attempts
-                 AND (p.lease_expires_at IS NULL OR p.lease_expires_at < now())) c
-           LEFT JOIN queue_served s ON s.account_id = c.account_id
-           ORDER BY s.last_started NULLS FIRST, c.created_at
-           LIMIT 1"#
-    )
-    .fetch_optional(pool)
-    .await?;
-    Ok(kind.map(|k| {
-        if k == "print" {
-            JobKind::Print
-        } else {
-            JobKind::Generation
-        }
-    }))
-}
-
-/// The two kinds of queued work a generation worker does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobKind {
-    Generation,
+/// A job a worker claimed.
+#[derive(Debug, Clone)]
+pub enum Claimed {
+    Generation(Job),
     /// A cloned voice's print (`store::prints`).
-    Print,
+    Print(PrintJob),
 }
 
-/// Claims the next generation for `worker`, or `None`. Fair across accounts: the account served
-/// least recently (view `queue_served`: whose last generation or voice print started earliest,
-/// or never within the hour) goes first, and within an account the oldest job; so one account's
-/// burst delays another account's first job by about one job per busy account, not by the whole
-/// burst. Rows are still taken with `FOR UPDATE SKIP LOCKED`, so concurrent workers never claim
-/// the same one. A cloned voice's generations wait while its print is still being computed
-/// (`store::prints`).
-pub async fn claim(pool: &PgPool, worker: &str, lease: Duration) -> sqlx::Result<Option<Job>> {
-    sqlx::query_as!(
-        Job,
-        r#"WITH next AS (
-               SELECT g.id FROM generations g
-               LEFT JOIN queue_served s ON s.account_id = g.account_id
-               WHERE g.status = 'generating' AND g.attempts < g.max_attempts
+/// How many times one account's job is tried again in one claim when a concurrent write
+/// (a cancellation, another claimer that committed first) took it between choosing and taking.
+const RETRIES_PER_ACCOUNT: u32 = 3;
+
+/// Claims the next job for `worker`, a generation or a voice print, or `None` when nothing
+/// waits. Fair across accounts: the account served least recently goes first (whose last job,
+/// of either kind, was claimed earliest; never served before any served, then the one waiting
+/// longest), and within it its oldest job; so one account's burst delays another account's first
+/// job by about one job per busy account, not by the whole burst, and one account's clones wait
+/// their turn like its generations.
+///
+/// The order is kept, not computed: `queue_accounts` holds one row per account with work
+/// (migration 0023). The claim locks the first ready account in the order through its index
+/// (`FOR UPDATE SKIP LOCKED`: concurrent workers take different accounts), takes that account's
+/// oldest claimable job through the per-account index, and marks the account served; its cost
+/// does not grow with the queue's depth nor with the hour's throughput. The common case, a
+/// generation, is one statement. Otherwise (a voice print, an account whose jobs all run or wait
+/// on a print, a job taken meanwhile) the claim goes on in a transaction that holds each account's
+/// lock while it looks: an account with no unfinished work left is marked idle until its next
+/// enqueue, one whose jobs run is passed over (at most one account per running job). A cloned
+/// voice's generations wait while its print is still being computed (`store::prints`).
+pub async fn claim_next(
+    pool: &PgPool,
+    worker: &str,
+    lease: Duration,
+) -> sqlx::Result<Option<Claimed>> {
+    match take_turn(pool, &[], worker, lease).await? {
+        None => return Ok(None),
+        Some(Turn::Claimed(job)) => return Ok(Some(Claimed::Generation(*job))),
+        Some(_) => {}
+    }
+    let mut tx = pool.begin().await?;
+    let mut passed: Vec<String> = Vec::new();
+    let mut retries = 0;
+    loop {
+        let claimed = match take_turn(&mut *tx, &passed, worker, lease).await? {
+            None => None,
+            Some(Turn::Claimed(job)) => Some(Claimed::Generation(*job)),
+            Some(Turn::Print {
+                account_id,
+                voice_id,
+            }) => match super::prints::claim_in(&mut tx, &voice_id, worker, lease).await? {
+                Some(job) => {
+                    sqlx::query!(
+                        "UPDATE queue_accounts SET last_served_at = now() WHERE account_id = $1",
+                        account_id
+                    )
+                    .execute(&mut *tx)
+                    .await?;
+                    Some(Claimed::Print(job))
+                }
+                None => {
+                    retries += 1;
+                    if retries >= RETRIES_PER_ACCOUNT {
+                        passed.push(account_id);
+                        retries = 0;
+                    }
+                    continue;
+                }
+            },
+            Some(Turn::Taken { account_id }) => {
+                // Taken meanwhile: look at the same account again (its lock is ours).
+                retries += 1;
+                if retries >= RETRIES_PER_ACCOUNT {
+                    passed.push(account_id);
+                    retries = 0;
+                }
+                continue;
+            }
+            Some(Turn::Nothing { account_id }) => {
+                // Nothing claimable: its jobs run, or wait on a print. With no unfinished work
+                // at all it leaves the order until its next enqueue (which waits for this lock,
+                // and this statement sees every enqueue committed before the lock was taken).
+                sqlx::query!(
+                    "UPDATE queue_accounts SET ready = false
+                     WHERE account_id = $1
+                       AND NOT EXISTS (SELECT 1 FROM generations g
+                                       WHERE g.account_id = $1 AND g.status = 'generating')
+                       AND NOT EXISTS (SELECT 1 FROM voice_prints p
+                                       JOIN voice_profiles v ON v.id = p.voice_id
+                                       WHERE v.account_id = $1
+                                         AND p.print IS NULL AND p.error IS NULL)",
+                    account_id
+                )
+                .execute(&mut *tx)
+                .await?;
+                passed.push(account_id);
+                retries = 0;
+                continue;
+            }
+        };
+        tx.commit().await?;
+        return Ok(claimed);
+    }
+}
+
+/// What [`take_turn`] found at the head of the order.
+enum Turn {
+    /// The account's oldest job was a generation, claimed and the account marked served.
+    Claimed(Box<Job>),
+    /// The account's oldest job is a voice print (not claimed yet).
+    Print {
+        account_id: String,
+        voice_id: String,
+    },
+    /// The account's oldest generation was taken by a concurrent write before this claim could.
+    Taken { account_id: String },
+    /// The account has nothing claimable now.
+    Nothing { account_id: String },
+}
+
+/// Locks the first ready account in the fair order (skipping `passed`) and finds its oldest
+/// claimable job; a generation is claimed for `worker` and the account marked served in the
+/// same statement. `None`: no ready account is free.
+///
+/// The claim commits without waiting for the WAL flush (`synchronous_commit` off for its
+/// transaction): a claim lost in a database crash leaves the job claimable again, as an expired
+/// lease does, and the worker's durable completion flushes it with its own commit. One flush
+/// fewer per job: the flushes, not the CPU, bound the jobs per second (docs/benchmarks.md).
+async fn take_turn(
+    db: impl sqlx::PgExecutor<'_>,
+    passed: &[String],
+    worker: &str,
+    lease: Duration,
+) -> sqlx::Result<Option<Turn>> {
+    let Some(row) = sqlx::query!(
+        r#"WITH turn AS (
+               SELECT a.account_id, j.kind, j.id
+               FROM set_config('synchronous_commit', 'off', true),
+                    (SELECT account_id FROM queue_accounts
+                     WHERE ready AND account_id <> ALL($1)
+                     ORDER BY last_served_at NULLS FIRST, waiting_since, account_id
+                     LIMIT 1 FOR UPDATE SKIP LOCKED) a
+               LEFT JOIN LATERAL (
+                   SELECT c.kind, c.id FROM (
+                       (SELECT 'generation' AS kind, g.id, g.created_at FROM generations g
+                        WHERE g.account_id = a.account_id AND g.status = 'generating'
+                          AND g.attempts < g.max_attempts AND g.cancel_reason IS NULL
+                          AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())
+                          AND NOT EXISTS (SELECT 1 FROM voice_prints p WHERE p.voice_id = g.voice_id
+                                            AND p.print IS NULL AND p.error IS NULL)
+                        ORDER BY g.created_at, g.id LIMIT 1)
+                       UNION ALL
+                       (SELECT 'print' AS kind, p.voice_id, p.created_at FROM voice_prints p
+                        JOIN voice_profiles v ON v.id = p.voice_id
+                        WHERE v.account_id = a.account_id
+                          AND p.print IS NULL AND p.error IS NULL AND p.attempts < p.max_attempts
+                          AND (p.lease_expires_at IS NULL OR p.lease_expires_at < now())
+                        ORDER BY p.created_at, p.voice_id LIMIT 1)) c
+                   ORDER BY c.created_at LIMIT 1) j ON true),
+           claimed AS (
+               UPDATE generations g
+               SET attempts = g.attempts + 1, lease_owner = $2,
+                   lease_expires_at = now() + make_interval(secs => $3),
+                   started_at = COALESCE(g.started_at, now()), updated_at = now()
+               FROM turn, voice_profiles v
+               WHERE turn.kind = 'generation' AND g.id = turn.id AND v.id = g.voice_id
+                 AND g.status = 'generating' AND g.attempts < g.max_attempts
                  AND g.cancel_reason IS NULL
                  AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())
-                 AND NOT EXISTS (SELECT 1 FROM voice_prints p WHERE p.voice_id = g.voice_id
-                                   AND p.print IS NULL AND p.error IS NULL)
-               ORDER BY s.last_started NULLS FIRST, g.created_at, g.id
-               FOR UPDATE OF g SKIP LOCKED
-               LIMIT 1)
-           UPDATE generations g
-           SET attempts = g.attempts + 1, lease_owner = $1,
-               lease_expires_at = now() + make_interval(secs => $2),
-               started_at = COALESCE(g.started_at, now()), updated_at = now()
-           FROM next, voice_profiles v
-           WHERE g.id = next.id AND v.id = g.voice_id
-           RETURNING g.id, g.engine, COALESCE(g.spoken_text, g.text) AS "text!",
-                     g.text AS source_text, g.timestamps IS NOT NULL AS "wants_words!", g.seed, g.temperature, g.format, v.preset,
-                     v.language, g.attempts, v.voice_type AS "voice_type: VoiceKind",
-                     (SELECT p.print FROM voice_prints p
-                      WHERE p.voice_id = g.voice_id AND p.engine = g.engine) AS voice_print,
-                     (SELECT p.error FROM voice_prints p WHERE p.voice_id = g.voice_id) AS print_error,
-                     v.personality_prompt AS personality"#,
+               RETURNING g.account_id, g.id, g.engine, COALESCE(g.spoken_text, g.text) AS text,
+                         g.text AS source_text, g.timestamps IS NOT NULL AS wants_words, g.seed,
+                         g.temperature, g.format, v.preset, v.language, g.attempts, v.voice_type,
+                         (SELECT p.print FROM voice_prints p
+                          WHERE p.voice_id = g.voice_id AND p.engine = g.engine) AS voice_print,
+                         (SELECT p.error FROM voice_prints p WHERE p.voice_id = g.voice_id) AS print_error,
+                         v.personality_prompt AS personality),
+           served AS (
+               UPDATE queue_accounts q SET last_served_at = now()
+               FROM claimed WHERE q.account_id = claimed.account_id)
+           SELECT turn.account_id AS "account_id!", turn.kind, turn.id,
+                  claimed.id AS "claimed_id?", claimed.engine AS "engine?", claimed.text AS "text?",
+                  claimed.source_text AS "source_text?", claimed.wants_words AS "wants_words?",
+                  claimed.seed AS "seed?", claimed.temperature, claimed.format AS "format?",
+                  claimed.preset, claimed.language AS "language?", claimed.attempts AS "attempts?",
+                  claimed.voice_type AS "voice_type?: VoiceKind", claimed.voice_print,
+                  claimed.print_error, claimed.personality
+           FROM turn LEFT JOIN claimed ON true"#,
+        passed,
         worker,
         lease.as_secs_f64()
     )
-    .fetch_optional(pool)
-    .await
+    .fetch_optional(db)
+    .await?
+    else {
+        return Ok(None);
+    };
+    let account_id = row.account_id;
+    Ok(Some(match (row.kind.as_deref(), row.id) {
+        (Some("print"), Some(voice_id)) => Turn::Print {
+            account_id,
+            voice_id,
+        },
+        (Some(_), Some(_)) => match (
+            row.claimed_id,
+            row.engine,
+            row.text,
+            row.source_text,
+            row.wants_words,
+            row.seed,
+            row.format,
+            row.language,
+            row.attempts,
+            row.voice_type,
+        ) {
+            (
+                Some(id),
+                Some(engine),
+                Some(text),
+                Some(source_text),
+                Some(wants_words),
+                Some(seed),
+                Some(format),
+                Some(language),
+                Some(attempts),
+                Some(voice_type),
+            ) => Turn::Claimed(Box::new(Job {
+                id,
+                engine,
+                text,
+                source_text,
+                wants_words,
+                seed,
+                temperature: row.temperature,
+                format,
+                preset: row.preset,
+                language,
+                attempts,
+                voice_type,
+                voice_print: row.voice_print,
+                print_error: row.print_error,
+                personality: row.personality,
+            })),
+            _ => Turn::Taken { account_id },
+        },
+        _ => Turn::Nothing { account_id },
+    }))
 }
 
 /// What a lease renewal found.
@@ -234,49 +399,41 @@ pub async fn complete(
     words: Option<&serde_json::Value>,
 ) -> sqlx::Result<Completion> {
     let mut tx = pool.begin().await?;
-    let Some(row) = sqlx::query!(
-        "UPDATE generations
-         SET status = 'completed', audio_key = $3, duration_ms = $4, finished_at = now(),
-             lease_owner = NULL, lease_expires_at = NULL, updated_at = now(), words = $5
-         WHERE id = $1 AND lease_owner = $2 AND status = 'generating' AND cancel_reason IS NULL
-         RETURNING account_id, api_key_id, voice_id",
+    // One statement for the status, the charge, the voice's count and the notification: a
+    // statement is a round trip, and this runs once per generation.
+    let completed = sqlx::query_scalar!(
+        r#"WITH done AS (
+               UPDATE generations
+               SET status = 'completed', audio_key = $3, duration_ms = $4, finished_at = now(),
+                   lease_owner = NULL, lease_expires_at = NULL, updated_at = now(), words = $5
+               WHERE id = $1 AND lease_owner = $2 AND status = 'generating' AND cancel_reason IS NULL
+               RETURNING id, account_id, api_key_id, voice_id),
+           charged AS (
+               INSERT INTO usage_ledger (account_id, api_key_id, generation_id, month, audio_ms)
+               SELECT account_id, api_key_id, id, $6, $4 FROM done),
+           counted AS (
+               UPDATE voice_profiles v SET generation_count = generation_count + 1
+               FROM done WHERE v.id = done.voice_id)
+           SELECT done.id AS "id!" FROM done, pg_notify($7, done.id)"#,
         id,
         worker,
         audio_key,
         duration_ms,
-        words
+        words,
+        month_of(Utc::now()),
+        DONE_CHANNEL
     )
     .fetch_optional(&mut *tx)
-    .await?
-    else {
+    .await?;
+    if completed.is_none() {
         drop(tx);
         return Ok(if fail(pool, id, worker, "cancelled").await? {
             Completion::Cancelled
         } else {
             Completion::LeaseLost
         });
-    };
-    sqlx::query!(
-        "INSERT INTO usage_ledger (account_id, api_key_id, generation_id, month, audio_ms)
-         VALUES ($1, $2, $3, $4, $5)",
-        row.account_id,
-        row.api_key_id,
-        id,
-        month_of(Utc::now()),
-        duration_ms
-    )
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query!(
-        "UPDATE voice_profiles SET generation_count = generation_count + 1 WHERE id = $1",
-        row.voice_id
-    )
-    .execute(&mut *tx)
-    .await?;
+    }
     super::webhooks::generation_event(&mut tx, id, super::webhooks::GENERATION_COMPLETED).await?;
-    sqlx::query!("SELECT pg_notify($1, $2)", DONE_CHANNEL, id)
-        .execute(&mut *tx)
-        .await?;
     tx.commit().await?;
     Ok(Completion::Completed)
 }

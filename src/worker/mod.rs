@@ -27,7 +27,7 @@ use crate::engines::registry::EngineRegistry;
 use crate::engines::text::{pronounce, timing};
 use crate::store::blobs::{Blob, BlobStore};
 use crate::store::prints::{self, PrintJob};
-use crate::store::queue::{self, Completion, Job, Lease};
+use crate::store::queue::{self, Claimed, Completion, Job, Lease};
 pub use engine_thread::{
     ChunkSender, EngineThread, PrintError, RenderError, Rendered, compute_print,
 };
@@ -83,39 +83,20 @@ pub async fn run(
         return Ok(());
     }
     tracing::info!(worker = %options.name, "worker started");
+    // When this worker last looked for jobs whose every attempt died: once a lease period is
+    // enough (a lease only expires that often), not twice per job.
+    let mut swept: Option<std::time::Instant> = None;
     loop {
         if *shutdown.borrow() != Shutdown::Running {
             break;
         }
-        match queue::fail_exhausted(&deps.pool).await {
-            Ok(ids) if !ids.is_empty() => {
-                tracing::warn!(?ids, "generations failed after repeated interruptions")
-            }
-            Ok(_) => {}
-            Err(err) => tracing::warn!(error = %err, "could not check exhausted generations"),
+        if swept.is_none_or(|at| at.elapsed() >= options.lease) {
+            swept = Some(std::time::Instant::now());
+            sweep_exhausted(&deps.pool).await;
         }
-        match prints::fail_exhausted(&deps.pool).await {
-            Ok(ids) if !ids.is_empty() => {
-                tracing::warn!(?ids, "voice prints failed after repeated interruptions")
-            }
-            Ok(_) => {}
-            Err(err) => tracing::warn!(error = %err, "could not check exhausted voice prints"),
-        }
-        // Voice prints take their turn in the fair order (`queue::next_kind`), not ahead of
-        // every generation: a print is claimed first only when its account is the one served
-        // least recently.
-        let print_first = match queue::next_kind(&deps.pool).await {
-            Ok(kind) => kind == Some(queue::JobKind::Print),
-            Err(err) => {
-                tracing::warn!(error = %err, "reading the queue's order failed");
-                false
-            }
-        };
-        if print_first && claim_print(&deps, &options, &mut engine).await {
-            continue;
-        }
-        match queue::claim(&deps.pool, &options.name, options.lease).await {
-            Ok(Some(job)) => {
+        // Generations and voice prints share one fair order (`queue::claim_next`).
+        match queue::claim_next(&deps.pool, &options.name, options.lease).await {
+            Ok(Some(Claimed::Generation(job))) => {
                 let mut control = Control {
                     engine: &mut engine,
                     listener: &mut listener,
@@ -124,7 +105,8 @@ pub async fn run(
                 process(&deps, &options, &mut control, job).await;
                 continue;
             }
-            Ok(None) if !print_first && claim_print(&deps, &options, &mut engine).await => {
+            Ok(Some(Claimed::Print(job))) => {
+                process_print(&deps, &options, &mut engine, job).await;
                 continue;
             }
             Ok(None) => {}
@@ -151,22 +133,21 @@ pub async fn run(
     Ok(())
 }
 
-/// Claims a pending voice print and computes it; `false` when none was there to claim.
-async fn claim_print(
-    deps: &WorkerDeps,
-    options: &WorkerOptions,
-    engine: &mut EngineThread,
-) -> bool {
-    match prints::claim(&deps.pool, &options.name, options.lease).await {
-        Ok(Some(job)) => {
-            process_print(deps, options, engine, job).await;
-            true
+/// Fails the generations and voice prints whose workers died on every attempt.
+async fn sweep_exhausted(pool: &PgPool) {
+    match queue::fail_exhausted(pool).await {
+        Ok(ids) if !ids.is_empty() => {
+            tracing::warn!(?ids, "generations failed after repeated interruptions")
         }
-        Ok(None) => false,
-        Err(err) => {
-            tracing::warn!(error = %err, "claiming a voice print failed");
-            false
+        Ok(_) => {}
+        Err(err) => tracing::warn!(error = %err, "could not check exhausted generations"),
+    }
+    match prints::fail_exhausted(pool).await {
+        Ok(ids) if !ids.is_empty() => {
+            tracing::warn!(?ids, "voice prints failed after repeated interruptions")
         }
+        Ok(_) => {}
+        Err(err) => tracing::warn!(error = %err, "could not check exhausted voice prints"),
     }
 }
 

@@ -210,22 +210,14 @@ async fn pending_clone(app: &TestApp, account: &str, name: &str) -> String {
     id
 }
 
-/// Claims the next job as a worker does (the kind `next_kind` names first, then the other):
-/// ("print", voice id) or ("generation", generation id).
+/// Claims the next job as a worker does: ("print", voice id) or ("generation", generation id).
 async fn claim_next(app: &TestApp) -> Option<(&'static str, String)> {
-    use voiced::store::{prints, queue};
+    use voiced::store::queue::{self, Claimed};
     let lease = Duration::from_secs(300);
-    let print_first = queue::next_kind(&app.pool).await.unwrap() == Some(queue::JobKind::Print);
-    for print in [print_first, !print_first] {
-        if print {
-            if let Some(job) = prints::claim(&app.pool, "w", lease).await.unwrap() {
-                return Some(("print", job.voice_id));
-            }
-        } else if let Some(job) = queue::claim(&app.pool, "w", lease).await.unwrap() {
-            return Some(("generation", job.id));
-        }
+    match queue::claim_next(&app.pool, "w", lease).await.unwrap()? {
+        Claimed::Print(job) => Some(("print", job.voice_id)),
+        Claimed::Generation(job) => Some(("generation", job.id)),
     }
-    None
 }
 
 /// Voice-print jobs take their turn in the fair claim: three clones of account A, queued
@@ -288,6 +280,138 @@ async fn voice_prints_take_their_turn_in_the_fair_queue() {
             .await
             .unwrap();
     assert!(started.is_some());
+    app.stop().await;
+}
+
+/// Queues a one-word generation of `account` on `voice` as admission does; its id.
+async fn enqueue(app: &TestApp, account: &str, voice: &str) -> String {
+    let id = new_id("gen");
+    let mut tx = app.pool.begin().await.unwrap();
+    voiced::store::queue::enqueue(
+        &mut tx,
+        voiced::store::queue::NewGeneration {
+            id: &id,
+            account_id: account,
+            api_key_id: None,
+            voice_id: voice,
+            engine: "kokoro",
+            text: "Hi.",
+            spoken_text: None,
+            timestamps: None,
+            seed: 1,
+            temperature: None,
+            format: "wav",
+            estimated_ms: 1000,
+        },
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    id
+}
+
+/// The claim's per-account order follows an account through its whole life: served, idle once
+/// its work is done, back with its next job, and a job whose worker died (its lease expired) is
+/// claimed again.
+#[tokio::test]
+async fn an_account_leaves_the_queue_when_idle_and_returns_with_its_next_job() {
+    use voiced::store::queue::{self, Claimed, Completion};
+    let app = TestApp::start().await;
+    let (a, _) = app.pro_user().await;
+    let voice = app
+        .voice(&a, "Narrator", EngineId::Kokoro, "af_heart")
+        .await;
+    let lease = Duration::from_secs(300);
+    let claimed = |c: Option<Claimed>| match c {
+        Some(Claimed::Generation(job)) => Some((job.id, job.attempts)),
+        Some(Claimed::Print(job)) => panic!("no print was queued: {}", job.voice_id),
+        None => None,
+    };
+    let first = enqueue(&app, &a, &voice).await;
+    let job = claimed(queue::claim_next(&app.pool, "w", lease).await.unwrap());
+    assert_eq!(job, Some((first.clone(), 1)));
+    // Running: nothing to claim, and the account stays in the order (its job may come back).
+    assert_eq!(
+        claimed(queue::claim_next(&app.pool, "w", lease).await.unwrap()),
+        None
+    );
+    let ready = || {
+        sqlx::query_scalar::<_, bool>("SELECT ready FROM queue_accounts WHERE account_id = $1")
+            .bind(&a)
+            .fetch_one(&app.pool)
+    };
+    assert!(ready().await.unwrap());
+    let done = queue::complete(&app.pool, &first, "w", "audio/x", 500, None)
+        .await
+        .unwrap();
+    assert_eq!(done, Completion::Completed);
+    assert_eq!(
+        claimed(queue::claim_next(&app.pool, "w", lease).await.unwrap()),
+        None
+    );
+    assert!(
+        !ready().await.unwrap(),
+        "no unfinished work: the account left the order"
+    );
+
+    let second = enqueue(&app, &a, &voice).await;
+    assert!(ready().await.unwrap());
+    // A worker that dies: a lease that is over at once.
+    let job = claimed(
+        queue::claim_next(&app.pool, "dead", Duration::ZERO)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(job, Some((second.clone(), 1)));
+    let job = claimed(queue::claim_next(&app.pool, "w", lease).await.unwrap());
+    assert_eq!(
+        job,
+        Some((second, 2)),
+        "claimed again after its lease expired"
+    );
+    app.stop().await;
+}
+
+/// Concurrent claimers never take the same job, and together they take every job.
+#[tokio::test]
+async fn concurrent_claims_take_every_job_once() {
+    let app = TestApp::start().await;
+    let mut queued = Vec::new();
+    for _ in 0..4 {
+        let (account, _) = app.pro_user().await;
+        let voice = app
+            .voice(&account, "Narrator", EngineId::Kokoro, "af_heart")
+            .await;
+        for _ in 0..10 {
+            queued.push(enqueue(&app, &account, &voice).await);
+        }
+    }
+    let mut claimers = Vec::new();
+    for i in 0..8 {
+        let pool = app.pool.clone();
+        claimers.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            let worker = format!("w{i}");
+            while let Some(claimed) =
+                voiced::store::queue::claim_next(&pool, &worker, Duration::from_secs(300))
+                    .await
+                    .unwrap()
+            {
+                match claimed {
+                    voiced::store::queue::Claimed::Generation(job) => ids.push(job.id),
+                    voiced::store::queue::Claimed::Print(job) => panic!("{}", job.voice_id),
+                }
+            }
+            ids
+        }));
+    }
+    let mut claimed = Vec::new();
+    for claimer in claimers {
+        claimed.extend(claimer.await.unwrap());
+    }
+    claimed.sort();
+    queued.sort();
+    assert_eq!(claimed, queued);
     app.stop().await;
 }
 
