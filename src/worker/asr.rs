@@ -296,6 +296,7 @@ fn recogniser_thread(
         });
         if wide_slot.is_some() {
             wide.runs.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!("voiced_wide_runs_total", "kind" => "transcription").increment(1);
         }
         drop((wide_slot, run));
         let _ = job.reply.send(result);

@@ -117,6 +117,7 @@ impl Board {
             .or_insert_with(|| wide_instance(registry, engine));
         let result = instance.as_mut()?.render_segment(input, segment, index);
         self.widened.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!("voiced_wide_runs_total", "kind" => "speech").increment(1);
         Some(result)
     }
 
