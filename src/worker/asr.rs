@@ -265,12 +265,15 @@ fn recogniser_thread(
             skipped.fetch_add(1, Ordering::Relaxed);
             continue; // the client went away before its turn
         }
-        let run = Run::start();
+        let mut run = Run::start();
         // Alone in the process: the wide replica, unless another job holds it.
         let mut wide_slot = match (&wide.config, run.alone()) {
             (Some(wide_config), true) => wide.slot.try_lock().ok().map(|slot| (wide_config, slot)),
             _ => None,
         };
+        if wide_slot.is_some() {
+            run.widen();
+        }
         // A panic fails this one transcription; the model is loaded afresh for the next.
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut on_segment = |segment: &Segment, words: &[Word]| {

@@ -93,7 +93,7 @@ impl Board {
         &self,
         registry: &EngineRegistry,
         engine: EngineId,
-        run: &Run,
+        run: &mut Run,
         input: &SynthesisInput<'_>,
         segment: &Segment,
         index: usize,
@@ -115,7 +115,9 @@ impl Board {
         let instance = wide
             .entry(engine)
             .or_insert_with(|| wide_instance(registry, engine));
-        let result = instance.as_mut()?.render_segment(input, segment, index);
+        let instance = instance.as_mut()?;
+        run.widen();
+        let result = instance.render_segment(input, segment, index);
         self.widened.fetch_add(1, Ordering::Relaxed);
         metrics::counter!("voiced_wide_runs_total", "kind" => "speech").increment(1);
         Some(result)
@@ -232,8 +234,8 @@ pub(super) fn run_segment(
     segment: &Segment,
     index: usize,
 ) -> Result<Pcm, EngineError> {
-    let run = Run::start();
-    if let Some(result) = board.render_wide(registry, id, &run, input, segment, index) {
+    let mut run = Run::start();
+    if let Some(result) = board.render_wide(registry, id, &mut run, input, segment, index) {
         return result;
     }
     engine.render_segment(input, segment, index)
