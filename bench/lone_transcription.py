@@ -12,7 +12,7 @@ decoding), and is timed per call around `transcribe` with its segments consumed.
 the HTTP request's wall time (upload, decode, recognise, answer), so it carries the server's
 overhead as well. Also prints both transcripts' words once, to show they agree.
 
-Clip: espeak-ng (en-us) reading a long paragraph, resampled to 16 kHz and cut to 30.0 s.
+Clip: espeak-ng (en-us) reading a long paragraph twice, resampled to 16 kHz and cut to 30.0 s.
 
 Run: ~/.cache/voiced/venv-bench/bin/python bench/lone_transcription.py [--rounds 5] [--port 18094]
 """
@@ -61,7 +61,8 @@ for _ in sys.stdin:
 
 def make_clip(workdir: Path) -> Path:
     raw, clip = workdir / "long-22k.wav", workdir / "clip30.wav"
-    subprocess.run(["espeak-ng", "-v", "en-us", "-w", str(raw), TEXT], check=True)
+    # Read twice: one reading is shorter than 30 s.
+    subprocess.run(["espeak-ng", "-v", "en-us", "-w", str(raw), TEXT + " " + TEXT], check=True)
     subprocess.run(["sox", str(raw), "-r", "16000", "-c", "1", "-b", "16", str(clip),
                     "trim", "0", "30"], check=True)
     return clip
