@@ -18,7 +18,11 @@ voiced runs with 2 workers x 1 intra-op thread. The peer (--peer):
               threading HTTP server, 2 sessions x 1 thread (voiced's design, in Python).
   auto        fastkokoro when it starts, otherwise kokoro-onnx (default).
 
-Run: python3 bench/openai_speech.py [--peer auto] [--rounds 3] [--requests 12]
+Run: python3 bench/openai_speech.py [--peer auto] [--rounds 3] [--requests 12] [--port 18092]
+[--peer-port 18881]
+
+Per audio second: the two servers' voices differ in length (their phonemizers differ), so the
+tables also give seconds of wall time per second of audio, and audio seconds per wall second.
 """
 
 import argparse
@@ -48,7 +52,7 @@ PARAGRAPH5 = PARAGRAPH + (
     "visit the village together next summer."
 )
 INPUTS = (("sentence", SENTENCE), ("paragraph", PARAGRAPH), ("paragraph5", PARAGRAPH5))
-PEER_PORT = 18881
+PEER_PORT = 18881  # --peer-port
 FASTKOKORO = CACHE / "venv-fastkokoro/bin/fastkokoro"
 FASTKOKORO_PY = CACHE / "venv-fastkokoro/bin/python"
 
@@ -166,12 +170,16 @@ def load(server, clients: int, requests: int) -> dict:
 
 
 def main() -> None:
+    global PEER_PORT
     parser = argparse.ArgumentParser()
     parser.add_argument("--peer", default="auto", choices=["auto", "fastkokoro", "kokoro-onnx"])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=12)
     parser.add_argument("--levels", default="1,4,8")
+    parser.add_argument("--port", type=int, default=18092, help="voiced's port")
+    parser.add_argument("--peer-port", type=int, default=PEER_PORT)
     args = parser.parse_args()
+    PEER_PORT = args.peer_port
     started = time.time()
 
     peer = None
@@ -188,7 +196,7 @@ def main() -> None:
     assert peer, "no peer could be started"
     print(f"peer: {peer.kind}", flush=True)
 
-    v = Voiced(port=18092)
+    v = Voiced(port=args.port)
     try:
         v.setup()
         v.start(workers=2, engine_threads=1)
@@ -205,6 +213,7 @@ def main() -> None:
         ttfb = {(name, who): [] for name in names for who in ("ours", "theirs")}
         ttlb = {(name, who): [] for name in names for who in ("ours", "theirs")}
         audio = {}
+        per_audio = {(name, who): [] for name in names for who in ("ours", "theirs")}
         flip = False
         for _ in range(args.rounds):
             for name, text in INPUTS:
@@ -215,6 +224,7 @@ def main() -> None:
                     ttfb[(name, who)].append(first)
                     ttlb[(name, who)].append(last)
                     audio[(name, who)] = secs
+                    per_audio[(name, who)].append(last / secs)
         print(f"\nTime to first and last byte, one client, {args.rounds} rounds interleaved (median s)")
         print("| input | voiced first / last s | peer first / last s | voiced first / own last "
               "| voiced first / peer last | **voiced last / peer last** | audio s voiced / peer |")
@@ -229,6 +239,13 @@ def main() -> None:
                   f"| {own:.2f} | {vs_peer:.2f} | **{last_ratio:.2f}** "
                   f"| {audio[(name, 'ours')]:.1f} / {audio[(name, 'theirs')]:.1f} |", flush=True)
         print("(ratios are medians of the per-round ratios)")
+        print("\nPer audio second: last byte s / audio s, one client (medians)")
+        print("| input | voiced | peer | **ratio voiced / peer** |")
+        print("|---|---|---|---|")
+        for name in names:
+            po, pt = per_audio[(name, "ours")], per_audio[(name, "theirs")]
+            ratio = median([a / b for a, b in zip(po, pt)])
+            print(f"| {name} | {median(po):.3f} | {median(pt):.3f} | **{ratio:.2f}** |", flush=True)
 
         levels = [int(x) for x in args.levels.split(",")]
         runs = {(c, who): [] for c in levels for who in ("ours", "theirs")}
@@ -244,8 +261,9 @@ def main() -> None:
         print(f"\nThroughput, sentence requests ({args.requests} per level and server), "
               f"{max(1, args.rounds - 1)} interleaved rounds (medians)")
         print("| clients | voiced req/s | peer req/s | ratio req/s voiced/peer | voiced p50 / p90 s "
-              "| peer p50 / p90 s | ratio p50 voiced/peer |")
-        print("|---|---|---|---|---|---|---|")
+              "| peer p50 / p90 s | ratio p50 voiced/peer | audio s per s voiced / peer "
+              "| ratio audio s per s |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for clients in levels:
             o, t = runs[(clients, "ours")], runs[(clients, "theirs")]
             ratio = median([a["rps"] / b["rps"] for a, b in zip(o, t)])
@@ -254,7 +272,10 @@ def main() -> None:
                   f"| {median([r['rps'] for r in t]):.2f} | {ratio:.2f} "
                   f"| {median([r['p50'] for r in o]):.2f} / {median([r['p90'] for r in o]):.2f} "
                   f"| {median([r['p50'] for r in t]):.2f} / {median([r['p90'] for r in t]):.2f} "
-                  f"| {lat:.2f} |", flush=True)
+                  f"| {lat:.2f} | {median([r['audio_rate'] for r in o]):.2f} / "
+                  f"{median([r['audio_rate'] for r in t]):.2f} "
+                  f"| {median([a['audio_rate'] / b['audio_rate'] for a, b in zip(o, t)]):.2f} |",
+                  flush=True)
         print(f"\npeak RSS MiB: voiced serve {v.peak_rss_mib():.0f}, peer {rss_mib(peer.proc.pid):.0f}")
         print(f"wall time of the whole run: {time.time() - started:.0f} s")
     finally:

@@ -245,6 +245,7 @@ pub trait Engine: Send {
 pub mod chatterbox;
 pub mod chatterbox_shared;
 pub mod chatterbox_turbo;
+pub mod cores;
 pub mod files;
 #[cfg(feature = "bench-engine")]
 pub mod instant;

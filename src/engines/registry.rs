@@ -13,6 +13,9 @@ use super::qwen::{self, QwenEngine, QwenEngineConfig, Variant};
 use super::{Engine, EngineError, Preset, onnx};
 use crate::domain::EngineId;
 
+/// Whether the wide Kokoro session's idle pool threads spin ([`EngineRegistry::load_wide`]).
+const WIDE_SPINNING: bool = false;
+
 /// Why tada voices are refused (no ONNX export exists; see docs/engines.md).
 pub const TADA_UNAVAILABLE: &str = "the tada engine is not available on this deployment";
 
@@ -155,6 +158,34 @@ impl EngineRegistry {
             }));
         }
         self.load_real(engine)
+    }
+
+    /// Loads the process's wide instance of `engine`: one with every core as intra-op threads,
+    /// which an engine thread uses for a run that starts with no other run in progress
+    /// ([`super::cores`]). `None` when the engine has none: only Kokoro has one (a second
+    /// session of about 260 MiB; the larger models would double far more memory), and only
+    /// when the machine has more cores than a session's own threads.
+    pub fn load_wide(&self, engine: EngineId) -> Option<Result<Box<dyn Engine>, EngineError>> {
+        let threads = super::cores::wide_threads(self.intra_threads)?;
+        let config = KokoroConfig {
+            intra_threads: threads,
+            // Its pool threads sleep when idle instead of spinning: a run that starts beside
+            // it gets the core at once.
+            spinning: WIDE_SPINNING,
+            ..self.kokoro_config()
+        };
+        let load = || -> Result<Box<dyn Engine>, EngineError> {
+            let wide: Box<dyn Engine> = Box::new(KokoroEngine::load(&config)?);
+            #[cfg(debug_assertions)]
+            if let Some(marker) = test_panic_marker() {
+                return Ok(Box::new(PanicOnMarker {
+                    inner: wide,
+                    marker,
+                }));
+            }
+            Ok(wide)
+        };
+        (engine == EngineId::Kokoro).then(load)
     }
 
     fn load_real(&self, engine: EngineId) -> Result<Box<dyn Engine>, EngineError> {

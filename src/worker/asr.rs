@@ -1,6 +1,11 @@
 //! The recogniser behind `POST /v1/transcriptions`: Whisper on dedicated OS threads fed by a
 //! bounded queue. Admission refuses (503) instead of queueing without bound; a request whose
 //! client went away gives its place back at once, and its job is skipped if it has not started.
+//!
+//! A transcription that starts with no other model run in progress in the process (speech or
+//! transcription, [`crate::engines::cores`]) runs on the process's wide recogniser, a second
+//! replica with every core as threads, so that a lone request uses the whole machine; runs side
+//! by side keep their one-thread replicas.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use crate::domain::{RecognitionOptions, Segment, Word};
+use crate::engines::cores::{self, Run};
 use crate::engines::whisper::{AsrError, Recognizer, Transcript, WhisperConfig};
 
 struct Job {
@@ -51,6 +57,8 @@ pub struct AsrService {
     skipped: Arc<AtomicU64>,
     /// Jobs handed to the recogniser threads.
     submitted: Arc<AtomicU64>,
+    /// The process's wide recogniser, and the jobs it ran.
+    wide: Arc<Wide>,
     /// Places in all: threads plus queue.
     capacity: usize,
     /// Transcriptions each account has in flight in this process (accounts with none are
@@ -87,11 +95,13 @@ impl AsrService {
         let (jobs, inbox) = mpsc::channel::<Job>();
         let inbox = Arc::new(Mutex::new(inbox));
         let skipped = Arc::new(AtomicU64::new(0));
+        let wide = Arc::new(Wide::for_config(&config));
         for n in 0..threads.max(1) {
             let (inbox, config, skipped) = (inbox.clone(), config.clone(), skipped.clone());
+            let wide = wide.clone();
             std::thread::Builder::new()
                 .name(format!("asr-{n}"))
-                .spawn(move || recogniser_thread(&config, &inbox, &skipped))?;
+                .spawn(move || recogniser_thread(&config, &wide, &inbox, &skipped))?;
         }
         Ok(Self {
             jobs,
@@ -99,6 +109,7 @@ impl AsrService {
             model_dir: config.model_dir.into(),
             skipped,
             submitted: Arc::default(),
+            wide,
             capacity: threads.max(1) + queue,
             per_account: Arc::default(),
             max_per_account: usize::MAX,
@@ -160,6 +171,11 @@ impl AsrService {
         self.submitted.load(Ordering::Relaxed)
     }
 
+    /// How many jobs ran on the wide recogniser (every core) so far.
+    pub fn widened(&self) -> u64 {
+        self.wide.runs.load(Ordering::Relaxed)
+    }
+
     /// How many jobs were dropped unrun because their client had gone.
     pub fn skipped(&self) -> u64 {
         self.skipped.load(Ordering::Relaxed)
@@ -203,8 +219,34 @@ impl AsrService {
     }
 }
 
+/// The process's wide recogniser: a replica with every core as threads, loaded on its first
+/// lone job, used by one job at a time.
+struct Wide {
+    /// `None`: no wider replica than the threads' own (one core, or CTranslate2 choosing).
+    config: Option<WhisperConfig>,
+    slot: Mutex<Option<Recognizer>>,
+    runs: AtomicU64,
+}
+
+impl Wide {
+    fn for_config(config: &WhisperConfig) -> Self {
+        let threads = (config.threads > 0)
+            .then(|| cores::wide_threads(config.threads))
+            .flatten();
+        Self {
+            config: threads.map(|threads| WhisperConfig {
+                threads,
+                ..config.clone()
+            }),
+            slot: Mutex::new(None),
+            runs: AtomicU64::new(0),
+        }
+    }
+}
+
 fn recogniser_thread(
     config: &WhisperConfig,
+    wide: &Wide,
     inbox: &Mutex<mpsc::Receiver<Job>>,
     skipped: &AtomicU64,
 ) {
@@ -223,6 +265,15 @@ fn recogniser_thread(
             skipped.fetch_add(1, Ordering::Relaxed);
             continue; // the client went away before its turn
         }
+        let mut run = Run::start();
+        // Alone in the process: the wide replica, unless another job holds it.
+        let mut wide_slot = match (&wide.config, run.alone()) {
+            (Some(wide_config), true) => wide.slot.try_lock().ok().map(|slot| (wide_config, slot)),
+            _ => None,
+        };
+        if wide_slot.is_some() {
+            run.widen();
+        }
         // A panic fails this one transcription; the model is loaded afresh for the next.
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let mut on_segment = |segment: &Segment, words: &[Word]| {
@@ -230,15 +281,27 @@ fn recogniser_thread(
                     let _ = sink.send((segment.clone(), words.to_vec()));
                 }
             };
-            load(config, &mut recognizer)
+            let loaded = match &mut wide_slot {
+                Some((wide_config, slot)) => load(wide_config, slot),
+                None => load(config, &mut recognizer),
+            };
+            loaded
                 .and_then(|r| r.recognize(&job.samples_16k, &job.options, &mut on_segment))
                 .map_err(Failure::from)
         }));
         let result = outcome.unwrap_or_else(|_| {
             tracing::error!("recogniser panicked; reloading the model");
-            recognizer = None;
+            match &mut wide_slot {
+                Some((_, slot)) => **slot = None,
+                None => recognizer = None,
+            }
             Err(Failure::Failed("the recogniser failed unexpectedly".into()))
         });
+        if wide_slot.is_some() {
+            wide.runs.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!("voiced_wide_runs_total", "kind" => "transcription").increment(1);
+        }
+        drop((wide_slot, run));
         let _ = job.reply.send(result);
     }
 }

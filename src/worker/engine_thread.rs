@@ -22,6 +22,7 @@ use tokio::sync::{mpsc as chunks, oneshot};
 use super::pieces::{self, Board, SharedJob};
 use crate::audio::{AudioFormat, StreamEncoder};
 use crate::domain::{EngineId, VoiceKind};
+use crate::engines::cores::Run;
 use crate::engines::registry::EngineRegistry;
 use crate::engines::text::timing::WordTiming;
 use crate::engines::{Cancel, Engine, EngineError, Pcm, SynthesisInput};
@@ -178,7 +179,7 @@ fn start(
                     Err(mpsc::TryRecvError::Disconnected) => return,
                     Err(mpsc::TryRecvError::Empty) => {
                         if may_help && let Some((shared, index)) = board.take(me) {
-                            may_help = help(&registry, &mut loaded, &shared, index);
+                            may_help = help(&registry, &board, &mut loaded, &shared, index);
                             if may_help {
                                 board.count_help();
                             }
@@ -227,7 +228,9 @@ fn start(
                     }
                     Task::Load { engine, reply } => {
                         let outcome = catch_unwind(AssertUnwindSafe(|| {
-                            engine_for(&registry, &mut loaded, engine).map(drop)
+                            engine_for(&registry, &mut loaded, engine).map(drop)?;
+                            board.load_wide(&registry, engine);
+                            Ok::<_, EngineError>(())
                         }));
                         let result = match outcome {
                             Ok(Ok(())) => Ok(()),
@@ -252,6 +255,7 @@ fn start(
 /// when this thread cannot (its engine does not load): the segment goes back to the owner.
 fn help(
     registry: &EngineRegistry,
+    board: &Board,
     loaded: &mut HashMap<EngineId, Box<dyn Engine>>,
     shared: &SharedJob,
     index: usize,
@@ -261,8 +265,8 @@ fn help(
         .engine
         .parse::<EngineId>()
         .map_err(EngineError::NotInstalled)
-        .and_then(|id| engine_for(registry, loaded, id));
-    let engine = match engine {
+        .and_then(|id| Ok((id, engine_for(registry, loaded, id)?)));
+    let (id, engine) = match engine {
         Ok(engine) => engine,
         Err(err) => {
             tracing::warn!(generation_id = %shared.job.id, error = %err, "cannot help: the engine does not load here");
@@ -271,8 +275,9 @@ fn help(
         }
     };
     let input = synthesis_input(&shared.job, &shared.cancel);
+    let segment = &shared.segments[index];
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        engine.render_segment(&input, &shared.segments[index], index)
+        pieces::run_segment(board, registry, id, engine.as_mut(), &input, segment, index)
     }));
     match outcome {
         Ok(result) => shared.put(index, result.map_err(engine_error)),
@@ -398,6 +403,8 @@ fn render(
             let segments = segments.map_err(engine_error)?;
             pieces::render(
                 board,
+                registry,
+                engine_id,
                 engine.as_mut(),
                 job,
                 segments,
@@ -417,7 +424,9 @@ fn render(
         }
         // An engine that renders whole texts only: one piece.
         None => {
+            let run = Run::start();
             let pcm = engine.synthesize(&input).map_err(engine_error)?;
+            drop(run);
             words = pcm.words.clone();
             out.push(&pcm, true)?;
         }
@@ -446,6 +455,7 @@ fn print(
         .engine
         .parse()
         .map_err(|e: String| RenderError::Failed(e))?;
+    let _run = Run::start();
     let outcome = engine_for(registry, loaded, engine_id)
         .map_err(PrintError::from)
         .and_then(|engine| {

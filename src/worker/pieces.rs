@@ -10,6 +10,13 @@
 //! its own job, as before; when fewer generations run than there are sessions, the idle ones
 //! help. The audio does not depend on who rendered what: a segment's audio is a function of
 //! (text, voice, seed, index) (see `Engine::render_segment`).
+//!
+//! A segment whose run starts with no other model run in progress in the process, when no idle
+//! thread could take another segment meanwhile, runs on the process's wide instance of the
+//! engine (every core as intra-op threads, [`EngineRegistry::load_wide`]) instead of the
+//! thread's own: a lone one-sentence request, or the last segment of a lone generation, then
+//! uses the whole machine. ONNX Runtime gives the same samples whatever its thread count, so
+//! this changes nothing in the audio either.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -17,8 +24,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::ThreadId;
 use std::time::Duration;
 
+use std::collections::HashMap;
+
 use super::engine_thread::{RenderError, Task, engine_error, synthesis_input};
-use crate::engines::{Cancel, Engine, Pcm, Segment};
+use crate::domain::EngineId;
+use crate::engines::cores::Run;
+use crate::engines::registry::EngineRegistry;
+use crate::engines::{Cancel, Engine, EngineError, Pcm, Segment, SynthesisInput};
 use crate::store::queue::Job;
 
 /// The segments of the generations running in this process that idle engine threads may render.
@@ -29,6 +41,11 @@ pub struct Board {
     threads: Mutex<Vec<(ThreadId, mpsc::Sender<Task>)>>,
     /// Segments rendered by a thread other than their generation's own.
     helped: AtomicU64,
+    /// The process's wide engine instances, loaded on first need; `None`: the engine has none
+    /// here (or it failed to load: logged once, the threads' own instances serve).
+    wide: Mutex<HashMap<EngineId, Option<Box<dyn Engine>>>>,
+    /// Segments rendered on a wide instance.
+    widened: AtomicU64,
 }
 
 /// One generation's segments and their audio as it comes back.
@@ -55,6 +72,63 @@ impl Board {
     /// How many segments threads rendered for other threads' generations so far.
     pub fn helped(&self) -> u64 {
         self.helped.load(Ordering::Relaxed)
+    }
+
+    /// How many segments ran on a wide instance (every core) so far.
+    pub fn widened(&self) -> u64 {
+        self.widened.load(Ordering::Relaxed)
+    }
+
+    /// Whether a thread other than `me` could take a segment listed now: another thread exists
+    /// and some open generation has a segment nobody has taken.
+    fn others_could_help(&self, me: ThreadId) -> bool {
+        let others = lock(&self.threads).iter().any(|(id, _)| *id != me);
+        others && lock(&self.open).iter().any(|job| job.untaken())
+    }
+
+    /// Renders segment `index` on the process's wide instance of `engine` when `run` started
+    /// alone and no idle thread could take another segment meanwhile (a wide run beside others
+    /// would take their cores). `None` when it does not: the caller renders on its own instance.
+    fn render_wide(
+        &self,
+        registry: &EngineRegistry,
+        engine: EngineId,
+        run: &mut Run,
+        input: &SynthesisInput<'_>,
+        segment: &Segment,
+        index: usize,
+    ) -> Option<Result<Pcm, EngineError>> {
+        if !run.alone() || self.others_could_help(std::thread::current().id()) {
+            return None;
+        }
+        let mut wide = match self.wide.try_lock() {
+            Ok(wide) => wide,
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => {
+                // A wide run panicked: its instance may be broken, load it afresh.
+                let mut wide = poisoned.into_inner();
+                wide.clear();
+                self.wide.clear_poison();
+                wide
+            }
+        };
+        let instance = wide
+            .entry(engine)
+            .or_insert_with(|| wide_instance(registry, engine));
+        let instance = instance.as_mut()?;
+        run.widen();
+        let result = instance.render_segment(input, segment, index);
+        self.widened.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!("voiced_wide_runs_total", "kind" => "speech").increment(1);
+        Some(result)
+    }
+
+    /// Loads the process's wide instance of `engine` now if it has one (start-up warm-up: the
+    /// first lone request does not wait for it).
+    pub(super) fn load_wide(&self, registry: &EngineRegistry, engine: EngineId) {
+        lock(&self.wide)
+            .entry(engine)
+            .or_insert_with(|| wide_instance(registry, engine));
     }
 
     pub(super) fn count_help(&self) {
@@ -93,6 +167,16 @@ impl Board {
     }
 }
 
+/// The wide instance of `engine`, or `None` when it has none or it does not load (logged).
+fn wide_instance(registry: &EngineRegistry, engine: EngineId) -> Option<Box<dyn Engine>> {
+    registry
+        .load_wide(engine)?
+        .inspect_err(|e| {
+            tracing::warn!(engine = %engine, error = %e, "the wide instance does not load; runs stay on their threads")
+        })
+        .ok()
+}
+
 struct Listed<'a> {
     board: &'a Board,
     job: Arc<SharedJob>,
@@ -106,6 +190,12 @@ impl Drop for Listed<'_> {
 }
 
 impl SharedJob {
+    /// Whether a segment is left that nobody has taken.
+    fn untaken(&self) -> bool {
+        let progress = lock(&self.state);
+        !progress.closed && (!progress.returned.is_empty() || progress.next < self.segments.len())
+    }
+
     fn take(&self) -> Option<usize> {
         let mut progress = lock(&self.state);
         if progress.closed {
@@ -132,11 +222,33 @@ impl SharedJob {
     }
 }
 
-/// Renders `segments` of `job` on `engine` (the owner's) and on idle threads, and hands each
-/// segment's audio to `emit` in order (`last` on the final one). Stops at a segment boundary
-/// when `cancel` is set.
+/// Segment `index` of `input`, counted as a model run ([`Run`]): on the process's wide instance
+/// of `id` when the run is alone (see [`Board::render_wide`]), otherwise on `engine` (the
+/// calling thread's own).
+pub(super) fn run_segment(
+    board: &Board,
+    registry: &EngineRegistry,
+    id: EngineId,
+    engine: &mut dyn Engine,
+    input: &SynthesisInput<'_>,
+    segment: &Segment,
+    index: usize,
+) -> Result<Pcm, EngineError> {
+    let mut run = Run::start();
+    if let Some(result) = board.render_wide(registry, id, &mut run, input, segment, index) {
+        return result;
+    }
+    engine.render_segment(input, segment, index)
+}
+
+/// Renders `segments` of `job` on `engine` (the owner's, an instance of `id`) and on idle
+/// threads, and hands each segment's audio to `emit` in order (`last` on the final one). Stops
+/// at a segment boundary when `cancel` is set.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn render(
     board: &Board,
+    registry: &EngineRegistry,
+    id: EngineId,
     engine: &mut dyn Engine,
     job: &Job,
     segments: Vec<Segment>,
@@ -150,8 +262,7 @@ pub(super) fn render(
         if input.is_cancelled() {
             return Err(RenderError::Cancelled);
         }
-        let pcm = engine
-            .render_segment(&input, &segments[0], 0)
+        let pcm = run_segment(board, registry, id, engine, &input, &segments[0], 0)
             .map_err(engine_error)?;
         return emit(pcm, true);
     }
@@ -201,8 +312,8 @@ pub(super) fn render(
         });
         if let Some(index) = own {
             drop(progress);
-            let result = engine
-                .render_segment(&input, &shared.segments[index], index)
+            let segment = &shared.segments[index];
+            let result = run_segment(board, registry, id, engine, &input, segment, index)
                 .map_err(engine_error);
             shared.put(index, result);
             continue;

@@ -55,6 +55,9 @@ pub struct KokoroConfig {
     pub ort_library: PathBuf,
     /// Intra-op threads of the session (1 is best for throughput: run more engines instead).
     pub intra_threads: usize,
+    /// With several intra-op threads: whether idle ones spin between operators (ONNX Runtime's
+    /// default) instead of sleeping.
+    pub spinning: bool,
 }
 
 impl KokoroConfig {
@@ -64,6 +67,7 @@ impl KokoroConfig {
             model_dir: models_dir.join(INFO.id.as_str()),
             ort_library: models_dir.join("onnxruntime").join(files::ORT_LIBRARY),
             intra_threads: 1,
+            spinning: true,
         }
     }
 }
@@ -138,10 +142,11 @@ impl KokoroEngine {
         }
         let vocab = Vocab::load(&dir.join(files::VOCAB))?;
         let voices = voice_index(dir)?;
-        let session = KokoroSession::load(
+        let session = KokoroSession::load_spinning(
             &dir.join(files::SEEDED_MODEL),
             &config.ort_library,
             config.intra_threads,
+            config.spinning,
         )?;
         if !session.is_seeded() {
             return Err(EngineError::NotInstalled(format!(
@@ -278,5 +283,61 @@ impl Engine for KokoroEngine {
             sample_rate: SAMPLE_RATE,
             words,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ONNX Runtime gives the same samples whatever its intra-op thread count, so a segment
+    /// sounds the same on the process's wide instance as on a thread's own one-thread instance
+    /// (the worker picks either by load: `worker::pieces`).
+    #[test]
+    fn a_segment_sounds_the_same_on_one_thread_and_on_several() {
+        let dir = std::env::var_os("VOICED_MODELS_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/voiced/models")
+            });
+        let load = |intra_threads, spinning| {
+            KokoroEngine::load(&KokoroConfig {
+                intra_threads,
+                spinning,
+                ..KokoroConfig::from_models_dir(&dir)
+            })
+            .unwrap()
+        };
+        let mut narrow = load(1, true);
+        let input = SynthesisInput {
+            text: "The quick brown fox jumps over the lazy dog, and then it runs away. Why?",
+            preset: "af_heart",
+            language: "en",
+            seed: 28,
+            temperature: None,
+            cancel: None,
+            voice_print: None,
+            instruction: None,
+        };
+        let segments = narrow.segments(&input).unwrap().unwrap();
+        assert!(segments.len() >= 2, "{segments:?}");
+        let reference: Vec<Vec<f32>> = (0..segments.len())
+            .map(|i| {
+                narrow
+                    .render_segment(&input, &segments[i], i)
+                    .unwrap()
+                    .samples
+            })
+            .collect();
+        for (threads, spinning) in [(2, false), (3, true)] {
+            let mut wide = load(threads, spinning);
+            for (i, segment) in segments.iter().enumerate() {
+                let samples = wide.render_segment(&input, segment, i).unwrap().samples;
+                assert!(
+                    samples == reference[i],
+                    "segment {i} on {threads} threads differs from one thread's"
+                );
+            }
+        }
     }
 }

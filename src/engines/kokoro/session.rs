@@ -40,6 +40,18 @@ impl KokoroSession {
         ort_library: &Path,
         intra_threads: usize,
     ) -> Result<Self, EngineError> {
+        Self::load_spinning(model, ort_library, intra_threads, true)
+    }
+
+    /// [`KokoroSession::load`]; `spinning`: with more than one intra-op thread, whether the
+    /// session's idle threads spin-wait for work between operators (ONNX Runtime's default) or
+    /// sleep (they then leave the core to other sessions at once).
+    pub fn load_spinning(
+        model: &Path,
+        ort_library: &Path,
+        intra_threads: usize,
+        spinning: bool,
+    ) -> Result<Self, EngineError> {
         let env = environment(ort_library)?;
         if !model.is_file() {
             return Err(EngineError::NotInstalled(format!(
@@ -53,6 +65,8 @@ impl KokoroSession {
             .with_optimization_level(GraphOptimizationLevel::All)
             .map_err(inference)?
             .with_intra_threads(intra_threads.max(1))
+            .map_err(inference)?
+            .with_intra_op_spinning(spinning)
             .map_err(inference)?
             .commit_from_file(model)
             .map_err(|e| {
