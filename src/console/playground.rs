@@ -118,6 +118,7 @@ pub struct Shows {
     generation: String,
 }
 
+#[derive(Default)]
 struct Page {
     text: String,
     voice: String,
@@ -128,6 +129,42 @@ struct Page {
     heard: Option<Heard>,
     error: String,
     error_code: &'static str,
+}
+
+impl Page {
+    /// An empty form (word timings ticked), nothing shown.
+    fn blank() -> Self {
+        Self {
+            timestamps: true,
+            ..Self::default()
+        }
+    }
+
+    /// `self` with the refusal's reason and code.
+    fn refused(self, err: &ServiceError) -> Self {
+        Self {
+            error: err.detail.clone(),
+            error_code: err.code.as_str(),
+            ..self
+        }
+    }
+}
+
+/// The page of a form's outcome: a started generation's page, a client error shown on the
+/// form as sent (`sent`), anything else the error page.
+async fn started_or_refused(
+    state: &ConsoleState,
+    user: &SignedIn,
+    started: Result<String, ServiceError>,
+    sent: Page,
+) -> Result<Response, PageError> {
+    match started {
+        Ok(id) => Ok(see_other(&format!("/console/playground?generation={id}"))),
+        Err(err) if err.code.status().is_client_error() => {
+            page(state, user, err.code.status(), sent.refused(&err)).await
+        }
+        Err(err) => Err(err.into()),
+    }
 }
 
 async fn page(
@@ -172,15 +209,8 @@ pub async fn show(
         }
     };
     let content = Page {
-        text: String::new(),
-        voice: String::new(),
-        seed: String::new(),
-        temperature: String::new(),
-        timestamps: true,
         shown,
-        heard: None,
-        error: String::new(),
-        error_code: "",
+        ..Page::blank()
     };
     page(&state, &user, StatusCode::OK, content).await
 }
@@ -241,24 +271,16 @@ pub async fn speak(
     Form(form): Form<SpeakForm>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
-    match start(&state, &user, &form).await {
-        Ok(id) => Ok(see_other(&format!("/console/playground?generation={id}"))),
-        Err(err) if err.code.status().is_client_error() => {
-            let content = Page {
-                text: form.text,
-                voice: form.voice,
-                seed: form.seed,
-                temperature: form.temperature,
-                timestamps: form.timestamps.is_some(),
-                shown: None,
-                heard: None,
-                error: err.detail,
-                error_code: err.code.as_str(),
-            };
-            page(&state, &user, err.code.status(), content).await
-        }
-        Err(err) => Err(err.into()),
-    }
+    let started = start(&state, &user, &form).await;
+    let sent = Page {
+        timestamps: form.timestamps.is_some(),
+        text: form.text,
+        voice: form.voice,
+        seed: form.seed,
+        temperature: form.temperature,
+        ..Page::default()
+    };
+    started_or_refused(&state, &user, started, sent).await
 }
 
 async fn start(
@@ -268,7 +290,7 @@ async fn start(
 ) -> Result<String, ServiceError> {
     let principal = principal(state, user)?;
     allowed(&principal, Feature::Speech)?;
-    let (text, seed, temperature) = parse_text_and_seed(form)?;
+    let (text, seed, temperature) = parse_speech_fields(form)?;
     let request = SpeechRequest {
         text,
         voice: VoiceChoice::Name(form.voice.trim()),
@@ -285,7 +307,7 @@ async fn start(
 
 type Parsed = (SpeechText, Option<Seed>, Option<Temperature>);
 
-fn parse_text_and_seed(form: &SpeakForm) -> Result<Parsed, ServiceError> {
+fn parse_speech_fields(form: &SpeakForm) -> Result<Parsed, ServiceError> {
     let text = SpeechText::new(&form.text)
         .map_err(|m| ServiceError::invalid("text", format!("The text {m}.")))?;
     let seed = match form.seed.trim() {
@@ -346,7 +368,7 @@ async fn streamed(
 ) -> Result<Response, ApiError> {
     let principal = principal(state, user)?;
     allowed(&principal, Feature::Speech)?;
-    let (text, seed, temperature) = parse_text_and_seed(form)?;
+    let (text, seed, temperature) = parse_speech_fields(form)?;
     let request = SyncSpeechRequest {
         text,
         voice: form.voice.trim(),
@@ -381,24 +403,12 @@ pub async fn preview(
     Form(form): Form<PreviewForm>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
-    match previewed(&state, &user, form.voice.trim()).await {
-        Ok(id) => Ok(see_other(&format!("/console/playground?generation={id}"))),
-        Err(err) if err.code.status().is_client_error() => {
-            let content = Page {
-                text: String::new(),
-                voice: form.voice,
-                seed: String::new(),
-                temperature: String::new(),
-                timestamps: true,
-                shown: None,
-                heard: None,
-                error: err.detail,
-                error_code: err.code.as_str(),
-            };
-            page(&state, &user, err.code.status(), content).await
-        }
-        Err(err) => Err(err.into()),
-    }
+    let started = previewed(&state, &user, form.voice.trim()).await;
+    let sent = Page {
+        voice: form.voice,
+        ..Page::blank()
+    };
+    started_or_refused(&state, &user, started, sent).await
 }
 
 async fn previewed(
@@ -408,12 +418,8 @@ async fn previewed(
 ) -> Result<String, ServiceError> {
     let principal = principal(state, user)?;
     allowed(&principal, Feature::Speech)?;
-    let profile = store::voices::find(&state.pool, &user.account_id, voice)
-        .await?
-        .filter(|v| v.name == voice)
-        .ok_or_else(|| {
-            ServiceError::invalid("voice", "No voice profile of this account has that name.")
-        })?;
+    let profile =
+        speech::find_voice(&state.pool, &principal, VoiceChoice::Name(voice), "voice").await?;
     let key = IdempotencyKey::parse(&format!("console-preview-{}", profile.id))
         .ok_or_else(|| ServiceError::internal("a preview key outside the key rule"))?;
     let body = serde_json::json!({ "voice_id": profile.id, "text": PREVIEW_TEXT });
@@ -443,36 +449,25 @@ pub async fn transcribe(
         Err(_) => (String::new(), Vec::new()),
     };
     check_csrf(&user.session, &csrf).await?;
-    let heard = match hear(&state, &user, audio).await {
-        Ok(heard) => heard,
-        Err(err) if err.code.status().is_client_error() => {
+    match hear(&state, &user, audio).await {
+        Ok(heard) => {
             let content = Page {
-                text: String::new(),
-                voice: String::new(),
-                seed: String::new(),
-                temperature: String::new(),
-                timestamps: true,
-                shown: None,
-                heard: None,
-                error: err.detail,
-                error_code: err.code.as_str(),
+                heard: Some(heard),
+                ..Page::blank()
             };
-            return page(&state, &user, err.code.status(), content).await;
+            page(&state, &user, StatusCode::OK, content).await
         }
-        Err(err) => return Err(err.into()),
-    };
-    let content = Page {
-        text: String::new(),
-        voice: String::new(),
-        seed: String::new(),
-        temperature: String::new(),
-        timestamps: true,
-        shown: None,
-        heard: Some(heard),
-        error: String::new(),
-        error_code: "",
-    };
-    page(&state, &user, StatusCode::OK, content).await
+        Err(err) if err.code.status().is_client_error() => {
+            page(
+                &state,
+                &user,
+                err.code.status(),
+                Page::blank().refused(&err),
+            )
+            .await
+        }
+        Err(err) => Err(err.into()),
+    }
 }
 
 /// The form's CSRF token and clip; an unreadable or oversized form is an empty clip (refused

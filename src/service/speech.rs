@@ -152,7 +152,7 @@ pub async fn create(
 
 /// The account's voice named by `choice`, or 400 `invalid_request` naming `field` (the one rule
 /// for every door's "voice by id or name").
-async fn find_voice(
+pub async fn find_voice(
     pool: &PgPool,
     principal: &Principal,
     choice: VoiceChoice<'_>,
