@@ -76,6 +76,7 @@ struct Raw {
     // Fair and bounded voice work, and bounded connections (issue 23).
     max_cloned_voices_per_account: u32,
     app_free_minutes: u32,
+    app_free_transcription_minutes: u32,
     body_read_timeout_secs: u64,
     max_connections: u32,
     download_connections: u32,
@@ -161,6 +162,9 @@ pub struct Config {
     /// Monthly minutes of generated audio an account without a plan may make in the console's
     /// playground (0: none); the API and `/mcp` still refuse such an account.
     pub app_free_minutes: u32,
+    /// Monthly minutes of audio an account without a plan may transcribe in the console's
+    /// playground (0: none).
+    pub app_free_transcription_minutes: u32,
     /// A request's whole body must arrive within this many seconds of its head (408 otherwise).
     pub body_read_timeout_secs: u64,
     /// Connections served at once; more wait in the listen backlog.
@@ -440,6 +444,7 @@ impl Config {
                 .oauth_metadata_fetches_per_address_per_hour,
             max_cloned_voices_per_account: raw.max_cloned_voices_per_account,
             app_free_minutes: raw.app_free_minutes,
+            app_free_transcription_minutes: raw.app_free_transcription_minutes,
             body_read_timeout_secs: raw.body_read_timeout_secs,
             max_connections: raw.max_connections,
             download_connections: raw.download_connections,
@@ -643,6 +648,7 @@ mod tests {
         let config = Config::from_sources(&[]).unwrap();
         assert_eq!(config.max_cloned_voices_per_account, 20);
         assert_eq!(config.app_free_minutes, 10);
+        assert_eq!(config.app_free_transcription_minutes, 30);
         assert_eq!(config.body_read_timeout_secs, 120);
         assert_eq!(config.max_connections, 4096);
     }

@@ -221,7 +221,7 @@ async fn handle(
     let key = idempotency::key_from(&parts.headers)?;
     require_multipart(&parts.headers)?;
     // Admission before work: the place is taken before the upload is read.
-    let place = match service::take_place(&state.asr, &principal) {
+    let place = match service::take_place(&state, &principal).await {
         Ok(place) => place,
         Err(err) => {
             discard(body, BODY_LIMIT, state.request_timeout);

@@ -102,7 +102,7 @@ pub async fn create_transcription(
     // Admission before work: the place is taken before the upload is read, parsed or decoded.
     // A refused upload is answered at once and drained behind the answer (never buffered), so
     // that the client reads the answer and the connection carries its next request.
-    let place = match service::take_place(&state.asr, &principal) {
+    let place = match service::take_place(&state, &principal).await {
         Ok(place) => place,
         Err(err) => {
             discard(body, BODY_LIMIT, state.request_timeout);

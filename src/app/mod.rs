@@ -203,8 +203,11 @@ pub async fn state(
         )),
         principals: Arc::default(),
         reads,
-        downloads: Arc::new(crate::service::core::DownloadSlots::new(
+        downloads: Arc::new(crate::service::core::Slots::new(
             config.downloads_per_link as usize,
+        )),
+        uploads: Arc::new(crate::service::core::Slots::new(
+            crate::service::core::MAX_UPLOADS_PER_ACCOUNT,
         )),
         webhooks_allow_private: config.webhooks_allow_private_addresses,
     });
@@ -230,6 +233,7 @@ pub async fn state(
             flash_key,
             max_cloned_voices: config.max_cloned_voices_per_account,
             app_free_minutes: config.app_free_minutes,
+            app_free_transcription_minutes: config.app_free_transcription_minutes,
         }),
         trusted_proxies: Arc::new(config.trusted_proxies.clone()),
     })

@@ -13,6 +13,7 @@ use super::page::{Chrome, PageError, not_owned, ok, see_other};
 use super::session::{SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::domain::GenerationStatus;
+use crate::service::principal::FreeAllowance;
 use crate::service::usage::{self, HistoryPages};
 use crate::service::{Principal, deletion};
 
@@ -25,7 +26,8 @@ pub struct GenerationView {
     pub status: String,
     pub error: String,
     pub duration: String,
-    /// Relative signed link (works whatever host the console is reached on); empty without audio.
+    /// The owner's audio route (`/console/audio/{id}`, relative: works whatever host the
+    /// console is reached on); empty without audio.
     pub audio: String,
     pub created: String,
 }
@@ -109,13 +111,12 @@ pub async fn history(
     )
     .await?;
     let total = history.generation_total;
-    let now = chrono::Utc::now().timestamp();
     let generations = history
         .generations
         .into_iter()
         .map(|g| GenerationView {
             audio: if g.status == GenerationStatus::Completed && g.has_audio {
-                format!("/v1/audio/{}?sig={}", g.id, state.signer.sign(&g.id, now))
+                super::playground::audio_path(&g.id)
             } else {
                 String::new()
             },
@@ -162,7 +163,10 @@ fn owner(state: &ConsoleState, user: &SignedIn) -> Result<Principal, PageError> 
         &user.account_id,
         &user.plan,
         &user.features,
-        state.console.app_free_minutes,
+        FreeAllowance {
+            speech_minutes: state.console.app_free_minutes,
+            transcription_minutes: state.console.app_free_transcription_minutes,
+        },
     )?)
 }
 

@@ -18,6 +18,7 @@ mod page;
 mod playground;
 mod pronunciations;
 mod session;
+mod upload;
 mod usage;
 mod voices;
 mod webhooks;
@@ -58,6 +59,8 @@ pub struct ConsoleSettings {
     pub max_cloned_voices: u32,
     /// The app's free allowance of an account without a plan (`app_free_minutes`).
     pub app_free_minutes: u32,
+    /// Its free transcription minutes (`app_free_transcription_minutes`).
+    pub app_free_transcription_minutes: u32,
 }
 
 /// What console pages hold: the core, and the console's own settings.
@@ -153,6 +156,7 @@ pub fn router(state: ConsoleState) -> Router {
             "/console/playground/preview",
             axum::routing::post(playground::preview),
         )
+        .route("/console/audio/{id}", get(playground::audio))
         .route(
             "/console/playground/stream",
             axum::routing::post(playground::stream),

@@ -9,12 +9,13 @@ use askama::Template;
 use axum::Form;
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::page::{Chrome, PageError, not_owned, render, see_other};
 use super::session::{SignedIn, check_csrf};
+use super::upload::{self, FileRule};
 use crate::audio::AudioFormat;
 use crate::console::ConsoleState;
 use crate::domain::{
@@ -25,7 +26,7 @@ use crate::http::error::ApiError;
 use crate::http::models::Generation;
 use crate::http::speech_delivery;
 use crate::service::idempotency::{Keyed, Operation};
-use crate::service::principal::Requirement;
+use crate::service::principal::{FreeAllowance, Requirement};
 use crate::service::speech::{self, Fields, SpeechRequest, SyncSpeechRequest, VoiceChoice};
 use crate::service::transcription::{self, Incoming};
 use crate::service::{Principal, ServiceError, reads};
@@ -96,7 +97,10 @@ fn principal(state: &ConsoleState, user: &SignedIn) -> Result<Principal, Service
         &user.account_id,
         &user.plan,
         &user.features,
-        state.console.app_free_minutes,
+        FreeAllowance {
+            speech_minutes: state.console.app_free_minutes,
+            transcription_minutes: state.console.app_free_transcription_minutes,
+        },
     )
 }
 
@@ -217,11 +221,13 @@ pub async fn show(
 
 fn present(state: &ConsoleState, row: crate::store::generations::GenerationRow) -> Shown {
     let generation = Generation::present(state, row);
-    let audio = generation
-        .audio_url
-        .as_deref()
-        .and_then(|url| url.find("/v1/audio/").map(|i| url[i..].to_owned()))
-        .unwrap_or_default();
+    // The owner's own route, not the signed link: that one needs a plan, and the app's free
+    // use plays what it made too.
+    let audio = if generation.audio_url.is_some() {
+        audio_path(&generation.id)
+    } else {
+        String::new()
+    };
     Shown {
         status: generation.status.clone(),
         error: generation.error.clone().unwrap_or_default(),
@@ -382,6 +388,41 @@ async fn streamed(
     speech_delivery::deliver(state, &accepted.generation_id, None, accepted.replayed).await
 }
 
+/// Where the console plays and downloads a generation's audio (`GET /console/audio/{id}`).
+pub fn audio_path(id: &str) -> String {
+    format!("/console/audio/{id}")
+}
+
+/// `GET /console/audio/{id}`: the account's own generation's audio, for its signed-in owner
+/// whatever the plan (the signed `/v1/audio` link needs one).
+pub async fn audio(
+    State(state): State<ConsoleState>,
+    user: SignedIn,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Result<Response, PageError> {
+    let principal = principal(&state, &user)?;
+    let delivery = crate::service::delivery::owned(&state, &principal, &id)
+        .await
+        .map_err(not_owned)?;
+    let mut response =
+        (StatusCode::OK, axum::body::Body::from_stream(delivery.body)).into_response();
+    let headers = response.headers_mut();
+    if let Ok(value) = axum::http::HeaderValue::from_str(&delivery.content_type) {
+        headers.insert(axum::http::header::CONTENT_TYPE, value);
+    }
+    if let Some(len) = delivery.len {
+        headers.insert(
+            axum::http::header::CONTENT_LENGTH,
+            axum::http::HeaderValue::from(len),
+        );
+    }
+    headers.insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("private, no-store"),
+    );
+    Ok(response)
+}
+
 /// The sentence a preview speaks.
 pub const PREVIEW_TEXT: &str = "Hello! This is how I sound. I can read your words aloud.";
 
@@ -438,18 +479,37 @@ async fn previewed(
 }
 
 /// Transcribes an uploaded clip into a capture (`source: "app"`), as `POST /v1/transcriptions`
-/// does, with word timings; shows the transcript.
+/// does, with word timings; shows the transcript. Admitted before the file is read (the plan,
+/// the feature, the free minutes, the recogniser's and the account's places), then the form is
+/// read in order, its CSRF token before the file (`console::upload`).
 pub async fn transcribe(
     State(state): State<ConsoleState>,
     user: SignedIn,
+    headers: HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, PageError> {
-    let (csrf, audio) = match multipart {
-        Ok(mut multipart) => read_clip(&mut multipart).await?,
-        Err(_) => (String::new(), Vec::new()),
+    let admitted = async {
+        let principal = principal(&state, &user)?;
+        allowed(&principal, Feature::Transcription)?;
+        let place = transcription::take_place(&state, &principal).await?;
+        Ok::<_, ServiceError>((principal, place))
+    }
+    .await;
+    let (principal, place) = match admitted {
+        Ok(admitted) => admitted,
+        Err(err) => return refused(&state, &user, err).await,
     };
-    check_csrf(&user.session, &csrf).await?;
-    match hear(&state, &user, audio).await {
+    let rule = FileRule {
+        field: "audio",
+        max_bytes: crate::audio::MAX_AUDIO_BYTES,
+        too_large: "The audio file is larger than 25 MiB.".to_owned(),
+    };
+    let audio = match upload::read(&user.session, &headers, multipart, &rule).await {
+        Ok(form) => form.file,
+        Err(PageError::Service(err)) => return refused(&state, &user, err).await,
+        Err(err) => return Err(err),
+    };
+    match hear(&state, &principal, place, audio).await {
         Ok(heard) => {
             let content = Page {
                 heard: Some(heard),
@@ -457,47 +517,34 @@ pub async fn transcribe(
             };
             page(&state, &user, StatusCode::OK, content).await
         }
-        Err(err) if err.code.status().is_client_error() => {
-            page(
-                &state,
-                &user,
-                err.code.status(),
-                Page::blank().refused(&err),
-            )
-            .await
-        }
-        Err(err) => Err(err.into()),
+        Err(err) => refused(&state, &user, err).await,
     }
 }
 
-/// The form's CSRF token and clip; an unreadable or oversized form is an empty clip (refused
-/// by the core as missing audio).
-async fn read_clip(multipart: &mut Multipart) -> Result<(String, Vec<u8>), PageError> {
-    let (mut csrf, mut audio) = (String::new(), Vec::new());
-    while let Ok(Some(field)) = multipart.next_field().await {
-        match field.name().unwrap_or_default() {
-            "audio" => audio = field.bytes().await.map(|b| b.to_vec()).unwrap_or_default(),
-            "csrf_token" => csrf = field.text().await.unwrap_or_default(),
-            _ => {}
-        }
+/// The page with a refusal's reason (a client error), or the error page (anything else).
+async fn refused(
+    state: &ConsoleState,
+    user: &SignedIn,
+    err: ServiceError,
+) -> Result<Response, PageError> {
+    if !err.code.status().is_client_error() {
+        return Err(err.into());
     }
-    Ok((csrf, audio))
+    page(state, user, err.code.status(), Page::blank().refused(&err)).await
 }
 
 async fn hear(
     state: &ConsoleState,
-    user: &SignedIn,
+    principal: &Principal,
+    place: transcription::Place,
     audio: Vec<u8>,
 ) -> Result<Heard, ServiceError> {
-    let principal = principal(state, user)?;
-    allowed(&principal, Feature::Transcription)?;
     if audio.is_empty() {
         return Err(ServiceError::invalid(
             "audio",
             "Choose an audio file (wav, mp3, ogg, webm, flac or m4a, up to 25 MiB).",
         ));
     }
-    let place = transcription::take_place(&state.asr, &principal)?;
     let options = RecognitionOptions::new(None, Task::Transcribe, None, None, Timestamps::Word)
         .map_err(|e| ServiceError::invalid(e.param, e.message))?;
     let incoming = Incoming {
@@ -508,10 +555,10 @@ async fn hear(
         progress: None,
     };
     let keyed = Keyed::json(Operation::Transcription, None, &serde_json::Value::Null);
-    let done = transcription::run(state, &principal, place, incoming, keyed).await?;
+    let done = transcription::run(state, principal, place, incoming, keyed).await?;
     let t = done.transcribed;
     // The stored capture, as the API reads it: the raw and the refined transcript.
-    let stored = reads::capture(state, &principal, None, &t.capture_id).await?;
+    let stored = reads::capture(state, principal, None, &t.capture_id).await?;
     Ok(Heard {
         id: t.capture_id,
         raw: stored.capture.transcript_raw,

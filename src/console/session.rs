@@ -100,6 +100,10 @@ impl FromRequestParts<ConsoleState> for SignedIn {
             let _ = session.flush().await;
             return Err(PageError::SignIn);
         };
+        // Every form the account sends counts against its own write quota (`console:` key).
+        if parts.method == axum::http::Method::POST {
+            crate::service::rates::console_action(state, &account_id).await?;
+        }
         let csrf = csrf_token(&session).await?;
         Ok(SignedIn {
             session,

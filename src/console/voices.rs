@@ -6,19 +6,20 @@ use askama::Template;
 use axum::Form;
 use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
 
 use super::account::CsrfOnly;
 use super::page::{Chrome, PageError, not_owned, render, see_other};
 use super::session::{SignedIn, check_csrf};
+use super::upload::{self, FileRule, UploadForm};
 use crate::console::ConsoleState;
 use crate::domain::{EngineId, Seed, Temperature};
+use crate::service::ServiceError;
 use crate::service::cloning::{self, CloneRequest};
 use crate::service::deletion;
 use crate::service::voices::{self, NewPresetVoice};
-use crate::service::{ErrorCode, ServiceError};
 use crate::store;
 use crate::store::prints::PrintState;
 
@@ -207,110 +208,75 @@ pub async fn add(
 /// Body limit of the clone form: the largest reference file and the other fields.
 pub const CLONE_BODY_LIMIT: usize = crate::engines::reference::MAX_BYTES + 64 * 1024;
 
-/// The clone form's fields (`multipart/form-data`).
-#[derive(Default)]
-struct CloneForm {
-    csrf_token: String,
-    name: String,
-    engine: String,
-    language: String,
-    description: String,
-    transcript: String,
-    consent: String,
-    audio: Vec<u8>,
-}
-
-/// Reads the multipart form; a body over the limit is 413, anything unreadable 400.
-async fn read_clone_form(multipart: &mut Multipart) -> Result<CloneForm, ServiceError> {
-    let unreadable = |e: axum::extract::multipart::MultipartError| {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ServiceError::new(
-                ErrorCode::PayloadTooLarge,
-                format!(
-                    "The recording is larger than {} MiB; 30 seconds of speech fit well within it.",
-                    crate::engines::reference::MAX_BYTES / (1024 * 1024)
-                ),
-            )
-            .with_param("audio")
-        } else {
-            ServiceError::invalid("audio", "The form could not be read; send it again.")
-        }
-    };
-    let mut form = CloneForm::default();
-    while let Some(field) = multipart.next_field().await.map_err(unreadable)? {
-        let name = field.name().unwrap_or_default().to_owned();
-        if name == "audio" {
-            form.audio = field.bytes().await.map_err(unreadable)?.to_vec();
-            continue;
-        }
-        let text = field.text().await.map_err(unreadable)?;
-        match name.as_str() {
-            "csrf_token" => form.csrf_token = text,
-            "name" => form.name = text,
-            "engine" => form.engine = text,
-            "language" => form.language = text,
-            "description" => form.description = text,
-            "transcript" => form.transcript = text,
-            "consent" => form.consent = text,
-            _ => {}
-        }
-    }
-    Ok(form)
-}
-
-/// `POST /console/voices/clone`: checks the form and the recording, stores the voice and its
-/// recording, and leaves the voice print to a generation worker (the voice's list entry says
-/// when it is ready; generations sent meanwhile wait for it).
+/// `POST /console/voices/clone`: admitted before the recording is read (one of the account's
+/// uploads in flight, the plan, the feature, the account's caps), then the form read in order,
+/// its CSRF token before the recording (`console::upload`); checks the form and the recording,
+/// stores the voice and its recording, and leaves the voice print to a generation worker (the
+/// voice's list entry says when it is ready; generations sent meanwhile wait for it).
 pub async fn clone(
     State(state): State<ConsoleState>,
     user: SignedIn,
+    headers: HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, PageError> {
-    let form = match multipart {
-        Ok(mut multipart) => read_clone_form(&mut multipart).await,
-        Err(_) => Err(ServiceError::invalid(
-            "audio",
-            "The clone form is sent as multipart/form-data.",
-        )),
+    let max = state.console.max_cloned_voices;
+    let _slot = match cloning::admit_upload(&state, &user.account_id, max).await {
+        Ok(slot) => slot,
+        Err(err) => return refused(&state, &user, err).await,
     };
-    let form = match form {
+    let rule = FileRule {
+        field: "audio",
+        max_bytes: crate::engines::reference::MAX_BYTES,
+        too_large: format!(
+            "The recording is larger than {} MiB; 30 seconds of speech fit well within it.",
+            crate::engines::reference::MAX_BYTES / (1024 * 1024)
+        ),
+    };
+    let form = match upload::read(&user.session, &headers, multipart, &rule).await {
         Ok(form) => form,
-        Err(err) => {
-            return page(&state, &user, err.code.status(), err.detail).await;
-        }
+        Err(PageError::Service(err)) => return refused(&state, &user, err).await,
+        Err(err) => return Err(err),
     };
-    check_csrf(&user.session, &form.csrf_token).await?;
-    let result = clone_from(&state, &user, form).await;
-    match result {
+    match clone_from(&state, &user, form).await {
         Ok(_) => Ok(see_other("/console/voices")),
-        Err(err) if err.param.is_some() => page(&state, &user, err.code.status(), err.detail).await,
-        Err(err) => Err(err.into()),
+        Err(err) => refused(&state, &user, err).await,
     }
+}
+
+/// The page with a refusal's reason (a client error), or the error page (anything else).
+async fn refused(
+    state: &ConsoleState,
+    user: &SignedIn,
+    err: ServiceError,
+) -> Result<Response, PageError> {
+    if !err.code.status().is_client_error() {
+        return Err(err.into());
+    }
+    page(state, user, err.code.status(), err.detail).await
 }
 
 async fn clone_from(
     state: &ConsoleState,
     user: &SignedIn,
-    form: CloneForm,
+    form: UploadForm,
 ) -> Result<store::voices::VoiceRow, ServiceError> {
-    if form.consent != "yes" {
+    if form.text("consent") != "yes" {
         return Err(ServiceError::invalid(
             "consent",
             "Confirm that you have the speaker's consent to clone their voice.",
         ));
     }
     let engine: EngineId = form
-        .engine
+        .text("engine")
         .parse()
         .map_err(|_| ServiceError::invalid("engine", "Choose one of the engines listed."))?;
-    let CloneForm {
-        name,
-        language,
-        description,
-        transcript,
-        audio,
-        ..
-    } = form;
+    let (name, language, description, transcript) = (
+        form.text("name"),
+        form.text("language"),
+        form.text("description"),
+        form.text("transcript"),
+    );
+    let audio = form.file;
     let request = CloneRequest {
         name,
         description,

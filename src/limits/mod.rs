@@ -309,6 +309,11 @@ impl RateLimits {
         }
     }
 
+    /// The write policy (what a console action counts against too).
+    pub fn writes(&self) -> &Policy {
+        &self.writes
+    }
+
     fn policy_for(&self, method: &Method) -> &Policy {
         match *method {
             Method::GET | Method::HEAD | Method::OPTIONS => &self.reads,

@@ -184,7 +184,7 @@ pub async fn admit(State(state): State<McpState>, request: Request, next: Next) 
         // Admission before work, as on `/v1/transcriptions`: the place is taken before the
         // audio is read; a refused upload is answered at once and drained behind the answer
         // (never buffered).
-        let place = match transcription::take_place(&state.asr, &principal) {
+        let place = match transcription::take_place(&state, &principal).await {
             Ok(place) => place,
             Err(err) => {
                 discard(&state, body);

@@ -266,3 +266,31 @@ pub async fn clone_voice(
     )
     .await
 }
+
+/// The console's clone upload, admitted before its recording is read: one of the account's
+/// [`super::core::MAX_UPLOADS_PER_ACCOUNT`] uploads in flight (429 `rate_limit_exceeded`
+/// beyond), then the plan, the feature and the account's caps ([`admit`]). Hold the slot until
+/// the recording has been read and checked.
+pub async fn admit_upload(
+    core: &crate::service::Core,
+    account_id: &str,
+    max_per_account: u32,
+) -> Result<super::core::Slot, ServiceError> {
+    let slot = core.uploads.take(account_id).ok_or_else(|| {
+        ServiceError::new(
+            ErrorCode::RateLimitExceeded,
+            format!(
+                "This account already has {} uploads in progress, the most it may have at once; retry when one has finished.",
+                super::core::MAX_UPLOADS_PER_ACCOUNT
+            ),
+        )
+        .with_retry_after(5)
+    })?;
+    admit(
+        &mut *core.pool.acquire().await?,
+        account_id,
+        max_per_account,
+    )
+    .await?;
+    Ok(slot)
+}

@@ -74,7 +74,10 @@ pub struct Handles {
     /// Connections of the authenticated reads (one exchange per read).
     pub reads: Arc<ReadPool>,
     /// Downloads in flight per audio link (`downloads_per_link`).
-    pub downloads: Arc<DownloadSlots>,
+    pub downloads: Arc<Slots>,
+    /// Uploads in flight per account on the doors that take a file without a recogniser place
+    /// (the console's clone form): [`MAX_UPLOADS_PER_ACCOUNT`].
+    pub uploads: Arc<Slots>,
     /// Webhook endpoints may be `http` and private addresses
     /// (`webhooks_allow_private_addresses`).
     pub webhooks_allow_private: bool,
@@ -117,21 +120,27 @@ impl FromRef<Core> for Arc<ReadPool> {
     }
 }
 
-/// Downloads of one generation's audio in flight at once, per process
-/// (`downloads_per_link`): parallel downloads of one link would otherwise take every blob-read
-/// connection. Beyond it a download is refused with 429 `rate_limit_exceeded`.
-pub struct DownloadSlots {
+/// Uploads one account may have in flight at once in a process on a door that reads a file
+/// before its work has a place of its own (the console's clone form); the transcription doors
+/// bound theirs by the account's transcriptions in flight.
+pub const MAX_UPLOADS_PER_ACCOUNT: usize = 2;
+
+/// Things in flight at once per key, per process: downloads of one generation's audio
+/// (`downloads_per_link`: parallel downloads of one link would otherwise take every blob-read
+/// connection), uploads of one account. Beyond it the door refuses with 429
+/// `rate_limit_exceeded`.
+pub struct Slots {
     per_link: usize,
     busy: Arc<Mutex<HashMap<String, usize>>>,
 }
 
-/// One download's place; given back when its body is finished or dropped.
-pub struct DownloadSlot {
+/// One place; given back when dropped (a download's body finished or dropped, an upload read).
+pub struct Slot {
     id: String,
     busy: Arc<Mutex<HashMap<String, usize>>>,
 }
 
-impl DownloadSlots {
+impl Slots {
     pub fn new(per_link: usize) -> Self {
         Self {
             per_link,
@@ -139,22 +148,23 @@ impl DownloadSlots {
         }
     }
 
-    /// A place for a download of generation `id`, or `None` when it has `per_link` already.
-    pub fn take(&self, id: &str) -> Option<DownloadSlot> {
+    /// A place for `id` (a generation's link, an account), or `None` when it has `per_link`
+    /// already.
+    pub fn take(&self, id: &str) -> Option<Slot> {
         let mut busy = self.busy.lock().expect("not poisoned");
         let count = busy.entry(id.to_owned()).or_default();
         if *count >= self.per_link {
             return None;
         }
         *count += 1;
-        Some(DownloadSlot {
+        Some(Slot {
             id: id.to_owned(),
             busy: self.busy.clone(),
         })
     }
 }
 
-impl Drop for DownloadSlot {
+impl Drop for Slot {
     fn drop(&mut self) {
         let mut busy = self.busy.lock().expect("not poisoned");
         if let Some(count) = busy.get_mut(&self.id) {

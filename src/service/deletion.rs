@@ -7,7 +7,6 @@ use super::accounts::{self, PasswordGate};
 use super::core::Core;
 use super::error::{ErrorCode, ServiceError};
 use super::principal::Principal;
-use super::speech;
 use crate::domain::CancelReason;
 use crate::store;
 
@@ -74,7 +73,7 @@ pub async fn delete_voice(core: &Core, account_id: &str, id: &str) -> Result<(),
     };
     tx.commit().await?;
     for generation in &pending {
-        speech::cancel(&core.pool, generation, CancelReason::VoiceDeleted).await?;
+        super::delivery::cancel(&core.pool, generation, CancelReason::VoiceDeleted, 0).await?;
     }
     tracing::info!(voice_id = %id, cancelled = pending.len(), "voice deleted by its account");
     Ok(())
@@ -102,7 +101,7 @@ pub async fn delete_account(
     };
     tx.commit().await?;
     for generation in &pending {
-        speech::cancel(&core.pool, generation, CancelReason::AccountDeleted).await?;
+        super::delivery::cancel(&core.pool, generation, CancelReason::AccountDeleted, 0).await?;
     }
     tracing::info!(
         account_id,
@@ -126,7 +125,12 @@ pub async fn purge_deleted_accounts(core: &Core) -> Result<usize, ServiceError> 
         let Some(id) = store::accounts::next_to_purge(&mut tx, &skipped).await? else {
             return Ok(purged);
         };
-        let keys = store::accounts::audio_keys(&mut tx, &id).await?;
+        let mut keys = Vec::new();
+        for (generation, recorded) in store::accounts::generation_blobs(&mut tx, &id).await? {
+            let written = core.blobs.key_for(&format!("audio/{generation}"));
+            keys.extend(recorded.filter(|k| *k != written));
+            keys.push(written);
+        }
         let mut blobs_gone = true;
         for key in &keys {
             if let Err(err) = core.blobs.delete(key).await {

@@ -58,7 +58,17 @@ pub enum Credential {
     Console {
         rate_key: String,
         free_allowance_ms: i64,
+        free_transcription_ms: i64,
     },
+}
+
+/// The app's free use of an account without a plan, per calendar month (UTC):
+/// `app_free_minutes` of generated speech and `app_free_transcription_minutes` of transcribed
+/// audio, in the console's playground only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FreeAllowance {
+    pub speech_minutes: u32,
+    pub transcription_minutes: u32,
 }
 
 impl Principal {
@@ -100,8 +110,9 @@ impl Principal {
         account_id: &str,
         plan: &str,
         features: &[String],
-        free_minutes: u32,
+        free: FreeAllowance,
     ) -> Result<Principal, crate::service::ServiceError> {
+        let free_minutes = free.speech_minutes;
         let mut principal = Principal::from_row(
             account_id,
             &Scope::ALL.map(|s| s.as_str().to_owned()),
@@ -110,6 +121,7 @@ impl Principal {
             Credential::Console {
                 rate_key: format!("console:{account_id}"),
                 free_allowance_ms: i64::from(free_minutes) * 60_000,
+                free_transcription_ms: i64::from(free.transcription_minutes) * 60_000,
             },
         )?;
         if !principal.plan.allows_api() && free_minutes > 0 {
@@ -126,6 +138,17 @@ impl Principal {
                 free_allowance_ms, ..
             } if !self.plan.allows_api() => *free_allowance_ms,
             _ => self.plan.monthly_allowance_secs() * 1000,
+        }
+    }
+
+    /// Milliseconds of audio the app's free use may transcribe this month (0 for everyone else).
+    pub fn free_transcription_ms(&self) -> i64 {
+        match &self.credential {
+            Credential::Console {
+                free_transcription_ms,
+                ..
+            } if self.on_free_allowance() => *free_transcription_ms,
+            _ => 0,
         }
     }
 
@@ -198,7 +221,7 @@ mod tests {
 
     #[test]
     fn the_console_gives_an_account_without_a_plan_its_free_minutes_only_there() {
-        let free = Principal::console("acct_1", "none", &[], 10).unwrap();
+        let free = Principal::console("acct_1", "none", &[], allowance(10)).unwrap();
         assert!(free.on_free_allowance());
         assert!(
             free.authorize(Requirement::generate(Feature::Speech))
@@ -209,20 +232,28 @@ mod tests {
                 .is_ok()
         );
         assert_eq!(free.monthly_allowance_ms(), 600_000);
+        assert_eq!(free.free_transcription_ms(), 1_800_000);
         assert_eq!(free.api_key_id(), None);
         assert_eq!(free.rate_limit_key(), "console:acct_1");
-        let off = Principal::console("acct_1", "none", &[], 0).unwrap();
+        let off = Principal::console("acct_1", "none", &[], allowance(0)).unwrap();
         let refused = off
             .authorize(Requirement::generate(Feature::Speech))
             .unwrap_err();
         assert_eq!(refused.code, ErrorCode::ProPlanRequired);
         // A plan's own allowance wins in the console too.
-        let pro = Principal::console("acct_1", "pro", &["speech".into()], 10).unwrap();
+        let pro = Principal::console("acct_1", "pro", &["speech".into()], allowance(10)).unwrap();
         assert!(!pro.on_free_allowance());
         assert_eq!(
             pro.monthly_allowance_ms(),
             Plan::Pro.monthly_allowance_secs() * 1000
         );
+    }
+
+    fn allowance(speech_minutes: u32) -> FreeAllowance {
+        FreeAllowance {
+            speech_minutes,
+            transcription_minutes: 30,
+        }
     }
 
     fn principal(plan: Plan, scopes: Vec<Scope>, features: Vec<Feature>) -> Principal {

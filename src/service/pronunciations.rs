@@ -242,9 +242,18 @@ fn applies(rule: Option<&str>, voice: &str) -> bool {
     rule_primary == voice_primary && (rule_region.is_empty() || rule_region == voice_region)
 }
 
+/// The longest text a generation may speak once the account's rules are written in, in
+/// characters: twice the longest request text. Rules multiply a text (a 200-character alias for
+/// a one-letter word), and everything after them (the overrides' check, normalisation,
+/// phonemisation, the estimate) costs in proportion to what they wrote.
+pub const MAX_SPOKEN_CHARS: usize = 2 * crate::domain::MAX_TEXT_CHARS;
+
 /// The text a generation of the account speaks with a voice of `language`: its rules for that
 /// language written in (`None` when none applied), each inline override's IPA checked. A bad
-/// override is 400 `invalid_request` naming `field` (the request's text).
+/// override, or rules that make the text longer than [`MAX_SPOKEN_CHARS`], is 400
+/// `invalid_request` naming `field` (the request's text), refused before anything phonemises
+/// it. The rules are applied and the overrides checked on the blocking pool (they run
+/// espeak-ng), never on the async workers.
 pub async fn spoken_text(
     pool: &PgPool,
     account_id: &str,
@@ -269,7 +278,26 @@ pub async fn spoken_text(
             })
         })
         .collect();
-    let spoken = pronounce::apply(text, &rules);
+    let (text, language) = (text.to_owned(), language.to_owned());
+    tokio::task::spawn_blocking(move || write_rules(&text, &rules, &language, field))
+        .await
+        .map_err(ServiceError::internal)?
+}
+
+fn write_rules(
+    text: &str,
+    rules: &[Rule],
+    language: &str,
+    field: &'static str,
+) -> Result<Option<String>, ServiceError> {
+    let Some(spoken) = pronounce::apply_within(text, rules, MAX_SPOKEN_CHARS) else {
+        return Err(ServiceError::invalid(
+            field,
+            format!(
+                "With this account's pronunciation rules the text would be longer than {MAX_SPOKEN_CHARS} characters (each alias replaces the word it matches). Send a shorter text, or shorten the aliases that match it."
+            ),
+        ));
+    };
     let voice = espeak_voice(Some(language));
     for o in pronounce::overrides(&spoken) {
         if let Some(reason) = phonemize::unspeakable(o.phonemes, &voice) {

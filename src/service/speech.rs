@@ -438,8 +438,10 @@ async fn admit(
         principal.api_key_id(),
         month,
     )
-    .await?;
-    refuse_over_limits(principal, policy, &load)?;
+    .await?
+    // Deleted while this request was on its way: nothing is queued.
+    .ok_or_else(ServiceError::invalid_api_key)?;
+    refuse_over_limits(principal, policy, &load, estimated_ms)?;
 
     let admitted = Admitted {
         id: new_id("gen"),
@@ -550,10 +552,14 @@ async fn refuse_unprepared(
     }
 }
 
+/// The pending cap, the allowance and the key's ceiling. A paid account may overshoot its
+/// allowance by what is in flight when it is crossed (spec §8); the app's free minutes may not:
+/// there the request's own estimate must fit what is left.
 fn refuse_over_limits(
     principal: &Principal,
     policy: AdmissionPolicy,
     load: &store::usage::AdmissionLoad,
+    estimated_ms: i64,
 ) -> Result<(), ServiceError> {
     if load.account_pending >= policy.max_pending_per_account {
         // About one generation's time frees a place; the engines run near real time.
@@ -569,7 +575,22 @@ fn refuse_over_limits(
         .with_retry_after(retry_after as u64));
     }
     let allowance_ms = principal.monthly_allowance_ms();
-    if load.account_charged_ms + load.account_reserved_ms >= allowance_ms {
+    let used_ms = load.account_charged_ms + load.account_reserved_ms;
+    if principal.on_free_allowance()
+        && used_ms < allowance_ms
+        && used_ms + estimated_ms > allowance_ms
+    {
+        let left = (allowance_ms - used_ms) as f64 / 1000.0;
+        return Err(ServiceError::new(
+            ErrorCode::QuotaExhausted,
+            format!(
+                "This text would make about {:.0} s of audio and {left:.0} s of this month's free minutes are left; speak a shorter text, or subscribe to a plan for more and for the API.",
+                estimated_ms as f64 / 1000.0
+            ),
+        )
+        .with_settings(SettingsPage::Billing));
+    }
+    if used_ms >= allowance_ms {
         let detail = if principal.on_free_allowance() {
             "This month's free minutes in the playground are used up; they renew on the 1st (UTC), or subscribe to a plan for more and for the API."
         } else if load.account_charged_ms >= allowance_ms {
@@ -603,14 +624,6 @@ pub fn generation_failed(id: &str, how_to_read: &str) -> ServiceError {
     )
 }
 
-/// Cancels a generation whose synchronous caller is gone: it never runs, or stops within the
-/// piece it is rendering; it fails with `reason` and nothing is charged.
-pub async fn cancel(pool: &PgPool, id: &str, reason: CancelReason) -> Result<(), ServiceError> {
-    store::queue::cancel(pool, id, reason).await?;
-    tracing::info!(generation_id = %id, reason = reason.as_str(), "generation cancelled");
-    Ok(())
-}
-
 /// How long a cancel by request waits for a running generation's worker to stop before it
 /// answers with the generation as it stands (still `generating`, its stop on the way).
 pub const CANCEL_WAIT: Duration = Duration::from_secs(5);
@@ -638,7 +651,7 @@ pub async fn cancel_by_request(
         return Err(finished(&row));
     }
     if !row.status.is_finished() {
-        cancel(&core.pool, id, CancelReason::Request).await?;
+        super::delivery::cancel(&core.pool, id, CancelReason::Request, 0).await?;
         // A missed notification is re-checked every half second.
         let _ = tokio::time::timeout(
             CANCEL_WAIT,
@@ -665,72 +678,4 @@ fn finished(row: &GenerationRow) -> ServiceError {
         ),
     )
     .with_param("generationId")
-}
-
-/// A synchronous caller's hold on its generation: the one that made it cancels it when dropped
-/// while armed (the synchronous request's future is dropped when its client disconnects, and
-/// this is how the service hears of it) or when it gives up ([`CancelOnDrop::cancel_now`]). A
-/// duplicate of that request (the same `Idempotency-Key`, answered with the same generation)
-/// only watches: its hang-up, time limit or shutdown never cancels the first caller's work.
-pub struct CancelOnDrop {
-    pool: PgPool,
-    id: String,
-    armed: bool,
-}
-
-impl CancelOnDrop {
-    /// The hold of the request that made the generation.
-    pub fn new(pool: &PgPool, id: &str) -> Self {
-        Self {
-            pool: pool.clone(),
-            id: id.to_owned(),
-            armed: true,
-        }
-    }
-
-    /// The hold of a duplicate (a replay): it never cancels.
-    pub fn watching(pool: &PgPool, id: &str) -> Self {
-        let mut hold = Self::new(pool, id);
-        hold.armed = false;
-        hold
-    }
-
-    pub fn disarm(&mut self) {
-        self.armed = false;
-    }
-
-    /// The caller gives up (time limit, shutdown): the generation is cancelled with `reason`
-    /// when this hold made it; a duplicate's hold only stops watching.
-    pub async fn cancel_now(&mut self, reason: CancelReason) -> Result<(), ServiceError> {
-        let armed = std::mem::replace(&mut self.armed, false);
-        if armed {
-            cancel(&self.pool, &self.id, reason).await?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let (pool, id) = (self.pool.clone(), std::mem::take(&mut self.id));
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                if let Err(err) = cancel(&pool, &id, CancelReason::Disconnected).await {
-                    tracing::warn!(generation_id = %id, error = %err.detail, "could not cancel");
-                }
-            });
-        }
-    }
-}
-
-/// How long a synchronous request may wait for its generation: a little under the server's own
-/// request time limit, so that the generation is cancelled with that reason before the limit
-/// cuts the connection.
-pub fn sync_wait_limit(request_timeout: Duration) -> Duration {
-    request_timeout
-        .saturating_sub(Duration::from_secs(1))
-        .max(Duration::from_millis(500))
 }

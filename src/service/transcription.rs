@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use sqlx::PgPool;
-use tokio::sync::OwnedSemaphorePermit;
 
 use super::core::Core;
 use super::error::{ErrorCode, ServiceError};
@@ -15,16 +14,16 @@ use super::principal::Principal;
 use crate::audio::{self, Base64Error, DecodeError, DecodeLimits};
 use crate::domain::{RecognitionOptions, Segment, Task, Timestamps, Word, new_id};
 use crate::store;
-use crate::worker::asr::{AccountHold, AsrService, Failure};
+use crate::worker::asr::{AsrService, Failure, NoTicket, Ticket};
 
 /// Longest clip accepted (DECISIONS: 15 minutes).
 pub const MAX_DURATION: Duration = Duration::from_secs(15 * 60);
 
-/// A place in the recogniser's queue, and one of the account's transcriptions in flight, held
-/// until the answer. Dropping it (a client that went away) gives both back.
+/// A transcription's places (the recogniser's, the account's, the free use's), taken before the
+/// upload is read and handed to the recogniser thread with the job, which gives them back when
+/// it is done. Dropped before that (a refusal, a client that went away), it gives them back.
 pub struct Place {
-    _recogniser: OwnedSemaphorePermit,
-    _account: AccountHold,
+    ticket: Ticket,
 }
 
 /// Seconds an account over its cap of transcriptions in flight is told to wait.
@@ -32,39 +31,68 @@ const ACCOUNT_RETRY_AFTER_SECS: u64 = 5;
 
 /// Takes a place for `principal`'s account, before any of the upload is looked at: 429
 /// `rate_limit_exceeded` with `Retry-After` when the account already has
-/// `max_transcriptions_per_account` transcriptions in flight in this process, 503 with
-/// `Retry-After` while the recogniser's queue is full (or no model is installed). Every door
-/// (`POST /v1/transcriptions`, the agent's `transcribe`) takes its place here.
-pub fn take_place(asr: &AsrService, principal: &Principal) -> Result<Place, ServiceError> {
+/// `max_transcriptions_per_account` transcriptions in flight in this process (the app's free
+/// use: one), 503 with `Retry-After` while the recogniser's queue is full (or no model is
+/// installed, or the places the free use may hold are taken), and for the app's free use 429
+/// `quota_exhausted` when this month's free transcription minutes are used up. Every door
+/// (`POST /v1/transcriptions`, OpenAI's dialect, the agent's `transcribe`, the playground)
+/// takes its place here.
+pub async fn take_place(core: &Core, principal: &Principal) -> Result<Place, ServiceError> {
+    let asr = &core.asr;
     if !asr.is_installed() {
         tracing::error!("transcription requested but no Whisper model is installed");
         return Err(ServiceError::unavailable(60));
     }
-    let Some(account) = asr.try_hold_for(&principal.account_id) else {
-        metrics::counter!("voiced_transcription_account_refusals_total").increment(1);
-        let max = asr.max_per_account();
-        return Err(ServiceError::new(
-            ErrorCode::RateLimitExceeded,
-            format!(
-                "This account already has {max} transcription{} in progress, the most it may \
-                 have at once; retry when one has finished.",
-                if max == 1 { "" } else { "s" }
-            ),
-        )
-        .with_retry_after(ACCOUNT_RETRY_AFTER_SECS));
-    };
-    let recogniser = asr.try_admit().ok_or_else(|| {
-        metrics::counter!("voiced_recogniser_refusals_total").increment(1);
-        ServiceError::new(
-            ErrorCode::ServiceUnavailable,
-            "The recogniser is busy with other transcriptions; retry shortly.",
-        )
-        .with_retry_after(2)
-    })?;
-    Ok(Place {
-        _recogniser: recogniser,
-        _account: account,
-    })
+    let free = principal.on_free_allowance();
+    let ticket = asr
+        .try_ticket(&principal.account_id, free)
+        .map_err(|refused| match refused {
+            NoTicket::Account { max } => {
+                metrics::counter!("voiced_transcription_account_refusals_total").increment(1);
+                ServiceError::new(
+                    ErrorCode::RateLimitExceeded,
+                    format!(
+                        "This account already has {max} transcription{} in progress, the most it may \
+                         have at once; retry when one has finished.",
+                        if max == 1 { "" } else { "s" }
+                    ),
+                )
+                .with_retry_after(ACCOUNT_RETRY_AFTER_SECS)
+            }
+            NoTicket::Busy => {
+                metrics::counter!("voiced_recogniser_refusals_total").increment(1);
+                ServiceError::new(
+                    ErrorCode::ServiceUnavailable,
+                    "The recogniser is busy with other transcriptions; retry shortly.",
+                )
+                .with_retry_after(2)
+            }
+        })?;
+    if free {
+        free_minutes_left(&core.pool, principal).await?;
+    }
+    Ok(Place { ticket })
+}
+
+/// The app's free transcription allowance left this month, in milliseconds of audio: what the
+/// account transcribed on it this month (the transcription ledger, deleted captures included)
+/// counts against it. Used up: 429 `quota_exhausted`.
+async fn free_minutes_left(pool: &PgPool, principal: &Principal) -> Result<i64, ServiceError> {
+    let month = store::usage::month_of(chrono::Utc::now());
+    let used = store::usage::free_transcribed_ms(pool, &principal.account_id, month).await?;
+    let left = principal.free_transcription_ms() - used;
+    if left <= 0 {
+        return Err(free_minutes_used_up());
+    }
+    Ok(left)
+}
+
+fn free_minutes_used_up() -> ServiceError {
+    ServiceError::new(
+        ErrorCode::QuotaExhausted,
+        "This month's free transcription minutes in the playground are used up; they renew on the 1st (UTC), or subscribe to a plan for more and for the API.",
+    )
+    .with_settings(super::SettingsPage::Billing)
 }
 
 /// The `audio` field's base64 → file bytes. CPU work: call it off the async workers.
@@ -217,7 +245,7 @@ pub async fn transcribe(
     pool: &PgPool,
     asr: &AsrService,
     principal: &Principal,
-    _place: Place,
+    place: Place,
     upload: Upload<'_>,
     claim: Option<&Claim>,
 ) -> Result<Transcribed, ServiceError> {
@@ -232,9 +260,25 @@ pub async fn transcribe(
     let decoded = tokio::task::spawn_blocking(move || decode_audio(audio, &param_owned))
         .await
         .map_err(ServiceError::internal)??;
+    // The app's free use: the clip must fit what is left of the month's free minutes (one
+    // transcription of the account at a time, so nothing else spends them meanwhile).
+    if principal.on_free_allowance() {
+        let left = free_minutes_left(pool, principal).await?;
+        if i64::try_from(decoded.duration_ms).unwrap_or(i64::MAX) > left {
+            return Err(ServiceError::new(
+                ErrorCode::QuotaExhausted,
+                format!(
+                    "This clip is {:.0} s long and {:.0} s of this month's free transcription minutes in the playground are left; send a shorter clip, or subscribe to a plan for more and for the API.",
+                    decoded.duration_ms as f64 / 1000.0,
+                    left as f64 / 1000.0
+                ),
+            )
+            .with_settings(super::SettingsPage::Billing));
+        }
+    }
     let (task, timestamps) = (options.task, options.timestamps);
     let transcript = asr
-        .recognize(decoded.samples_16k, options, progress)
+        .recognize(decoded.samples_16k, options, progress, Some(place.ticket))
         .await
         .map_err(|e| match e {
             Failure::Refused { param, message } => ServiceError::invalid(param, message),
@@ -269,7 +313,7 @@ pub async fn transcribe(
         (None, None)
     };
     let mut tx = pool.begin().await?;
-    store::captures::insert(
+    let stored = store::captures::insert(
         &mut *tx,
         store::captures::NewCapture {
             id: &done.capture_id,
@@ -285,6 +329,18 @@ pub async fn transcribe(
             segments,
             words,
         },
+    )
+    .await?;
+    if stored.is_none() {
+        // The account was deleted while this ran: nothing of it is kept.
+        return Err(ServiceError::invalid_api_key());
+    }
+    store::usage::record_transcription(
+        &mut tx,
+        &principal.account_id,
+        &done.capture_id,
+        done.duration_ms,
+        principal.on_free_allowance(),
     )
     .await?;
     // The `capture.created` webhooks go out of the outbox written with the capture.

@@ -197,6 +197,12 @@ pub async fn mark_deleted(
     tx: &mut sqlx::PgConnection,
     id: &str,
 ) -> sqlx::Result<Option<Vec<String>>> {
+    // Codes first, before the account's row is locked (a redemption locks its code, then reads
+    // the account under a share lock): a redemption in flight holds its code's lock, so this
+    // waits for it and the authorization it made is revoked below; one after finds no code.
+    sqlx::query!("DELETE FROM oauth_codes WHERE account_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
     let found = sqlx::query_scalar!(
         "UPDATE accounts
          SET deleted_at = now(), email = id || '@deleted.invalid', password_hash = NULL,
@@ -257,15 +263,22 @@ pub async fn next_to_purge(
     .await
 }
 
-/// The blob keys of the deleted account's generations that still have audio.
-pub async fn audio_keys(tx: &mut sqlx::PgConnection, id: &str) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar!(
-        r#"SELECT audio_key AS "key!" FROM generations
-           WHERE account_id = $1 AND audio_key IS NOT NULL"#,
+/// The deleted account's generations and the blob key each recorded, if any: the purge removes
+/// both that key and the key a worker writes a generation's audio under, since a worker that
+/// lost its lease after storing the audio recorded nothing.
+pub async fn generation_blobs(
+    tx: &mut sqlx::PgConnection,
+    id: &str,
+) -> sqlx::Result<Vec<(String, Option<String>)>> {
+    Ok(sqlx::query!(
+        "SELECT id, audio_key FROM generations WHERE account_id = $1",
         id
     )
     .fetch_all(tx)
-    .await
+    .await?
+    .into_iter()
+    .map(|r| (r.id, r.audio_key))
+    .collect())
 }
 
 /// Removes the deleted account's content once its blobs are gone, and marks it purged: what
@@ -308,15 +321,19 @@ pub async fn purge(tx: &mut sqlx::PgConnection, id: &str) -> sqlx::Result<bool> 
     )
     .execute(&mut *tx)
     .await?;
+    // Names are content too: a voice's becomes its id, a key's goes.
     sqlx::query!(
         "UPDATE voice_profiles
          SET deleted_at = COALESCE(deleted_at, now()), description = '', personality_prompt = NULL,
-             sample_count = 0, updated_at = now()
+             sample_count = 0, name = id, updated_at = now()
          WHERE account_id = $1",
         id
     )
     .execute(&mut *tx)
     .await?;
+    sqlx::query!("UPDATE api_keys SET name = '' WHERE account_id = $1", id)
+        .execute(&mut *tx)
+        .await?;
     sqlx::query!("DELETE FROM pronunciations WHERE account_id = $1", id)
         .execute(&mut *tx)
         .await?;

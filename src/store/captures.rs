@@ -119,15 +119,20 @@ pub struct NewCapture<'a> {
     pub words: Option<Value>,
 }
 
+/// Stores a capture; `None` (nothing stored) when its account was deleted meanwhile: the insert
+/// reads the account under a share lock, so it either commits before the deletion's
+/// transaction (and the purge removes it) or sees the deletion.
 pub async fn insert<'c>(
     conn: impl sqlx::PgExecutor<'c>,
     capture: NewCapture<'_>,
-) -> sqlx::Result<DateTime<Utc>> {
+) -> sqlx::Result<Option<DateTime<Utc>>> {
     sqlx::query_scalar!(
-        "INSERT INTO captures (id, account_id, api_key_id, source, language, duration_ms,
+        r#"INSERT INTO captures (id, account_id, api_key_id, source, language, duration_ms,
                                transcript_raw, transcript_refined, task, timestamps, segments,
                                words)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING created_at",
+           SELECT $1, a.id, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
+           FROM accounts a WHERE a.id = $2 AND a.deleted_at IS NULL FOR SHARE
+           RETURNING created_at AS "created_at!""#,
         capture.id,
         capture.account_id,
         capture.api_key_id,
@@ -141,7 +146,7 @@ pub async fn insert<'c>(
         capture.segments,
         capture.words
     )
-    .fetch_one(conn)
+    .fetch_optional(conn)
     .await
 }
 

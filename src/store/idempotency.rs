@@ -55,9 +55,13 @@ pub async fn begin(
     let retention_secs = RETENTION.as_secs_f64();
     // Two rounds at most: a stale record is removed, then the insert is tried again.
     for _ in 0..2 {
+        // Never for a deleted account (read under a share lock: the record commits before the
+        // deletion, and the purge removes it, or not at all).
         let inserted = sqlx::query!(
             "INSERT INTO idempotency_records (account_id, key, request_sha256, state)
-             VALUES ($1, $2, $3, 'in_progress') ON CONFLICT DO NOTHING",
+             SELECT a.id, $2, $3, 'in_progress' FROM accounts a
+             WHERE a.id = $1 AND a.deleted_at IS NULL FOR SHARE
+             ON CONFLICT DO NOTHING",
             account_id,
             key,
             request_sha256

@@ -58,10 +58,12 @@ pub async fn insert_code(
     code_challenge: &str,
     expires_at: DateTime<Utc>,
 ) -> sqlx::Result<()> {
-    sqlx::query!(
+    // Never for a deleted account (read under a share lock, as the deletion deletes its codes).
+    let inserted = sqlx::query!(
         "INSERT INTO oauth_codes (code_sha256, account_id, client_id, client_name, redirect_uri,
                                   code_challenge, scopes, resources, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+         SELECT $1, a.id, $3, $4, $5, $6, $7, $8, $9 FROM accounts a
+         WHERE a.id = $2 AND a.deleted_at IS NULL FOR SHARE",
         &hash.0[..],
         grant.account_id,
         grant.client_id,
@@ -74,6 +76,9 @@ pub async fn insert_code(
     )
     .execute(pool)
     .await?;
+    if inserted.rows_affected() == 0 {
+        return Err(sqlx::Error::RowNotFound);
+    }
     Ok(())
 }
 
@@ -161,9 +166,11 @@ pub async fn insert_authorization(
     id: &str,
     grant: &Grant<'_>,
 ) -> sqlx::Result<()> {
-    sqlx::query!(
+    // Never for a deleted account (read under a share lock, as the deletion revokes them).
+    let inserted = sqlx::query!(
         "INSERT INTO oauth_authorizations (id, account_id, client_id, client_name, scopes, resources)
-         VALUES ($1, $2, $3, $4, $5, $6)",
+         SELECT $1, a.id, $3, $4, $5, $6 FROM accounts a
+         WHERE a.id = $2 AND a.deleted_at IS NULL FOR SHARE",
         id,
         grant.account_id,
         grant.client_id,
@@ -173,6 +180,9 @@ pub async fn insert_authorization(
     )
     .execute(conn)
     .await?;
+    if inserted.rows_affected() == 0 {
+        return Err(sqlx::Error::RowNotFound);
+    }
     Ok(())
 }
 

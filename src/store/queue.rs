@@ -529,13 +529,20 @@ pub async fn fail_exhausted(pool: &PgPool) -> sqlx::Result<Vec<String>> {
 /// Cancels a generation whose caller went away, recording `reason` in `cancel_reason` (what
 /// "cancelled" means to every reader) and, once failed, as its `error`. One that no
 /// worker is running fails at once; a running one is flagged and its worker is told on
-/// [`CANCEL_CHANNEL`] (it stops at the next sentence boundary and fails it). Either way nothing
-/// is charged and its reservation ends with it. A finished generation is left as it is.
-pub async fn cancel(pool: &PgPool, id: &str, reason: CancelReason) -> sqlx::Result<()> {
+/// [`CANCEL_CHANNEL`] (it stops at the next sentence boundary and fails it). Its reservation
+/// ends with it. `delivered_ms`: the audio that had already reached the caller (0: none); the
+/// statement that marks it `failed` charges that much, and nothing else is charged (migration
+/// 0024). A finished generation is left as it is.
+pub async fn cancel(
+    pool: &PgPool,
+    id: &str,
+    reason: CancelReason,
+    delivered_ms: u64,
+) -> sqlx::Result<()> {
     let mut tx = pool.begin().await?;
     let state = sqlx::query_scalar!(
         r#"UPDATE generations
-           SET cancel_reason = $2,
+           SET cancel_reason = $2, delivered_ms = NULLIF($3::BIGINT, 0),
                status = CASE WHEN lease_owner IS NULL OR lease_expires_at < now()
                              THEN 'failed' ELSE status END,
                error = CASE WHEN lease_owner IS NULL OR lease_expires_at < now()
@@ -548,7 +555,8 @@ pub async fn cancel(pool: &PgPool, id: &str, reason: CancelReason) -> sqlx::Resu
            WHERE id = $1 AND status = 'generating' AND cancel_reason IS NULL
            RETURNING status AS "status: GenerationStatus""#,
         id,
-        reason.as_str()
+        reason.as_str(),
+        i64::try_from(delivered_ms).unwrap_or(i64::MAX)
     )
     .fetch_optional(&mut *tx)
     .await?;

@@ -25,19 +25,23 @@ pub struct AdmissionLoad {
 /// concurrent requests cannot both see the same room under a ceiling) and reads its load. Call
 /// inside the transaction that then enqueues; the lock ends with it. `FOR NO KEY UPDATE` does not
 /// block workers writing ledger rows that reference the account. `key_id` is `None` for an
-/// OAuth access token: the key figures are then zero (tokens have no ceiling).
+/// OAuth access token: the key figures are then zero (tokens have no ceiling). `None`: the
+/// account was deleted (checked under the lock, so no generation is queued after its deletion).
 pub async fn lock_for_admission(
     conn: &mut PgConnection,
     account_id: &str,
     key_id: Option<&str>,
     month: NaiveDate,
-) -> sqlx::Result<AdmissionLoad> {
-    sqlx::query!(
-        "SELECT id FROM accounts WHERE id = $1 FOR NO KEY UPDATE",
+) -> sqlx::Result<Option<AdmissionLoad>> {
+    let live = sqlx::query!(
+        "SELECT id FROM accounts WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE",
         account_id
     )
-    .fetch_one(&mut *conn)
+    .fetch_optional(&mut *conn)
     .await?;
+    if live.is_none() {
+        return Ok(None);
+    }
     let row = sqlx::query!(
         r#"SELECT
              (SELECT COALESCE(sum(audio_ms), 0) FROM usage_ledger
@@ -54,13 +58,51 @@ pub async fn lock_for_admission(
     )
     .fetch_one(&mut *conn)
     .await?;
-    Ok(AdmissionLoad {
+    Ok(Some(AdmissionLoad {
         account_charged_ms: row.account_charged_ms,
         key_charged_ms: row.key_charged_ms,
         account_reserved_ms: row.account_reserved_ms,
         key_reserved_ms: row.key_reserved_ms,
         account_pending: row.account_pending,
-    })
+    }))
+}
+
+/// Records a transcription's audio in the transcription ledger (in the capture's transaction).
+pub async fn record_transcription(
+    conn: &mut PgConnection,
+    account_id: &str,
+    capture_id: &str,
+    audio_ms: i64,
+    free: bool,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "INSERT INTO transcription_ledger (account_id, capture_id, month, audio_ms, free)
+         VALUES ($1, $2, $3, $4, $5)",
+        account_id,
+        capture_id,
+        month_of(Utc::now()),
+        audio_ms,
+        free
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Audio the account transcribed on the app's free use in `month`.
+pub async fn free_transcribed_ms(
+    pool: &sqlx::PgPool,
+    account_id: &str,
+    month: NaiveDate,
+) -> sqlx::Result<i64> {
+    sqlx::query_scalar!(
+        r#"SELECT COALESCE(sum(audio_ms), 0)::BIGINT AS "ms!" FROM transcription_ledger
+           WHERE account_id = $1 AND month = $2 AND free"#,
+        account_id,
+        month
+    )
+    .fetch_one(pool)
+    .await
 }
 
 /// Generated audio charged to the account per day of `month` (days without any are absent).

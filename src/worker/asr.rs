@@ -21,6 +21,8 @@ use crate::engines::whisper::{AsrError, Recognizer, Transcript, WhisperConfig};
 struct Job {
     samples_16k: Vec<f32>,
     options: RecognitionOptions,
+    /// The places the request took, held until the thread is done with the job.
+    ticket: Option<Ticket>,
     /// Where each segment goes as soon as it is decoded (a streamed answer), if anywhere.
     segments: Option<tokio::sync::mpsc::UnboundedSender<(Segment, Vec<Word>)>>,
     reply: oneshot::Sender<Result<Transcript, Failure>>,
@@ -52,6 +54,9 @@ impl From<AsrError> for Failure {
 pub struct AsrService {
     jobs: mpsc::Sender<Job>,
     admission: Arc<Semaphore>,
+    /// The places the app's free use may hold at once (half of them, at least one), so that
+    /// accounts without a plan never take every place from paying ones.
+    free_admission: Arc<Semaphore>,
     model_dir: Arc<std::path::Path>,
     /// Jobs dropped unrun because their client had gone when their turn came.
     skipped: Arc<AtomicU64>,
@@ -65,6 +70,28 @@ pub struct AsrService {
     /// absent), and how many one account may have.
     per_account: Arc<Mutex<HashMap<String, usize>>>,
     max_per_account: usize,
+}
+
+/// A transcription's places: one of the recogniser's (threads plus queue), one of its
+/// account's in flight, and for the app's free use one of the free places. The request holds it
+/// until its job is handed over ([`AsrService::recognize`]), then the recogniser thread until
+/// it is done with the job: a caller that goes away never frees a place a thread still works
+/// for.
+pub struct Ticket {
+    _recogniser: OwnedSemaphorePermit,
+    _account: AccountHold,
+    _free: Option<OwnedSemaphorePermit>,
+    /// Whether the job may run on the wide replica (never the app's free use).
+    may_widen: bool,
+}
+
+/// Why [`AsrService::try_ticket`] gave no ticket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoTicket {
+    /// The account has this many transcriptions in flight already, its most.
+    Account { max: usize },
+    /// Every place (or every place the free use may hold) is taken.
+    Busy,
 }
 
 /// One of an account's transcriptions in flight; dropping it gives the account's count back.
@@ -103,14 +130,16 @@ impl AsrService {
                 .name(format!("asr-{n}"))
                 .spawn(move || recogniser_thread(&config, &wide, &inbox, &skipped))?;
         }
+        let capacity = threads.max(1) + queue;
         Ok(Self {
             jobs,
-            admission: Arc::new(Semaphore::new(threads.max(1) + queue)),
+            admission: Arc::new(Semaphore::new(capacity)),
+            free_admission: Arc::new(Semaphore::new((capacity / 2).max(1))),
             model_dir: config.model_dir.into(),
             skipped,
             submitted: Arc::default(),
             wide,
-            capacity: threads.max(1) + queue,
+            capacity,
             per_account: Arc::default(),
             max_per_account: usize::MAX,
         })
@@ -131,18 +160,49 @@ impl AsrService {
     /// One more transcription in flight for `account`, or `None` when it has
     /// [`Self::max_per_account`] already. Hold it until the answer.
     pub fn try_hold_for(&self, account: &str) -> Option<AccountHold> {
+        self.try_hold_at_most(account, self.max_per_account)
+    }
+
+    fn try_hold_at_most(&self, account: &str, max: usize) -> Option<AccountHold> {
         let mut counts = self
             .per_account
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let n = counts.entry(account.to_owned()).or_insert(0);
-        if *n >= self.max_per_account {
+        if *n >= max {
             return None;
         }
         *n += 1;
         Some(AccountHold {
             per_account: self.per_account.clone(),
             account: account.to_owned(),
+        })
+    }
+
+    /// The places a transcription for `account` needs, taken together or not at all. The
+    /// app's free use (`free`) may have one transcription in flight per account, only while
+    /// fewer than half the places are held by free use, and never runs on the wide replica.
+    pub fn try_ticket(&self, account: &str, free: bool) -> Result<Ticket, NoTicket> {
+        let max = if free { 1 } else { self.max_per_account };
+        let hold = self
+            .try_hold_at_most(account, max)
+            .ok_or(NoTicket::Account { max })?;
+        let free_place = if free {
+            Some(
+                self.free_admission
+                    .clone()
+                    .try_acquire_owned()
+                    .map_err(|_| NoTicket::Busy)?,
+            )
+        } else {
+            None
+        };
+        let recogniser = self.try_admit().ok_or(NoTicket::Busy)?;
+        Ok(Ticket {
+            _recogniser: recogniser,
+            _account: hold,
+            _free: free_place,
+            may_widen: !free,
         })
     }
 
@@ -183,7 +243,7 @@ impl AsrService {
 
     /// Transcribes 16 kHz mono samples on a recogniser thread.
     pub async fn transcribe(&self, samples_16k: Vec<f32>) -> Result<Transcript, Failure> {
-        self.recognize(samples_16k, RecognitionOptions::default(), None)
+        self.recognize(samples_16k, RecognitionOptions::default(), None, None)
             .await
     }
 
@@ -196,18 +256,22 @@ impl AsrService {
     }
 
     /// Recognises 16 kHz mono samples as `options` say on a recogniser thread, sending each
-    /// segment to `segments` (when given) as soon as it is decoded.
+    /// segment to `segments` (when given) as soon as it is decoded. The `ticket`'s places go
+    /// with the job and are given back when the thread is done with it; a caller that goes away
+    /// (this future dropped) stops the job between two windows.
     pub async fn recognize(
         &self,
         samples_16k: Vec<f32>,
         options: RecognitionOptions,
         segments: Option<tokio::sync::mpsc::UnboundedSender<(Segment, Vec<Word>)>>,
+        ticket: Option<Ticket>,
     ) -> Result<Transcript, Failure> {
         let (reply, answer) = oneshot::channel();
         self.jobs
             .send(Job {
                 samples_16k,
                 options,
+                ticket,
                 segments,
                 reply,
             })
@@ -266,8 +330,10 @@ fn recogniser_thread(
             continue; // the client went away before its turn
         }
         let mut run = Run::start();
-        // Alone in the process: the wide replica, unless another job holds it.
-        let mut wide_slot = match (&wide.config, run.alone()) {
+        // Alone in the process: the wide replica, unless another job holds it (or the job is
+        // the app's free use).
+        let may_widen = job.ticket.as_ref().is_none_or(|t| t.may_widen);
+        let mut wide_slot = match (&wide.config, may_widen && run.alone()) {
             (Some(wide_config), true) => wide.slot.try_lock().ok().map(|slot| (wide_config, slot)),
             _ => None,
         };
@@ -285,8 +351,11 @@ fn recogniser_thread(
                 Some((wide_config, slot)) => load(wide_config, slot),
                 None => load(config, &mut recognizer),
             };
+            let gone = || job.reply.is_closed();
             loaded
-                .and_then(|r| r.recognize(&job.samples_16k, &job.options, &mut on_segment))
+                .and_then(|r| {
+                    r.recognize_until(&job.samples_16k, &job.options, &mut on_segment, &gone)
+                })
                 .map_err(Failure::from)
         }));
         let result = outcome.unwrap_or_else(|_| {
@@ -301,7 +370,8 @@ fn recogniser_thread(
             wide.runs.fetch_add(1, Ordering::Relaxed);
             metrics::counter!("voiced_wide_runs_total", "kind" => "transcription").increment(1);
         }
-        drop((wide_slot, run));
+        // The thread is free again: so are the job's places.
+        drop((wide_slot, run, job.ticket));
         let _ = job.reply.send(result);
     }
 }

@@ -20,6 +20,7 @@ use bytes::Bytes;
 use tokio::sync::{mpsc as chunks, oneshot};
 
 use super::pieces::{self, Board, SharedJob};
+use super::streams::AudioChunk;
 use crate::audio::{AudioFormat, StreamEncoder};
 use crate::domain::{EngineId, VoiceKind};
 use crate::engines::cores::Run;
@@ -42,8 +43,9 @@ pub struct Rendered {
     pub words: Vec<WordTiming>,
 }
 
-/// Where the encoded chunks of a generation go as they are produced.
-pub type ChunkSender = chunks::UnboundedSender<Bytes>;
+/// Where the encoded chunks of a generation go as they are produced, each with the audio
+/// rendered when it was encoded.
+pub type ChunkSender = chunks::UnboundedSender<AudioChunk>;
 
 /// Why a job produced no audio.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -568,7 +570,10 @@ impl Output {
             && !chunk.is_empty()
         {
             // A receiver that is gone (the worker stopped waiting) needs no chunks.
-            let _ = chunks.send(Bytes::from(chunk));
+            let _ = chunks.send(AudioChunk {
+                bytes: Bytes::from(chunk),
+                end_ms: self.rendered_ms(),
+            });
         }
         Ok(())
     }

@@ -28,10 +28,18 @@ pub enum StreamEnd {
     Broken,
 }
 
+/// One encoded chunk and how far into the audio it reaches: `end_ms` is the audio rendered
+/// when the chunk was encoded (the charge of a delivery cut short after this chunk).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AudioChunk {
+    pub bytes: Bytes,
+    pub end_ms: u64,
+}
+
 /// What a subscription yields next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamEvent {
-    Chunk(Bytes),
+    Chunk(AudioChunk),
     End(StreamEnd),
 }
 
@@ -50,7 +58,7 @@ struct Entry {
 #[derive(Default)]
 struct EntryState {
     content_type: Option<String>,
-    chunks: Vec<Bytes>,
+    chunks: Vec<AudioChunk>,
     end: Option<StreamEnd>,
     /// A worker has started publishing (and may have ended).
     published: bool,
@@ -128,8 +136,8 @@ pub struct Publisher {
 }
 
 impl Publisher {
-    pub fn chunk(&self, bytes: Bytes) {
-        lock(&self.entry.state).chunks.push(bytes);
+    pub fn chunk(&self, chunk: AudioChunk) {
+        lock(&self.entry.state).chunks.push(chunk);
         self.entry.changed.notify_waiters();
     }
 
@@ -210,17 +218,24 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 mod tests {
     use super::*;
 
-    fn chunk(s: &str) -> StreamEvent {
-        StreamEvent::Chunk(Bytes::from(s.to_owned()))
+    fn audio(s: &'static str) -> AudioChunk {
+        AudioChunk {
+            bytes: Bytes::from_static(s.as_bytes()),
+            end_ms: s.len() as u64 * 100,
+        }
+    }
+
+    fn chunk(s: &'static str) -> StreamEvent {
+        StreamEvent::Chunk(audio(s))
     }
 
     #[tokio::test]
     async fn a_late_subscriber_gets_every_chunk_from_the_first() {
         let streams = Streams::default();
         let publisher = streams.publish("gen_1", "audio/wav");
-        publisher.chunk(Bytes::from_static(b"a"));
+        publisher.chunk(audio("a"));
         let mut early = streams.subscribe("gen_1");
-        publisher.chunk(Bytes::from_static(b"b"));
+        publisher.chunk(audio("b"));
         let mut late = streams.subscribe("gen_1");
         assert_eq!(late.content_type().as_deref(), Some("audio/wav"));
         assert_eq!(early.next().await, chunk("a"));
@@ -235,10 +250,10 @@ mod tests {
                 }
             }
         });
-        publisher.chunk(Bytes::from_static(b"c"));
+        publisher.chunk(audio("c"));
         publisher.finish(StreamEnd::Completed);
         let (seen, end) = waiting.await.unwrap();
-        assert_eq!(seen, [Bytes::from_static(b"b"), Bytes::from_static(b"c")]);
+        assert_eq!(seen, [audio("b"), audio("c")]);
         assert_eq!(end, StreamEnd::Completed);
         assert_eq!(late.next().await, chunk("c"));
         assert_eq!(late.next().await, StreamEvent::End(StreamEnd::Completed));
@@ -253,7 +268,7 @@ mod tests {
         let mut sub = streams.subscribe("gen_2");
         assert_eq!(sub.content_type(), None);
         let publisher = streams.publish("gen_2", "audio/mpeg");
-        publisher.chunk(Bytes::from_static(b"x"));
+        publisher.chunk(audio("x"));
         drop(publisher); // dropped without finishing: broken
         assert_eq!(sub.next().await, chunk("x"));
         assert_eq!(sub.next().await, StreamEvent::End(StreamEnd::Broken));
@@ -275,11 +290,11 @@ mod tests {
         let streams = Streams::default();
         let mut first = streams.subscribe("gen_5");
         let attempt = streams.publish("gen_5", "audio/wav");
-        attempt.chunk(Bytes::from_static(b"1"));
+        attempt.chunk(audio("1"));
         drop(attempt);
         let again = streams.publish("gen_5", "audio/wav");
         let mut second = streams.subscribe("gen_5");
-        again.chunk(Bytes::from_static(b"2"));
+        again.chunk(audio("2"));
         assert_eq!(first.next().await, chunk("1"));
         assert_eq!(first.next().await, StreamEvent::End(StreamEnd::Broken));
         assert_eq!(second.next().await, chunk("2"));

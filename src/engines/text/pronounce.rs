@@ -190,8 +190,19 @@ enum Span {
 /// case-sensitive rule before a case-insensitive one of the same length; what one rule wrote is
 /// not rewritten by another, and overrides already in the text are left as they are.
 pub fn apply(text: &str, rules: &[Rule]) -> String {
+    apply_within(text, rules, usize::MAX).unwrap_or_default()
+}
+
+/// [`apply`], stopping as soon as the text would grow past `max_chars` characters (`None`):
+/// rules multiply a text (an alias for a one-letter word), so the work is bounded by what may
+/// come out, not by what the rules could make of it.
+pub fn apply_within(text: &str, rules: &[Rule], max_chars: usize) -> Option<String> {
+    let mut chars = text.chars().count();
+    if chars > max_chars {
+        return None;
+    }
     if rules.is_empty() {
-        return text.to_owned();
+        return Some(text.to_owned());
     }
     let mut spans = Vec::new();
     let mut at = 0;
@@ -210,25 +221,36 @@ pub fn apply(text: &str, rules: &[Rule]) -> String {
         if !folded.contains(&rule.text.to_lowercase()) {
             continue;
         }
-        spans = spans
-            .into_iter()
-            .flat_map(|span| match span {
-                Span::Fixed(_) => vec![span],
-                Span::Open(open) => rewrite(&open, rule),
-            })
-            .collect();
+        let mut next = Vec::with_capacity(spans.len());
+        for span in spans {
+            match span {
+                Span::Fixed(_) => next.push(span),
+                Span::Open(open) => {
+                    chars = rewrite(&open, rule, &mut next, chars, max_chars)?;
+                }
+            }
+        }
+        spans = next;
     }
-    spans
-        .into_iter()
-        .map(|s| match s {
-            Span::Open(s) | Span::Fixed(s) => s,
-        })
-        .collect()
+    Some(
+        spans
+            .into_iter()
+            .map(|s| match s {
+                Span::Open(s) | Span::Fixed(s) => s,
+            })
+            .collect(),
+    )
 }
 
-/// One open span with `rule` applied to each whole-word occurrence of its text.
-fn rewrite(open: &str, rule: &Rule) -> Vec<Span> {
-    let mut out = Vec::new();
+/// One open span with `rule` applied to each whole-word occurrence of its text, pushed onto
+/// `out`; the text's length in characters after it (`None` past `max_chars`).
+fn rewrite(
+    open: &str,
+    rule: &Rule,
+    out: &mut Vec<Span>,
+    mut chars: usize,
+    max_chars: usize,
+) -> Option<usize> {
     let mut at = 0;
     let mut search = 0;
     while search < open.len() {
@@ -237,15 +259,20 @@ fn rewrite(open: &str, rule: &Rule) -> Vec<Span> {
         };
         out.push(Span::Open(open[at..start].to_owned()));
         let said = &open[start..end];
-        out.push(Span::Fixed(match &rule.say {
+        let written = match &rule.say {
             Say::Alias(alias) => alias.clone(),
             Say::Phonemes(ipa) => format!("[{said}](/{ipa}/)"),
-        }));
+        };
+        chars = (chars + written.chars().count()).saturating_sub(said.chars().count());
+        if chars > max_chars {
+            return None;
+        }
+        out.push(Span::Fixed(written));
         at = end;
         search = end;
     }
     out.push(Span::Open(open[at..].to_owned()));
-    out
+    Some(chars)
 }
 
 /// The first whole-word occurrence of `needle` in `hay` at or after byte `from`: neither
@@ -348,5 +375,24 @@ mod tests {
             apply("I write C#, (C#) not C#m or AC#.", &rules),
             "I write C sharp, (C sharp) not C#m or AC#."
         );
+    }
+
+    #[test]
+    fn rules_stop_at_the_length_they_may_reach() {
+        let rules = vec![alias("a", &"x".repeat(200))];
+        let bomb = "a ".repeat(4990);
+        // 4 990 aliases of 200 characters would make about a million characters: refused
+        // after the first hundred or so.
+        assert_eq!(apply_within(&bomb, &rules, 20_000), None);
+        let few = "a b a";
+        let spoken = apply_within(few, &rules, 20_000).unwrap();
+        assert_eq!(spoken.chars().count(), 403);
+        assert_eq!(apply_within(few, &rules, 402), None);
+        assert_eq!(
+            apply_within(few, &rules, 403).as_deref(),
+            Some(spoken.as_str())
+        );
+        // A text already past the bound is refused with or without rules.
+        assert_eq!(apply_within("abc", &[], 2), None);
     }
 }

@@ -67,4 +67,7 @@ pub enum AsrError {
         param: &'static str,
         message: String,
     },
+    /// Its caller went away: recognition stopped between two windows.
+    #[error("recognition stopped: its caller went away")]
+    Stopped,
 }

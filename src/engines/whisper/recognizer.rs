@@ -104,6 +104,19 @@ impl Recognizer {
         options: &RecognitionOptions,
         on_segment: &mut dyn FnMut(&Segment, &[Word]),
     ) -> Result<Transcript, AsrError> {
+        self.recognize_until(samples_16k, options, on_segment, &|| false)
+    }
+
+    /// [`Self::recognize`], asking `stop` before each window after the first: when it answers
+    /// true (the caller went away), recognition ends there with [`AsrError::Stopped`], so that
+    /// nobody's 15-minute clip keeps a thread busy for nothing.
+    pub fn recognize_until(
+        &self,
+        samples_16k: &[f32],
+        options: &RecognitionOptions,
+        on_segment: &mut dyn FnMut(&Segment, &[Word]),
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Transcript, AsrError> {
         self.check(options)?;
         let features = self.mel.compute(samples_16k);
         // The last frame only covers the trailing padding.
@@ -140,6 +153,9 @@ impl Recognizer {
             last_speech: 0.0,
         };
         while seek < content_frames {
+            if seek > 0 && stop() {
+                return Err(AsrError::Stopped);
+            }
             let len = (content_frames - seek).min(WINDOW_FRAMES);
             let audio = samples_16k
                 .get(seek * HOP..((seek + len) * HOP).min(samples_16k.len()))

@@ -111,7 +111,9 @@ pub async fn speak(
     let accepted = service::create(state, principal, request, FIELDS_OF_SPEAK, keyed).await?;
     let (id, replayed) = (accepted.generation_id, accepted.replayed);
     // Never past the server's own request time limit.
-    let wait = Duration::from_secs(wait).min(service::sync_wait_limit(state.request_timeout));
+    let wait = Duration::from_secs(wait).min(crate::service::delivery::sync_wait_limit(
+        state.request_timeout,
+    ));
     wait_for(state, &id, wait, context).await?;
     let row = reads::generation(state, principal, None, &id)
         .await

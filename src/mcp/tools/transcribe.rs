@@ -54,7 +54,7 @@ pub async fn transcribe(
     // not see as `transcribe` takes one here, still before the audio is decoded or fetched).
     let place = match reserved {
         Some(place) => place,
-        None => service::take_place(&state.asr, principal)?,
+        None => service::take_place(state, principal).await?,
     };
     let wants_fingerprint = key.is_some();
     let (incoming_audio, operation, fingerprint, param) = match audio {
