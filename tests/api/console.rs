@@ -615,8 +615,13 @@ async fn voices_history_and_usage_follow_real_generations() {
     let start = history.body.find(marker).expect("a player") + marker.len();
     let src =
         history.body[start..][..history.body[start..].find('"').unwrap()].replace("&amp;", "&");
-    assert!(src.starts_with(&format!("/v1/audio/{id}?sig=")), "{src}");
-    let audio = app.get(&src).send().await.unwrap();
+    assert_eq!(src, format!("/console/audio/{id}"));
+    let audio = app
+        .get(&src)
+        .header("cookie", browser.cookie.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(audio.status(), 200);
     assert_eq!(audio.headers()["content-type"], "audio/mpeg");
 

@@ -681,3 +681,93 @@ fn refusal(door: Door, http_status: u16, body: &Value) -> Refusal {
         }
     }
 }
+
+/// The row "hang-up after the first byte is charged alike" (issue 36 item 1): through every
+/// door that streams a synchronous generation (`/v1/audio/speech` with a key,
+/// `/console/playground/stream` with a session), a client that reads the first audio and then
+/// hangs up leaves the generation `failed` (cancelled), charged once the audio that had left:
+/// more than nothing, less than the whole, its `duration_ms` the ledger's row, against the key
+/// where there is one.
+#[tokio::test]
+async fn a_hang_up_after_the_first_byte_is_charged_alike_on_every_streaming_door() {
+    let app = TestApp::start_with_workers(1).await;
+    let account = app.account(Plan::Pro).await;
+    let (key_id, secret) = app.key(&account, &Scope::ALL).await;
+    app.voice(&account, "Narrator", EngineId::Kokoro, "af_heart")
+        .await;
+    let session = session_of(&app, &account).await;
+    let long =
+        "This sentence is one of eight that a client asked for and stopped hearing. ".repeat(8);
+    for door in [Door::OpenAiSpeech, Door::ConsoleStream] {
+        let request = match door {
+            Door::OpenAiSpeech => app
+                .post("/v1/audio/speech")
+                .bearer_auth(&secret)
+                .json(&json!({"model": "kokoro", "input": long, "voice": "Narrator", "seed": 7})),
+            _ => app
+                .post("/console/playground/stream")
+                .header("cookie", &session.0)
+                .form(&[
+                    ("voice", "Narrator"),
+                    ("text", long.as_str()),
+                    ("seed", "7"),
+                    ("csrf_token", session.1.as_str()),
+                ]),
+        };
+        let mut response = request.send().await.unwrap();
+        assert_eq!(response.status(), 200, "{door:?}");
+        let id = response.headers()["x-service-generation-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let first = response.chunk().await.unwrap().expect("a first chunk");
+        assert!(!first.is_empty(), "{door:?}");
+        drop(response); // the hang-up
+
+        let (status, error, duration_ms, estimated_ms) = common::poll_until(
+            Duration::from_secs(120),
+            "the generation to be cancelled",
+            || {
+                let (pool, id) = (app.pool.clone(), id.clone());
+                async move {
+                    let row: (String, Option<String>, Option<i64>, i64) = sqlx::query_as(
+                        "SELECT status, error, duration_ms, estimated_ms FROM generations WHERE id = $1",
+                    )
+                    .bind(&id)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
+                    (row.0 != "generating").then_some(row)
+                }
+            },
+        )
+        .await;
+        assert_eq!(status, "failed", "{door:?}");
+        let error = error.unwrap_or_default();
+        assert!(
+            error.starts_with("cancelled: the client disconnected") && error.contains("charged"),
+            "{door:?}: {error}"
+        );
+        let charged: Vec<(i64, Option<String>)> = sqlx::query_as(
+            "SELECT audio_ms, api_key_id FROM usage_ledger WHERE generation_id = $1",
+        )
+        .bind(&id)
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+        assert_eq!(charged.len(), 1, "{door:?}: charged once");
+        let (audio_ms, charged_key) = charged[0].clone();
+        assert_eq!(Some(audio_ms), duration_ms, "{door:?}");
+        assert!(
+            audio_ms > 0 && audio_ms < estimated_ms,
+            "{door:?}: {audio_ms} ms charged of about {estimated_ms}"
+        );
+        let expected_key = (door == Door::OpenAiSpeech).then(|| key_id.clone());
+        assert_eq!(charged_key, expected_key, "{door:?}");
+        // The generation object says what was charged.
+        let (_, generation) = app.generation(&secret, &id).await;
+        assert_eq!(generation["status"], "failed", "{door:?}");
+        assert_eq!(generation["duration_ms"], audio_ms, "{door:?}");
+    }
+    app.stop().await;
+}

@@ -156,7 +156,16 @@ async fn the_playground_speaks_and_transcribes_through_the_core() {
         "<audio id=\"playground-audio\" controls autoplay src=\"",
     )
     .replace("&amp;", "&");
-    let response = app.get(&audio).send().await.unwrap();
+    // The owner's route, with the session (no signed link: that one needs a plan).
+    assert!(audio.starts_with("/console/audio/gen_"), "{audio}");
+    let anonymous = app.get(&audio).send().await.unwrap();
+    assert_eq!(anonymous.url().path(), "/console/sign-in", "signed in only");
+    let response = app
+        .get(&audio)
+        .header("cookie", browser.cookie.clone().unwrap())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "audio/mpeg");
     assert!(response.bytes().await.unwrap().len() > 5_000);
@@ -266,4 +275,225 @@ fn browser_get(
         request = request.header(reqwest::header::COOKIE, cookie);
     }
     async move { request.send().await.unwrap().text().await.unwrap() }
+}
+
+/// `multipart` with the file part first and the token after it.
+fn file_before_token(boundary: &str, token: &str, audio: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"audio\"; filename=\"clip.wav\"\r\nContent-Type: audio/wav\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(audio);
+    body.extend_from_slice(
+        format!(
+            "\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"csrf_token\"\r\n\r\n{token}\r\n--{boundary}--\r\n"
+        )
+        .as_bytes(),
+    );
+    body
+}
+
+async fn upload(
+    browser: &mut Browser,
+    app: &TestApp,
+    body: Vec<u8>,
+) -> crate::common::browser::Page {
+    let request = reqwest::Client::new()
+        .post(format!("{}/console/playground/transcribe", app.base))
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            "multipart/form-data; boundary=----voiced-free",
+        )
+        .body(body);
+    browser.send(request).await
+}
+
+async fn captures_of(app: &TestApp, account: &str) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM captures WHERE account_id = $1")
+        .bind(account)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// Issue 36 items 2 and 3: the playground's uploads are admitted before they are read (the
+/// account's places first, so a held place answers 429 even to a wrong token), the CSRF token
+/// must come before the file, and an account without a plan transcribes one clip at a time, off
+/// the wide recogniser, metered against its free transcription minutes (the ledger keeps what a
+/// deleted capture used).
+#[tokio::test]
+async fn free_transcription_is_admitted_first_metered_and_bounded() {
+    let app = TestApp::start_with(0, &[("VOICED_APP_FREE_TRANSCRIPTION_MINUTES", "1")]).await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_up("listener@example.com").await.status, 303);
+    let account = account_of(&app, "listener@example.com").await;
+    let token = csrf_of(&browser.get("/console/playground").await.body);
+    let wav = std::fs::read(asr::espeak_wav("en-us", "Free words, heard once.")).unwrap();
+    let boundary = "----voiced-free";
+
+    // The token after the file: the file is never read.
+    let refused = upload(
+        &mut browser,
+        &app,
+        file_before_token(boundary, &token, &wav),
+    )
+    .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+
+    // The account's one free place is taken: 429 before the form is looked at, token or not.
+    let held = app.asr.try_ticket(&account, true).expect("the free place");
+    assert!(app.asr.try_ticket(&account, true).is_err(), "one at a time");
+    let busy = upload(
+        &mut browser,
+        &app,
+        multipart(boundary, &[("csrf_token", "not the token")], &wav),
+    )
+    .await;
+    assert_eq!(busy.status, 429, "{}", busy.body);
+    assert!(busy.body.contains("1 transcription"), "{}", busy.body);
+    drop(held);
+    assert_eq!(captures_of(&app, &account).await, 0);
+
+    // Heard, metered as free use, never on the wide recogniser.
+    let widened = app.asr.widened();
+    let heard = upload(
+        &mut browser,
+        &app,
+        multipart(boundary, &[("csrf_token", &token)], &wav),
+    )
+    .await;
+    assert_eq!(heard.status, 200, "{}", heard.body);
+    assert_eq!(app.asr.widened(), widened, "free use never widens");
+    let (metered, free): (i64, bool) =
+        sqlx::query_as("SELECT audio_ms, free FROM transcription_ledger WHERE account_id = $1")
+            .bind(&account)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert!(free);
+    assert!(metered > 1000, "{metered} ms");
+
+    // Deleting the capture gives nothing back; the minute runs out and the page says so.
+    sqlx::query(
+        "INSERT INTO transcription_ledger (account_id, capture_id, month, audio_ms, free)
+         VALUES ($1, 'cap_earlier', date_trunc('month', now() AT TIME ZONE 'UTC')::date, 60000, true)",
+    )
+    .bind(&account)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let spent = upload(
+        &mut browser,
+        &app,
+        multipart(boundary, &[("csrf_token", &token)], &wav),
+    )
+    .await;
+    assert_eq!(spent.status, 429, "{}", spent.body);
+    assert!(
+        spent.body.contains("free transcription minutes"),
+        "{}",
+        spent.body
+    );
+    assert_eq!(captures_of(&app, &account).await, 1);
+    app.stop().await;
+}
+
+/// Issue 36 items 3 and 8: an account without a plan plays the audio it made in the
+/// playground (the console's own route; the signed `/v1/audio` link needs a plan), nobody
+/// else does, and its free minutes must hold a request's whole estimate.
+#[tokio::test]
+async fn free_speech_is_played_by_its_owner_and_must_fit_the_free_minutes() {
+    let app = TestApp::start_with(1, &[("VOICED_APP_FREE_MINUTES", "1")]).await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_up("speaker@example.com").await.status, 303);
+    let account = account_of(&app, "speaker@example.com").await;
+    app.voice(&account, "heart", EngineId::Kokoro, "af_heart")
+        .await;
+    // About two minutes of speech never starts on one free minute.
+    let long = "The free minutes of the playground are not enough for this paragraph. ".repeat(30);
+    let refused = browser
+        .submit(
+            "/console/playground",
+            "/console/playground",
+            &[("voice", "heart"), ("text", long.as_str())],
+        )
+        .await;
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    assert!(refused.body.contains("free minutes"), "{}", refused.body);
+    assert_eq!(app.generation_count().await, 0);
+
+    let started = browser
+        .submit(
+            "/console/playground",
+            "/console/playground",
+            &[("voice", "heart"), ("text", "Mine to hear.")],
+        )
+        .await;
+    assert_eq!(started.status, 303, "{}", started.body);
+    let location = started.location.unwrap();
+    let generation = location.rsplit('=').next().unwrap().to_owned();
+    poll_until(Duration::from_secs(300), "the free speech", || {
+        let (pool, generation) = (app.pool.clone(), generation.clone());
+        async move {
+            let status: String = sqlx::query_scalar("SELECT status FROM generations WHERE id = $1")
+                .bind(generation)
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            (status == "completed").then_some(())
+        }
+    })
+    .await;
+    let page = browser.get(&location).await;
+    assert!(page.body.contains("/console/audio/"), "{}", page.body);
+    assert!(!page.body.contains("/v1/audio/"), "{}", page.body);
+    let audio = browser.get(&format!("/console/audio/{generation}")).await;
+    assert_eq!(audio.status, 200);
+    assert_eq!(audio.content_type, "audio/mpeg");
+    // Another account's session: not found.
+    let mut other = Browser::new(&app);
+    assert_eq!(other.sign_up("other@example.com").await.status, 303);
+    let theirs = other.get(&format!("/console/audio/{generation}")).await;
+    assert_eq!(theirs.status, 404);
+    app.stop().await;
+}
+
+/// Issue 36 item 3: the console's forms count against the account's own write quota (the
+/// limiter's write policy, 600 an hour, under `console:<account id>`), whatever they do.
+#[tokio::test]
+async fn console_forms_are_rate_limited_per_account() {
+    let app = TestApp::start().await; // a still limiter clock: nothing refills
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_up("clicker@example.com").await.status, 303);
+    let mut refused = None;
+    for sent in 1..=700 {
+        let page = browser
+            .post(
+                "/console/pronunciations",
+                &[("text", "x"), ("csrf_token", "stale")],
+            )
+            .await;
+        if page.status == 429 {
+            refused = Some((sent, page));
+            break;
+        }
+        assert_eq!(page.status, 403, "{}", page.body);
+    }
+    let (sent, page) = refused.expect("refused within 700 forms");
+    assert_eq!(sent, 601, "the 601st form of the hour");
+    assert!(page.retry_after.is_some());
+    // Another account is not affected.
+    let mut other = Browser::new(&app);
+    assert_eq!(other.sign_up("calm@example.com").await.status, 303);
+    let page = other
+        .post(
+            "/console/pronunciations",
+            &[("text", "x"), ("csrf_token", "stale")],
+        )
+        .await;
+    assert_eq!(page.status, 403, "{}", page.body);
+    app.stop().await;
 }

@@ -208,3 +208,59 @@ async fn speech_says_the_accounts_rules_and_inline_pronunciations() {
     assert!(!heard.contains('['), "{heard:?}");
     app.stop().await;
 }
+
+/// Issue 36 item 4: rules multiply a text (a 200-character alias for a one-letter word), and
+/// the text they make is bounded before anything phonemises it: 4 990 × "a" with such an alias
+/// would be about a million characters; it is refused with 400 naming the text, on both speech
+/// routes, and nothing is queued. A text the rules keep within the bound still speaks.
+#[tokio::test]
+async fn an_alias_bomb_is_refused_before_anything_reads_it() {
+    let app = TestApp::start().await; // no workers: an admitted generation stays queued
+    let (account, secret) = app.pro_user().await;
+    app.voice(
+        &account,
+        "Narrator",
+        voiced::domain::EngineId::Kokoro,
+        "af_heart",
+    )
+    .await;
+    let (status, rule) = app
+        .post_json(
+            "/v1/pronunciations",
+            &secret,
+            &json!({"text": "a", "alias": "alpha ".repeat(33).trim()}),
+        )
+        .await;
+    assert_eq!(status, 201, "{rule}");
+    let bomb = "a ".repeat(4990);
+    let (status, problem) = app
+        .speak(&secret, json!({"text": bomb, "voice_name": "Narrator"}))
+        .await;
+    assert_problem(&problem, 400, "invalid_request", "/v1/speech");
+    assert_eq!(problem["param"], "text", "{problem}");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("20000"),
+        "{problem}"
+    );
+    assert_eq!(status, 400);
+    let response = app
+        .openai_speech(
+            &secret,
+            &json!({"model": "tts-1", "input": bomb, "voice": "Narrator"}),
+        )
+        .await;
+    let (status, envelope) = json(response).await;
+    assert_eq!(status, 400, "{envelope}");
+    assert_eq!(envelope["error"]["param"], "input", "{envelope}");
+    assert_eq!(envelope["error"]["code"], "invalid_request", "{envelope}");
+    assert_eq!(app.generation_count().await, 0, "nothing was queued");
+    // Ten of them stay within the bound (about 2 000 characters) and are admitted.
+    let (status, accepted) = app
+        .speak(
+            &secret,
+            json!({"text": "a ".repeat(10), "voice_name": "Narrator"}),
+        )
+        .await;
+    assert_eq!(status, 202, "{accepted}");
+    app.stop().await;
+}

@@ -432,3 +432,153 @@ async fn a_deleted_account_is_locked_out_at_once_and_purged_in_the_background() 
     assert_eq!(email_left, format!("{account}@deleted.invalid"));
     app.stop().await;
 }
+
+/// Issue 36 item 7: an account deleted while its transcription and its generation run keeps
+/// nothing: the capture that finishes after the deletion is refused under the account's lock,
+/// the generation is cancelled, and the purge removes every blob a generation of the account
+/// could have written (one a worker stored and never recorded, as after a lost lease,
+/// included), its rows' content and its names.
+#[tokio::test]
+async fn an_account_deleted_mid_work_keeps_nothing_after_the_purge() {
+    let app = TestApp::start_with_workers(1).await;
+    let email = "midway@example.com";
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_up(email).await.status, 303);
+    let account = account_of(&app, email).await;
+    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
+        .await
+        .unwrap();
+    let (key_id, secret) = app
+        .key(&account, &[Scope::VoiceGenerate, Scope::VoiceRead])
+        .await;
+    sqlx::query("UPDATE api_keys SET name = 'my laptop' WHERE id = $1")
+        .bind(&key_id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let voice = app
+        .voice(&account, "Private name", EngineId::Kokoro, "af_heart")
+        .await;
+    let long = "This sentence belongs to an account that is about to leave. ".repeat(12);
+    let (status, accepted) = app
+        .speak(&secret, json!({"text": long, "voice_name": "Private name"}))
+        .await;
+    assert_eq!(status, 202, "{accepted}");
+    let generation = accepted["id"].as_str().unwrap().to_owned();
+    // A blob under the key a worker writes, never recorded on its row (a lost lease).
+    let orphan = "gen_orphan_of_midway";
+    sqlx::query(
+        "INSERT INTO generations (id, account_id, voice_id, engine, text, seed, format, status, error, finished_at)
+         VALUES ($1, $2, $3, 'kokoro', 'lost', 1, 'wav', 'failed', 'interrupted', now())",
+    )
+    .bind(orphan)
+    .bind(&account)
+    .bind(&voice)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query("INSERT INTO blobs (key, content_type, bytes) VALUES ($1, 'audio/wav', 'RIFF')")
+        .bind(format!("audio/{orphan}"))
+        .execute(&app.pool)
+        .await
+        .unwrap();
+
+    // A transcription in flight beside the running generation.
+    let clip = STANDARD.encode(
+        std::fs::read(asr::espeak_wav(
+            "en-us",
+            &"Whatever is said here must not outlive the account. ".repeat(6),
+        ))
+        .unwrap(),
+    );
+    let request = app
+        .post("/v1/transcriptions")
+        .bearer_auth(&secret)
+        .json(&json!({ "audio": clip }))
+        .send();
+    let transcription = tokio::spawn(request);
+    poll_until(Duration::from_secs(120), "both to be under way", || {
+        let (pool, generation, asr) = (app.pool.clone(), generation.clone(), app.asr.clone());
+        async move {
+            let started: bool =
+                sqlx::query_scalar("SELECT started_at IS NOT NULL FROM generations WHERE id = $1")
+                    .bind(&generation)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap();
+            (started && asr.in_use() > 0).then_some(())
+        }
+    })
+    .await;
+    let deleted = browser
+        .submit(
+            "/console/account",
+            "/console/account/delete",
+            &[("password", PASSWORD), ("confirm", "yes")],
+        )
+        .await;
+    assert_eq!(deleted.status, 303, "{}", deleted.body);
+    let answered = transcription.await.unwrap().unwrap().status().as_u16();
+    assert!(
+        matches!(answered, 200 | 401),
+        "finished before the deletion, or refused: {answered}"
+    );
+
+    poll_until(Duration::from_secs(120), "the account to be purged", || {
+        let (app, account) = (&app, account.clone());
+        async move {
+            voiced::service::deletion::purge_deleted_accounts(&app.core)
+                .await
+                .unwrap();
+            sqlx::query_scalar::<_, bool>(
+                "SELECT purged_at IS NOT NULL FROM accounts WHERE id = $1",
+            )
+            .bind(account)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap()
+            .then_some(())
+        }
+    })
+    .await;
+    for (sql, what) in [
+        (
+            "SELECT count(*) FROM captures WHERE account_id = $1",
+            "captures",
+        ),
+        (
+            "SELECT count(*) FROM generations WHERE account_id = $1 AND text <> ''",
+            "what generations said",
+        ),
+        (
+            "SELECT count(*) FROM blobs b JOIN generations g ON b.key = 'audio/' || g.id
+             WHERE g.account_id = $1",
+            "audio blobs",
+        ),
+        (
+            "SELECT count(*) FROM voice_profiles WHERE account_id = $1 AND name <> id",
+            "voice names",
+        ),
+        (
+            "SELECT count(*) FROM api_keys WHERE account_id = $1 AND name <> ''",
+            "key names",
+        ),
+        (
+            "SELECT count(*) FROM idempotency_records WHERE account_id = $1",
+            "stored answers",
+        ),
+        (
+            "SELECT count(*) FROM oauth_codes WHERE account_id = $1",
+            "OAuth codes",
+        ),
+    ] {
+        assert_eq!(count(&app, sql, &account).await, 0, "{what}");
+    }
+    let status: String = sqlx::query_scalar("SELECT status FROM generations WHERE id = $1")
+        .bind(&generation)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(status, "failed", "the running generation was cancelled");
+    app.stop().await;
+}

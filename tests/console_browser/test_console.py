@@ -459,17 +459,18 @@ def test_the_free_allowance_runs_out_and_the_account_is_deleted(browser):
     page.goto(f"{BASE}/console/playground")
     expect(page.locator("main")).to_contain_text("free minutes")
     page.get_by_label("Voice", exact=True).select_option("Mine")
-    # About a minute of speech: the whole free minute, reserved while it is made.
-    long_text = " ".join(["The free minutes of the playground are spent on this long paragraph."] * 14)
-    page.get_by_label("Text", exact=True).fill(long_text)
+    # About half a minute of speech: half the free minute, reserved while it is made.
+    sentence = "The free minutes of the playground are spent on this long paragraph."
+    page.get_by_label("Text", exact=True).fill(" ".join([sentence] * 7))
     page.get_by_role("button", name="Speak", exact=True).click()
     expect(page).to_have_url(re.compile(r"generation="))
+    # About a minute more does not fit what is left: refused before it starts (issue 36).
     page.get_by_label("Voice", exact=True).select_option("Mine")
-    page.get_by_label("Text", exact=True).fill("One more sentence, please.")
+    page.get_by_label("Text", exact=True).fill(" ".join([sentence] * 14))
     with page.expect_response(f"{BASE}/console/playground") as answer:
         page.get_by_role("button", name="Speak", exact=True).click()
     assert answer.value.status == 429
-    expect(page.locator(".error")).to_contain_text("free minutes in the playground are used up")
+    expect(page.locator(".error")).to_contain_text("free minutes")
     shot(page, "playground-allowance")
 
     # The voice, then the account (the generation still running is cancelled with it).

@@ -400,10 +400,12 @@ async fn sigterm_under_load_finishes_or_hands_back_and_exits_zero() {
     .await
     .unwrap();
     assert_eq!(leased, 0, "running work was finished or handed back");
-    // The synchronous requests that were answered 503 had their generations cancelled, free.
+    // The synchronous requests that were answered 503 had their generations cancelled, free;
+    // one cut while streaming is charged what it had delivered, nothing more (issue 36).
     let cancelled_charged: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM generations g JOIN usage_ledger u ON u.generation_id = g.id
-         WHERE g.account_id = $1 AND g.status = 'failed'",
+         WHERE g.account_id = $1 AND g.status = 'failed'
+           AND (g.delivered_ms IS NULL OR u.audio_ms <> g.delivered_ms)",
     )
     .bind(&account)
     .fetch_one(&app.pool)
