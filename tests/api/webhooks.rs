@@ -884,7 +884,9 @@ async fn a_resend_keeps_the_events_window_and_is_rate_limited() {
         ("failed".to_owned(), Some(500)),
         "one attempt, then given up: the window is the event's"
     );
-    assert_eq!(failing.received().len(), 1);
+    let received = failing.received();
+    assert_eq!(received.len(), 1);
+    assert_eq!(subject_of(&received[0].json()), subject);
 
     // 20 resends a minute per account (this minute has had 1); the 21st is refused with a wait.
     for n in 2..=20 {
