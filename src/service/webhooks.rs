@@ -504,7 +504,10 @@ pub async fn purge(pool: &PgPool) {
     }
     match store::webhooks::purge_disabled(pool).await {
         Ok(0) => {}
-        Ok(n) => tracing::info!(deleted = n, "pending deliveries of disabled webhook endpoints deleted"),
+        Ok(n) => tracing::info!(
+            deleted = n,
+            "pending deliveries of disabled webhook endpoints deleted"
+        ),
         Err(err) => tracing::warn!(error = %err, "deleting disabled endpoints' deliveries failed"),
     }
 }

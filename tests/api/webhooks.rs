@@ -678,7 +678,13 @@ async fn a_tarpit_account_does_not_starve_another_tenants_deliveries() {
         failed_generation_event(&app, &slow_account, &slow_voice).await;
     }
     let healthy = Receiver::start().await;
-    endpoint(&app, &healthy_account, &healthy.url(), &["generation.failed"]).await;
+    endpoint(
+        &app,
+        &healthy_account,
+        &healthy.url(),
+        &["generation.failed"],
+    )
+    .await;
 
     // Eight slots: twice what one account may hold.
     let stop = delivery_loop(&app, 8);
@@ -710,8 +716,15 @@ async fn a_tarpit_account_does_not_starve_another_tenants_deliveries() {
     );
     assert_eq!(accepted, 4, "at most 4 in flight for one account");
     let held = held(&app, &slow_account).await;
-    assert_eq!(held.len(), 3, "every tarpit endpoint had its turn: {held:?}");
-    assert!(held.iter().all(|(_, n)| *n <= 2), "2 per endpoint: {held:?}");
+    assert_eq!(
+        held.len(),
+        3,
+        "every tarpit endpoint had its turn: {held:?}"
+    );
+    assert!(
+        held.iter().all(|(_, n)| *n <= 2),
+        "2 per endpoint: {held:?}"
+    );
     let _ = stop.send(voiced::worker::Shutdown::Abort);
     app.stop().await;
 }
@@ -731,8 +744,20 @@ async fn claims_take_turns_across_accounts_and_endpoints_within_the_caps() {
         let url = format!("http://127.0.0.1:9/busy/{n}");
         busy_hooks.push(endpoint(&app, &busy, &url, &["capture.created"]).await.0);
     }
-    endpoint(&app, &quiet, "http://127.0.0.1:9/quiet", &["capture.created"]).await;
-    endpoint(&app, &other, "http://127.0.0.1:9/other", &["capture.created"]).await;
+    endpoint(
+        &app,
+        &quiet,
+        "http://127.0.0.1:9/quiet",
+        &["capture.created"],
+    )
+    .await;
+    endpoint(
+        &app,
+        &other,
+        "http://127.0.0.1:9/other",
+        &["capture.created"],
+    )
+    .await;
     let event = |account: String, subject: String| {
         let pool = app.pool.clone();
         async move {
@@ -898,7 +923,11 @@ async fn a_resend_keeps_the_events_window_and_is_rate_limited() {
         .await
         .unwrap_err();
     assert_eq!(refused.code, ErrorCode::RateLimitExceeded);
-    assert!(refused.retry_after_secs.is_some_and(|s| (1..=60).contains(&s)));
+    assert!(
+        refused
+            .retry_after_secs
+            .is_some_and(|s| (1..=60).contains(&s))
+    );
     // Another account cannot resend this account's delivery.
     let (stranger, _) = app.pro_user().await;
     let not_found = webhooks::resend(&app.pool, &stranger, &delivery)
@@ -915,8 +944,20 @@ async fn a_resend_keeps_the_events_window_and_is_rate_limited() {
 async fn pending_deliveries_are_capped_and_those_of_disabled_endpoints_purged() {
     let app = TestApp::start_with(0, &[]).await;
     let (account, _) = app.pro_user().await;
-    let (full, _) = endpoint(&app, &account, "http://127.0.0.1:9/full", &["capture.created"]).await;
-    let (open, _) = endpoint(&app, &account, "http://127.0.0.1:9/open", &["capture.created"]).await;
+    let (full, _) = endpoint(
+        &app,
+        &account,
+        "http://127.0.0.1:9/full",
+        &["capture.created"],
+    )
+    .await;
+    let (open, _) = endpoint(
+        &app,
+        &account,
+        "http://127.0.0.1:9/open",
+        &["capture.created"],
+    )
+    .await;
     sqlx::query(
         "INSERT INTO webhook_deliveries (id, endpoint_id, account_id, event_type, subject_id, event_at)
          SELECT 'msg_backlog_' || n, $1, $2, 'capture.created', 'cap_' || n, now()
@@ -947,7 +988,10 @@ async fn pending_deliveries_are_capped_and_those_of_disabled_endpoints_purged() 
             .unwrap();
         tx.commit().await.unwrap();
     }
-    assert_eq!(pending(full.clone()).await, webhooks::MAX_PENDING_PER_ENDPOINT);
+    assert_eq!(
+        pending(full.clone()).await,
+        webhooks::MAX_PENDING_PER_ENDPOINT
+    );
     let dropped: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM webhook_deliveries WHERE subject_id = 'cap_one_too_many'",
     )
@@ -961,7 +1005,11 @@ async fn pending_deliveries_are_capped_and_those_of_disabled_endpoints_purged() 
         .await
         .unwrap();
     webhooks::purge(&app.pool).await;
-    assert_eq!(pending(full).await, 0, "a disabled endpoint's pending are deleted");
+    assert_eq!(
+        pending(full).await,
+        0,
+        "a disabled endpoint's pending are deleted"
+    );
     assert_eq!(pending(open).await, 2, "an enabled endpoint's stay");
     app.stop().await;
 }
