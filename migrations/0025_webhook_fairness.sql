@@ -9,8 +9,9 @@
 -- `service::webhooks`'). Its cost grows with the accounts that have something pending, not
 -- with the rows pending.
 --
--- Additive, as rolling deploys need: the previous release's claim (oldest due first) still
--- works beside it; the triggers below keep the turn table true whichever release writes.
+-- Additive, as rolling deploys need: the previous release's claim (oldest due first, through
+-- index webhook_deliveries_due, kept until a later release drops it) still works beside it;
+-- the triggers below keep the turn table true whichever release writes.
 CREATE TABLE webhook_accounts (
     account_id      TEXT PRIMARY KEY REFERENCES accounts (id) ON DELETE CASCADE,
     -- When the account last had its turn at the claim; NULL: never.
