@@ -196,11 +196,22 @@ impl Requirement {
     }
 }
 
+/// The plan rule: what needs a paid plan (`pro` or `trial`) refuses an account without one
+/// with 403 `pro_plan_required`. The API's requirement ([`Principal::authorize`]) and the
+/// operations of an account's owner that need a plan (webhook endpoints) apply this one.
+pub fn require_paid_plan(plan: Plan) -> Result<(), ServiceError> {
+    if plan.allows_api() {
+        Ok(())
+    } else {
+        Err(ServiceError::pro_plan_required())
+    }
+}
+
 impl Principal {
     /// Plan, then scope, then feature (docs/api.md, "Order of checks").
     pub fn authorize(&self, requirement: Requirement) -> Result<(), ServiceError> {
-        if !self.plan.allows_api() && !self.on_free_allowance() {
-            return Err(ServiceError::pro_plan_required());
+        if !self.on_free_allowance() {
+            require_paid_plan(self.plan)?;
         }
         if !self.scopes.contains(&requirement.scope) {
             return Err(ServiceError::insufficient_scope(requirement.scope));

@@ -11,6 +11,12 @@
 //!   module's [`run`] claims due deliveries (`FOR UPDATE SKIP LOCKED`, held while sent), posts
 //!   them through the SSRF guard (`fetch::post_json`: no redirects, 10 s, a small read of the
 //!   answer), at most [`Dispatcher::in_flight`] at once, apart from the generation workers.
+//! - Fair and bounded (issue 36 item 6): the claim takes accounts in turn (least recently
+//!   served first) and, within one, its endpoints in turn, with at most [`IN_FLIGHT`] held at
+//!   once (per endpoint and per account, across processes); an endpoint has at most
+//!   [`MAX_PENDING_PER_ENDPOINT`] pending (an event beyond that is not written for it); pending
+//!   deliveries of disabled endpoints are purged; registering needs a paid plan; a resend is
+//!   limited to [`RESENDS_PER_MINUTE`] per account and keeps the event's retry window.
 //! - 2xx ends a delivery; 410 disables the endpoint; anything else is retried on
 //!   [`retry_delay`]'s schedule until [`RETRY_WINDOW`] after the event, with the same
 //!   `webhook-id`. An endpoint whose attempts have all failed for [`DISABLE_AFTER`] is disabled.
@@ -32,11 +38,13 @@ use url::{Host, Url};
 
 use super::error::{ErrorCode, ServiceError};
 use super::fetch::{self, PostPolicy};
+use super::principal::require_paid_plan;
 use crate::signing::AudioSigner;
 use crate::store;
 use crate::store::captures::CaptureDetail;
 use crate::store::generations::GenerationRow;
-use crate::store::webhooks::{DeliveryRow, EndpointRow};
+pub use crate::store::webhooks::MAX_PENDING_PER_ENDPOINT;
+use crate::store::webhooks::{DeliveryRow, EndpointRow, InFlightCaps};
 use crate::worker::Shutdown;
 
 /// The events an endpoint may ask for.
@@ -50,7 +58,7 @@ pub const MAX_URL_BYTES: usize = 2048;
 pub const MAX_DESCRIPTION_CHARS: usize = 200;
 /// How long the previous secret keeps signing after a rotation.
 pub const ROTATION_OVERLAP: Duration = Duration::from_secs(24 * 3600);
-/// How long after its event a delivery is retried.
+/// How long after its event a delivery is retried (a resend does not extend it).
 pub const RETRY_WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// An endpoint whose attempts all failed for this long is disabled.
 pub const DISABLE_AFTER: Duration = Duration::from_secs(3 * 24 * 3600);
@@ -60,6 +68,17 @@ pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(6 * 3600);
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How much of a receiver's answer is read.
 pub const ANSWER_BYTES: usize = 4096;
+/// Deliveries in flight at once, across every process: per endpoint (a slow receiver holds at
+/// most 2 places) and per account (one account holds at most 4 of a process's slots).
+pub const IN_FLIGHT: InFlightCaps = InFlightCaps {
+    per_endpoint: 2,
+    per_account: 4,
+};
+/// Resends an account may ask for per minute (a fixed one-minute window).
+pub const RESENDS_PER_MINUTE: i32 = 20;
+/// Turns one pass of the delivery loop takes at most before it pauses (a bound on the work a
+/// pass does when many accounts are due but few have anything claimable).
+const TURNS_PER_PASS: usize = 64;
 /// How long a claimed delivery is held by the worker sending it.
 const HOLD_SECS: f64 = 30.0;
 /// How often the outbox is checked for due deliveries.
@@ -235,7 +254,8 @@ pub struct NewEndpoint<'a> {
     pub description: &'a str,
 }
 
-/// Registers an endpoint for `account_id`; returns it and its secret (shown this once).
+/// Registers an endpoint for `account_id`; returns it and its secret (shown this once). The
+/// account needs a paid plan (403 `pro_plan_required`, the API's own plan rule).
 pub async fn create(
     pool: &PgPool,
     sealer: &Sealer,
@@ -250,9 +270,10 @@ pub async fn create(
     let (secret, shown) = new_secret();
     let sealed = sealer.seal(&id, &secret);
     let mut tx = pool.begin().await?;
-    if !store::webhooks::lock_account(&mut tx, account_id).await? {
+    let Some(plan) = store::webhooks::lock_account(&mut tx, account_id).await? else {
         return Err(ServiceError::not_found());
-    }
+    };
+    require_paid_plan(plan.parse().map_err(ServiceError::internal)?)?;
     if store::webhooks::count(&mut tx, account_id).await? >= MAX_ENDPOINTS_PER_ACCOUNT {
         return Err(ServiceError::new(
             ErrorCode::Conflict,
@@ -335,14 +356,29 @@ pub async fn deliveries(
     Ok(store::webhooks::recent(pool, account_id, endpoint_id, limit).await?)
 }
 
-/// Sends the account's delivery `id` again, now, with the same `webhook-id` (a new 24-hour
-/// retry window starts).
+/// Sends the account's delivery `id` again, now, with the same `webhook-id`, within the retry
+/// window of its event (a resend after the window gets this one attempt). At most
+/// [`RESENDS_PER_MINUTE`] per account (429 `rate_limit_exceeded`); one being sent at the moment
+/// is left to that attempt.
 pub async fn resend(pool: &PgPool, account_id: &str, id: &str) -> Result<(), ServiceError> {
-    if store::webhooks::resend(pool, account_id, id).await? {
-        Ok(())
-    } else {
-        Err(ServiceError::not_found())
+    // The delivery's row first, then the account's (the order in which an attempt being
+    // recorded takes them, so the two never wait for each other).
+    let mut tx = pool.begin().await?;
+    match store::webhooks::resend(&mut tx, account_id, id).await? {
+        None => return Err(ServiceError::not_found()),
+        // Being sent now: nothing made due, nothing counted.
+        Some(true) => return Ok(()),
+        Some(false) => {}
     }
+    if !store::webhooks::take_resend(&mut tx, account_id, RESENDS_PER_MINUTE).await? {
+        let wait = store::webhooks::resend_wait_secs(&mut tx, account_id).await?;
+        return Err(ServiceError::new(
+            ErrorCode::RateLimitExceeded,
+            format!("At most {RESENDS_PER_MINUTE} deliveries can be sent again per minute."),
+        )
+        .with_retry_after(u64::try_from(wait).unwrap_or(60)));
+    }
+    Ok(tx.commit().await?)
 }
 
 /// One Standard Webhooks signature: `v1,` + base64(HMAC-SHA256(secret, "id.timestamp.body")).
@@ -366,16 +402,16 @@ pub fn retry_delay(attempt: i32, base: Duration, jitter: f64) -> Duration {
 }
 
 /// When to try again after attempt `attempt` failed at `now`, or `None` once that would be more
-/// than [`RETRY_WINDOW`] after the delivery was recorded (`recorded`).
+/// than [`RETRY_WINDOW`] after the event (`event_at`; a resend does not move it).
 pub fn next_attempt(
-    recorded: DateTime<Utc>,
+    event_at: DateTime<Utc>,
     now: DateTime<Utc>,
     attempt: i32,
     base: Duration,
     jitter: f64,
 ) -> Option<DateTime<Utc>> {
     let next = now + retry_delay(attempt, base, jitter);
-    (next <= recorded + RETRY_WINDOW).then_some(next)
+    (next <= event_at + RETRY_WINDOW).then_some(next)
 }
 
 /// What an event is about, read fresh for each attempt.
@@ -414,16 +450,20 @@ pub async fn run(dispatcher: Dispatcher, mut shutdown: watch::Receiver<Shutdown>
         }
         if purged.elapsed() >= PURGE_EVERY {
             purged = tokio::time::Instant::now();
-            if let Err(err) = store::webhooks::purge(&dispatcher.pool, KEEP_DAYS).await {
-                tracing::warn!(error = %err, "deleting old webhook deliveries failed");
-            }
+            purge(&dispatcher.pool).await;
         }
-        let free = slots.available_permits();
-        let mut full = false;
-        if free > 0 {
-            match store::webhooks::claim_due(&dispatcher.pool, free as i64, HOLD_SECS).await {
-                Ok(due) => {
-                    full = due.len() == free;
+        // Turns until nothing is due, the slots are taken, or the pass has had its turns.
+        let mut more = false;
+        for turn in 1..=TURNS_PER_PASS {
+            let free = slots.available_permits();
+            if free == 0 {
+                break;
+            }
+            match store::webhooks::claim_turn(&dispatcher.pool, free as i64, IN_FLIGHT, HOLD_SECS)
+                .await
+            {
+                Ok(None) => break,
+                Ok(Some(due)) => {
                     for delivery in due {
                         let Ok(slot) = slots.clone().acquire_owned().await else {
                             break;
@@ -434,15 +474,18 @@ pub async fn run(dispatcher: Dispatcher, mut shutdown: watch::Receiver<Shutdown>
                             drop(slot);
                         });
                     }
+                    more = turn == TURNS_PER_PASS;
                 }
                 Err(err) => {
                     // The database is away: say so once per pause, and wait longer.
                     tracing::warn!(error = %err, "claiming webhook deliveries failed");
                     pause = Duration::from_secs(5);
+                    break;
                 }
             }
         }
-        if full {
+        if more {
+            tokio::task::yield_now().await;
             continue;
         }
         tokio::select! {
@@ -451,6 +494,22 @@ pub async fn run(dispatcher: Dispatcher, mut shutdown: watch::Receiver<Shutdown>
         }
     }
     tracing::info!("webhook delivery stopped");
+}
+
+/// Housekeeping of the outbox: finished deliveries past [`KEEP_DAYS`], and the pending ones of
+/// disabled endpoints (never to be sent).
+pub async fn purge(pool: &PgPool) {
+    if let Err(err) = store::webhooks::purge(pool, KEEP_DAYS).await {
+        tracing::warn!(error = %err, "deleting old webhook deliveries failed");
+    }
+    match store::webhooks::purge_disabled(pool).await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(
+            deleted = n,
+            "pending deliveries of disabled webhook endpoints deleted"
+        ),
+        Err(err) => tracing::warn!(error = %err, "deleting disabled endpoints' deliveries failed"),
+    }
 }
 
 /// The outcome of one attempt, before it is recorded.
@@ -498,7 +557,7 @@ async fn attempt(dispatcher: &Dispatcher, delivery: store::webhooks::DueDelivery
         Outcome::Failed(status, why) => {
             let now = Utc::now();
             let next = next_attempt(
-                delivery.created_at,
+                delivery.event_at,
                 now,
                 delivery.attempts,
                 dispatcher.retry_base,
@@ -631,6 +690,16 @@ mod tests {
         }
         assert_eq!(attempt, 9, "attempts in the 24-hour window");
         assert!(now - start <= chrono::Duration::hours(24));
+    }
+
+    #[test]
+    fn the_window_is_the_events_so_a_late_resend_gets_one_attempt() {
+        let base = Duration::from_secs(30);
+        let now = Utc::now();
+        let event = now - chrono::Duration::hours(25);
+        assert_eq!(next_attempt(event, now, 10, base, 0.5), None);
+        let recent = now - chrono::Duration::hours(1);
+        assert!(next_attempt(recent, now, 1, base, 0.5).is_some());
     }
 
     #[test]

@@ -31,8 +31,14 @@ pub struct NewEndpoint<'a> {
     pub secret_sealed: &'a [u8],
 }
 
+/// Pending deliveries an endpoint may have; an event that finds its endpoint with this many
+/// is not written for it (docs/webhooks.md, "Fairness and bounds"). A constant of the store
+/// because the event's writers (`store::queue`, `service::transcription`) call it directly.
+pub const MAX_PENDING_PER_ENDPOINT: i64 = 1000;
+
 /// Records `event_type` about generation `generation_id` for every enabled endpoint of the
-/// generation's account that wants it: call inside the transaction that records the event.
+/// generation's account that wants it and has fewer than [`MAX_PENDING_PER_ENDPOINT`] pending:
+/// call inside the transaction that records the event.
 pub async fn generation_event(
     conn: &mut PgConnection,
     generation_id: &str,
@@ -42,9 +48,13 @@ pub async fn generation_event(
         "INSERT INTO webhook_deliveries (id, endpoint_id, account_id, event_type, subject_id, event_at)
          SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.id, e.account_id, $2, g.id, now()
          FROM generations g JOIN webhook_endpoints e ON e.account_id = g.account_id
-         WHERE g.id = $1 AND e.enabled AND $2 = ANY (e.events)",
+         WHERE g.id = $1 AND e.enabled AND $2 = ANY (e.events)
+           AND (SELECT count(*) FROM (
+                    SELECT 1 FROM webhook_deliveries p
+                    WHERE p.endpoint_id = e.id AND p.state = 'pending' LIMIT $3) backlog) < $3",
         generation_id,
-        event_type
+        event_type,
+        MAX_PENDING_PER_ENDPOINT
     )
     .execute(conn)
     .await?;
@@ -52,7 +62,8 @@ pub async fn generation_event(
 }
 
 /// Records `event_type` about `subject_id` of `account_id` for every enabled endpoint of the
-/// account that wants it: call inside the transaction that records the event.
+/// account that wants it and has fewer than [`MAX_PENDING_PER_ENDPOINT`] pending: call inside
+/// the transaction that records the event.
 pub async fn account_event(
     conn: &mut PgConnection,
     account_id: &str,
@@ -63,10 +74,14 @@ pub async fn account_event(
         "INSERT INTO webhook_deliveries (id, endpoint_id, account_id, event_type, subject_id, event_at)
          SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), e.id, e.account_id, $2, $3, now()
          FROM webhook_endpoints e
-         WHERE e.account_id = $1 AND e.enabled AND $2 = ANY (e.events)",
+         WHERE e.account_id = $1 AND e.enabled AND $2 = ANY (e.events)
+           AND (SELECT count(*) FROM (
+                    SELECT 1 FROM webhook_deliveries p
+                    WHERE p.endpoint_id = e.id AND p.state = 'pending' LIMIT $4) backlog) < $4",
         account_id,
         event_type,
-        subject_id
+        subject_id,
+        MAX_PENDING_PER_ENDPOINT
     )
     .execute(conn)
     .await?;
@@ -82,15 +97,18 @@ pub async fn count(conn: &mut PgConnection, account_id: &str) -> sqlx::Result<i6
     .await
 }
 
-/// Takes the account's row lock, so that two creations cannot both pass the endpoint limit.
-pub async fn lock_account(conn: &mut PgConnection, account_id: &str) -> sqlx::Result<bool> {
-    Ok(sqlx::query_scalar!(
-        "SELECT id FROM accounts WHERE id = $1 FOR UPDATE",
+/// Takes the account's row lock, so that two creations cannot both pass the endpoint limit;
+/// returns its plan (`None`: no such account).
+pub async fn lock_account(
+    conn: &mut PgConnection,
+    account_id: &str,
+) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar!(
+        "SELECT plan FROM accounts WHERE id = $1 FOR UPDATE",
         account_id
     )
     .fetch_optional(conn)
-    .await?
-    .is_some())
+    .await
 }
 
 pub async fn insert(
@@ -189,36 +207,154 @@ pub struct DueDelivery {
     pub previous_expires_at: Option<DateTime<Utc>>,
 }
 
-/// Claims up to `limit` due deliveries of enabled endpoints for `hold_secs` (another worker
-/// skips them meanwhile; one whose worker died is due again after it), counting the attempt.
-pub async fn claim_due(
+/// How many deliveries may be held (in flight) at once, across every process.
+#[derive(Debug, Clone, Copy)]
+pub struct InFlightCaps {
+    pub per_endpoint: i64,
+    pub per_account: i64,
+}
+
+/// One turn of the claim (migration 0025): the account whose turn it is (due, served least
+/// recently) and up to `limit` of its due deliveries within `caps`, each held for
+/// `hold_secs` (another worker skips them meanwhile; one whose worker died is due again after
+/// it), the attempt counted. `None` when no account is due. The account goes to the back of
+/// the turns whether or not it had anything claimable.
+pub async fn claim_turn(
     pool: &PgPool,
     limit: i64,
+    caps: InFlightCaps,
+    hold_secs: f64,
+) -> sqlx::Result<Option<Vec<DueDelivery>>> {
+    let mut tx = pool.begin().await?;
+    let Some(account_id) = next_turn(&mut tx).await? else {
+        return Ok(None);
+    };
+    let due = claim_for(&mut tx, &account_id, limit, caps, hold_secs).await?;
+    end_turn(&mut tx, &account_id, caps).await?;
+    tx.commit().await?;
+    Ok(Some(due))
+}
+
+/// The due account served least recently, locked for the turn (`SKIP LOCKED`: concurrent
+/// claimers take different accounts; writers of its deliveries wait for the turn to end).
+async fn next_turn(conn: &mut PgConnection) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar!(
+        "SELECT account_id FROM webhook_accounts WHERE due_at <= now()
+         ORDER BY last_served_at NULLS FIRST, account_id LIMIT 1 FOR UPDATE SKIP LOCKED"
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// Claims up to `limit` due deliveries of the account's enabled endpoints: each endpoint's
+/// oldest first, round robin from the endpoint served least recently, within `caps`.
+async fn claim_for(
+    conn: &mut PgConnection,
+    account_id: &str,
+    limit: i64,
+    caps: InFlightCaps,
     hold_secs: f64,
 ) -> sqlx::Result<Vec<DueDelivery>> {
     sqlx::query_as!(
         DueDelivery,
-        r#"WITH due AS (
-               SELECT d.id FROM webhook_deliveries d
-               JOIN webhook_endpoints e ON e.id = d.endpoint_id
-               WHERE d.state = 'pending' AND d.next_attempt_at <= now()
-                 AND (d.locked_until IS NULL OR d.locked_until < now()) AND e.enabled
-               ORDER BY d.next_attempt_at
-               LIMIT $1
-               FOR UPDATE OF d SKIP LOCKED
+        r#"WITH ep AS (
+               SELECT e.id, e.last_served_at,
+                      (SELECT count(*) FROM webhook_deliveries h
+                       WHERE h.endpoint_id = e.id AND h.state = 'pending'
+                         AND h.locked_until > now()) AS held
+               FROM webhook_endpoints e
+               WHERE e.account_id = $1 AND e.enabled
+               FOR UPDATE OF e SKIP LOCKED
+           ),
+           account_held AS (
+               SELECT count(*) AS n FROM webhook_endpoints e
+               JOIN webhook_deliveries h ON h.endpoint_id = e.id
+               WHERE e.account_id = $1 AND h.state = 'pending' AND h.locked_until > now()
+           ),
+           due AS (
+               SELECT d.id, ep.id AS endpoint_id, ep.last_served_at, ep.held,
+                      row_number() OVER (PARTITION BY ep.id ORDER BY d.next_attempt_at, d.id) AS nth
+               FROM ep CROSS JOIN LATERAL (
+                   SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+                   WHERE d.endpoint_id = ep.id AND d.state = 'pending' AND d.next_attempt_at <= now()
+                     AND (d.locked_until IS NULL OR d.locked_until <= now())
+                   ORDER BY d.next_attempt_at, d.id
+                   LIMIT $3
+                   FOR UPDATE SKIP LOCKED
+               ) d
+           ),
+           chosen AS (
+               SELECT ranked.id, ranked.endpoint_id FROM (
+                   SELECT due.id, due.endpoint_id,
+                          row_number() OVER (ORDER BY due.nth, due.last_served_at NULLS FIRST,
+                                                      due.endpoint_id) AS k
+                   FROM due WHERE due.nth <= $3 - due.held
+               ) ranked, account_held
+               WHERE ranked.k <= LEAST($2, $4 - account_held.n)
+           ),
+           served AS (
+               UPDATE webhook_endpoints e SET last_served_at = now()
+               WHERE e.id IN (SELECT endpoint_id FROM chosen)
+           ),
+           claimed AS (
+               UPDATE webhook_deliveries d
+               SET locked_until = now() + make_interval(secs => $5), attempts = d.attempts + 1
+               FROM chosen WHERE d.id = chosen.id
+               RETURNING d.id, d.endpoint_id, d.account_id, d.event_type, d.subject_id,
+                         d.event_at, d.attempts, d.created_at
            )
-           UPDATE webhook_deliveries d
-           SET locked_until = now() + make_interval(secs => $2), attempts = d.attempts + 1
-           FROM due, webhook_endpoints e
-           WHERE d.id = due.id AND e.id = d.endpoint_id
-           RETURNING d.id, d.endpoint_id, d.account_id, d.event_type, d.subject_id, d.event_at,
-                     d.attempts, d.created_at, e.url, e.secret_sealed, e.previous_sealed,
-                     e.previous_expires_at"#,
+           SELECT c.id AS "id!", c.endpoint_id AS "endpoint_id!", c.account_id AS "account_id!",
+                  c.event_type AS "event_type!", c.subject_id AS "subject_id!",
+                  c.event_at AS "event_at!", c.attempts AS "attempts!",
+                  c.created_at AS "created_at!", e.url AS "url!",
+                  e.secret_sealed AS "secret_sealed!", e.previous_sealed, e.previous_expires_at
+           FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id"#,
+        account_id,
         limit,
+        caps.per_endpoint,
+        caps.per_account,
         hold_secs
     )
-    .fetch_all(pool)
+    .fetch_all(conn)
     .await
+}
+
+/// Ends the account's turn: to the back of the turns, due again at the earliest of its
+/// endpoints' next attempts, or, for an endpoint (or the whole account) at its cap, when its
+/// first hold lapses (a hold that ends sooner makes it due at once: migration 0025's trigger).
+async fn end_turn(
+    conn: &mut PgConnection,
+    account_id: &str,
+    caps: InFlightCaps,
+) -> sqlx::Result<()> {
+    sqlx::query!(
+        "UPDATE webhook_accounts a SET last_served_at = now(), due_at = (
+             SELECT CASE WHEN sum(ep.held)::bigint >= $3 THEN min(ep.released)
+                         ELSE min(CASE WHEN ep.held >= $2 THEN ep.released
+                                       ELSE LEAST(ep.due, ep.released) END)
+                    END
+             FROM (
+                 SELECT
+                     (SELECT count(*) FROM webhook_deliveries h
+                      WHERE h.endpoint_id = e.id AND h.state = 'pending'
+                        AND h.locked_until > now()) AS held,
+                     (SELECT min(h.locked_until) FROM webhook_deliveries h
+                      WHERE h.endpoint_id = e.id AND h.state = 'pending'
+                        AND h.locked_until > now()) AS released,
+                     (SELECT min(d.next_attempt_at) FROM webhook_deliveries d
+                      WHERE d.endpoint_id = e.id AND d.state = 'pending'
+                        AND (d.locked_until IS NULL OR d.locked_until <= now())) AS due
+                 FROM webhook_endpoints e WHERE e.account_id = $1 AND e.enabled
+             ) ep
+         )
+         WHERE a.account_id = $1",
+        account_id,
+        caps.per_endpoint,
+        caps.per_account
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// A 2xx came back: the delivery is done and its endpoint is no longer failing.
@@ -283,7 +419,8 @@ pub async fn attempt_failed(
     Ok(since.unwrap_or_else(Utc::now))
 }
 
-/// Disables the endpoint (`reason`: `gone` or `failing`); its pending deliveries wait.
+/// Disables the endpoint (`reason`: `gone` or `failing`): the claim skips it, and its pending
+/// deliveries are deleted by the next [`purge_disabled`].
 pub async fn disable(pool: &PgPool, endpoint_id: &str, reason: &str) -> sqlx::Result<()> {
     sqlx::query!(
         "UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2 WHERE id = $1",
@@ -332,19 +469,70 @@ pub async fn recent(
     .await
 }
 
-/// Makes the account's delivery `id` due now again (same `webhook-id`); `false` when it has
-/// none such.
-pub async fn resend(pool: &PgPool, account_id: &str, id: &str) -> sqlx::Result<bool> {
-    let done = sqlx::query!(
-        "UPDATE webhook_deliveries
-         SET state = 'pending', next_attempt_at = now(), locked_until = NULL, created_at = now()
-         WHERE account_id = $1 AND id = $2",
+/// Counts one resend against the account's one-minute window (a fixed window: a new one
+/// starts with the first resend a minute or more after the last window began); `false` when
+/// the window already holds `per_minute`. Takes the turn row's lock: concurrent resends of one
+/// account count one after the other.
+pub async fn take_resend(
+    conn: &mut PgConnection,
+    account_id: &str,
+    per_minute: i32,
+) -> sqlx::Result<bool> {
+    Ok(sqlx::query_scalar!(
+        "INSERT INTO webhook_accounts (account_id, resends_since, resends) VALUES ($1, now(), 1)
+         ON CONFLICT (account_id) DO UPDATE
+         SET resends_since = CASE WHEN webhook_accounts.resends_since <= now() - interval '1 minute'
+                                  THEN now() ELSE webhook_accounts.resends_since END,
+             resends = CASE WHEN webhook_accounts.resends_since <= now() - interval '1 minute'
+                            THEN 1 ELSE webhook_accounts.resends + 1 END
+         WHERE webhook_accounts.resends_since <= now() - interval '1 minute'
+            OR webhook_accounts.resends < $2
+         RETURNING account_id",
+        account_id,
+        per_minute
+    )
+    .fetch_optional(conn)
+    .await?
+    .is_some())
+}
+
+/// Whole seconds until the account's resend window ends (at least 1).
+pub async fn resend_wait_secs(conn: &mut PgConnection, account_id: &str) -> sqlx::Result<i64> {
+    Ok(sqlx::query_scalar!(
+        r#"SELECT GREATEST(1, ceil(extract(epoch FROM
+                      resends_since + interval '1 minute' - now())))::bigint AS "secs!"
+           FROM webhook_accounts WHERE account_id = $1"#,
+        account_id
+    )
+    .fetch_optional(conn)
+    .await?
+    .unwrap_or(60))
+}
+
+/// Makes the account's delivery `id` due now again (same `webhook-id`, same event time, so the
+/// same retry window). `None` when the account has none such; `Some(true)` when it is being
+/// sent now (left as is: the send in progress counts), `Some(false)` when it was made due.
+pub async fn resend(
+    conn: &mut PgConnection,
+    account_id: &str,
+    id: &str,
+) -> sqlx::Result<Option<bool>> {
+    sqlx::query_scalar!(
+        r#"WITH target AS (
+               SELECT id, (state = 'pending' AND COALESCE(locked_until > now(), false)) AS held
+               FROM webhook_deliveries WHERE account_id = $1 AND id = $2 FOR UPDATE
+           ),
+           made_due AS (
+               UPDATE webhook_deliveries d
+               SET state = 'pending', next_attempt_at = now(), locked_until = NULL
+               FROM target WHERE d.id = target.id AND NOT target.held
+           )
+           SELECT held AS "held!" FROM target"#,
         account_id,
         id
     )
-    .execute(pool)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    .fetch_optional(conn)
+    .await
 }
 
 /// Deletes finished deliveries (delivered or given up) recorded more than `days` days ago;
@@ -354,6 +542,19 @@ pub async fn purge(pool: &PgPool, days: i32) -> sqlx::Result<u64> {
         "DELETE FROM webhook_deliveries
          WHERE state <> 'pending' AND created_at < now() - make_interval(days => $1)",
         days
+    )
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Deletes the pending deliveries of disabled endpoints (disabled by the receiver, by 3 days of
+/// failures, or with their deleted account): they would never be sent. Returns how many.
+pub async fn purge_disabled(pool: &PgPool) -> sqlx::Result<u64> {
+    let done = sqlx::query!(
+        "DELETE FROM webhook_deliveries
+         WHERE state = 'pending'
+           AND endpoint_id IN (SELECT id FROM webhook_endpoints WHERE NOT enabled)"
     )
     .execute(pool)
     .await?;

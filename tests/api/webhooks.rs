@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use crate::common::webhooks::{Receiver, subject_of, verifier, verify_independently};
+use crate::common::webhooks::{Receiver, Tarpit, subject_of, verifier, verify_independently};
 use crate::common::{SIGNING_SECRET, TestApp, json, poll_until, skip, tone_wav_base64};
 use serde_json::{Value, json};
 use voiced::domain::{EngineId, GenerationStatus};
@@ -390,6 +390,30 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
         .await
         .unwrap()
         .unwrap();
+    // Without a plan (sign-up's default here): refused, nothing registered.
+    let page = browser
+        .submit(
+            "/console/webhooks",
+            "/console/webhooks",
+            &[
+                ("url", "http://127.0.0.1:9/hooks"),
+                ("generation.completed", "on"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 403, "{}", page.body);
+    assert!(page.body.contains("paid plan"), "{}", page.body);
+    assert!(
+        webhooks::list(&app.pool, &account)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    sqlx::query("UPDATE accounts SET plan = 'pro' WHERE id = $1")
+        .bind(&account)
+        .execute(&app.pool)
+        .await
+        .unwrap();
     let page = browser
         .submit(
             "/console/webhooks",
@@ -562,5 +586,430 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
         .await
         .unwrap();
     assert_eq!(kept, ["pending"]);
+    app.stop().await;
+}
+
+// Issue 36 item 6: webhooks are fair and bounded.
+
+/// A failed generation of `account` (on `voice`) and its `generation.failed` event, recorded
+/// as the cancellation path records it: a subject the delivery loop can read.
+async fn failed_generation_event(app: &TestApp, account: &str, voice: &str) -> String {
+    let id = voiced::domain::new_id("gen");
+    let mut tx = app.pool.begin().await.unwrap();
+    sqlx::query(
+        "INSERT INTO generations (id, account_id, voice_id, engine, text, seed, format, status,
+                                  error, finished_at)
+         VALUES ($1, $2, $3, 'kokoro', 'cancelled', 1, 'wav', 'failed', 'cancelled: by request',
+                 now())",
+    )
+    .bind(&id)
+    .bind(account)
+    .bind(voice)
+    .execute(&mut *tx)
+    .await
+    .unwrap();
+    voiced::store::webhooks::generation_event(&mut tx, &id, "generation.failed")
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    id
+}
+
+/// The delivery loop of a worker process, with `in_flight` slots, on `app`'s database; the
+/// payload's `data` is `{"id": subject}` (what the receivers match on). Stops with the sender.
+fn delivery_loop(
+    app: &TestApp,
+    in_flight: usize,
+) -> tokio::sync::watch::Sender<voiced::worker::Shutdown> {
+    let (stop, shutdown) = tokio::sync::watch::channel(voiced::worker::Shutdown::Running);
+    let render: webhooks::Render = std::sync::Arc::new(|subject| match subject {
+        webhooks::Subject::Generation(row) => Some(json!({ "id": row.id })),
+        webhooks::Subject::Capture(_) => None,
+    });
+    tokio::spawn(webhooks::run(
+        webhooks::Dispatcher {
+            pool: app.pool.clone(),
+            sealer: sealer(),
+            render,
+            allow_private: true,
+            retry_base: Duration::from_secs(30),
+            in_flight,
+        },
+        shutdown,
+    ));
+    stop
+}
+
+/// Deliveries of `account` held by a sender now, per endpoint.
+async fn held(app: &TestApp, account: &str) -> Vec<(String, i64)> {
+    sqlx::query_as(
+        "SELECT endpoint_id, count(*) FROM webhook_deliveries
+         WHERE account_id = $1 AND state = 'pending' AND locked_until > now()
+         GROUP BY endpoint_id ORDER BY endpoint_id",
+    )
+    .bind(account)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap()
+}
+
+/// The review's case: an account whose endpoints are tarpits (accept, never answer) with a
+/// backlog older than everyone else's. It gets at most 2 attempts in flight per endpoint and 4
+/// for the account, so another tenant's delivery arrives while every one of the tarpit's
+/// attempts is still outstanding (none has run into its 10 s limit yet). Before, the tarpit's
+/// backlog took every slot and the healthy delivery waited behind it.
+#[tokio::test]
+async fn a_tarpit_account_does_not_starve_another_tenants_deliveries() {
+    let app = TestApp::start_with(0, &[]).await;
+    let (slow_account, _) = app.pro_user().await;
+    let (healthy_account, _) = app.pro_user().await;
+    let slow_voice = app
+        .voice(&slow_account, "Narrator", EngineId::Kokoro, "af_heart")
+        .await;
+    let healthy_voice = app
+        .voice(&healthy_account, "Narrator", EngineId::Kokoro, "af_heart")
+        .await;
+    let tarpit = Tarpit::start().await;
+    for n in 0..3 {
+        endpoint(&app, &slow_account, &tarpit.url(n), &["generation.failed"]).await;
+    }
+    // The backlog: 20 events, 60 deliveries, all older than the healthy tenant's.
+    for _ in 0..20 {
+        failed_generation_event(&app, &slow_account, &slow_voice).await;
+    }
+    let healthy = Receiver::start().await;
+    endpoint(
+        &app,
+        &healthy_account,
+        &healthy.url(),
+        &["generation.failed"],
+    )
+    .await;
+
+    // Eight slots: twice what one account may hold.
+    let stop = delivery_loop(&app, 8);
+    poll_until(
+        Duration::from_secs(60),
+        "the tarpit to hold the account's attempts",
+        || {
+            let accepted = tarpit.accepted();
+            async move { (accepted >= 4).then_some(()) }
+        },
+    )
+    .await;
+    let wanted = failed_generation_event(&app, &healthy_account, &healthy_voice).await;
+    let arrived = healthy.wait_for("generation.failed", &wanted).await;
+    assert_eq!(arrived.json()["data"]["id"], wanted);
+
+    let accepted = tarpit.accepted();
+    let ended: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM webhook_deliveries
+         WHERE account_id = $1 AND last_attempt_at IS NOT NULL",
+    )
+    .bind(&slow_account)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        ended, 0,
+        "the healthy delivery arrived while the tarpit's attempts were all outstanding"
+    );
+    assert_eq!(accepted, 4, "at most 4 in flight for one account");
+    let held = held(&app, &slow_account).await;
+    assert_eq!(
+        held.len(),
+        3,
+        "every tarpit endpoint had its turn: {held:?}"
+    );
+    assert!(
+        held.iter().all(|(_, n)| *n <= 2),
+        "2 per endpoint: {held:?}"
+    );
+    let _ = stop.send(voiced::worker::Shutdown::Abort);
+    app.stop().await;
+}
+
+/// The claim at the store: accounts take turns (a backlog does not go first because it is
+/// older), an account's endpoints take turns, and the in-flight caps hold across turns until a
+/// delivery ends.
+#[tokio::test]
+async fn claims_take_turns_across_accounts_and_endpoints_within_the_caps() {
+    use voiced::store::webhooks::{claim_turn, delivered};
+    let app = TestApp::start_with(0, &[]).await;
+    let (busy, _) = app.pro_user().await;
+    let (quiet, _) = app.pro_user().await;
+    let (other, _) = app.pro_user().await;
+    let mut busy_hooks = Vec::new();
+    for n in 0..3 {
+        let url = format!("http://127.0.0.1:9/busy/{n}");
+        busy_hooks.push(endpoint(&app, &busy, &url, &["capture.created"]).await.0);
+    }
+    endpoint(
+        &app,
+        &quiet,
+        "http://127.0.0.1:9/quiet",
+        &["capture.created"],
+    )
+    .await;
+    endpoint(
+        &app,
+        &other,
+        "http://127.0.0.1:9/other",
+        &["capture.created"],
+    )
+    .await;
+    let event = |account: String, subject: String| {
+        let pool = app.pool.clone();
+        async move {
+            let mut tx = pool.begin().await.unwrap();
+            voiced::store::webhooks::account_event(&mut tx, &account, "capture.created", &subject)
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+        }
+    };
+    for n in 0..5 {
+        event(busy.clone(), format!("cap_busy_{n}")).await;
+    }
+    event(quiet.clone(), "cap_quiet".into()).await;
+    event(other.clone(), "cap_other".into()).await;
+
+    let mut turns = Vec::new();
+    while let Some(claimed) = claim_turn(&app.pool, 16, webhooks::IN_FLIGHT, 30.0)
+        .await
+        .unwrap()
+    {
+        assert!(turns.len() < 10, "the turns end: {turns:?}");
+        turns.push(claimed);
+    }
+    let accounts: Vec<&str> = turns
+        .iter()
+        .map(|claimed| claimed[0].account_id.as_str())
+        .collect();
+    assert_eq!(accounts.len(), 3, "one turn each: {accounts:?}");
+    for account in [&busy, &quiet, &other] {
+        assert_eq!(
+            accounts.iter().filter(|a| **a == account.as_str()).count(),
+            1
+        );
+    }
+    let busy_turn = turns.iter().find(|c| c[0].account_id == busy).unwrap();
+    assert_eq!(busy_turn.len(), 4, "4 in flight per account");
+    let mut endpoints: Vec<&str> = busy_turn.iter().map(|d| d.endpoint_id.as_str()).collect();
+    endpoints.sort();
+    endpoints.dedup();
+    assert_eq!(endpoints.len(), 3, "the account's endpoints take turns");
+    assert!(
+        held(&app, &busy).await.iter().all(|(_, n)| *n <= 2),
+        "2 in flight per endpoint"
+    );
+
+    // At its cap the busy account is not due; a delivery that ends frees one place.
+    assert!(
+        claim_turn(&app.pool, 16, webhooks::IN_FLIGHT, 30.0)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let done = &busy_turn[0];
+    delivered(&app.pool, &done.id, &done.endpoint_id, 204)
+        .await
+        .unwrap();
+    let next = claim_turn(&app.pool, 16, webhooks::IN_FLIGHT, 30.0)
+        .await
+        .unwrap()
+        .expect("the account is due again");
+    assert_eq!(next.len(), 1, "one place was freed: {next:?}");
+    assert_eq!(next[0].account_id, busy);
+}
+
+/// Registering an endpoint needs a paid plan, through the plan rule of the API: a free
+/// account is refused `pro_plan_required` and nothing is registered; a trial may.
+#[tokio::test]
+async fn registering_an_endpoint_needs_a_paid_plan() {
+    use voiced::domain::Plan;
+    use voiced::service::ErrorCode;
+    let app = TestApp::start_with(0, &[]).await;
+    let free = app.account(Plan::None).await;
+    let events = vec!["generation.failed".to_owned()];
+    let new = || NewEndpoint {
+        url: "https://hooks.example.com/x",
+        events: &events,
+        description: "",
+    };
+    let refused = webhooks::create(&app.pool, &sealer(), false, &free, new())
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::ProPlanRequired);
+    assert_eq!(refused.code.status(), 403);
+    assert!(webhooks::list(&app.pool, &free).await.unwrap().is_empty());
+    let trial = app.account(Plan::Trial).await;
+    webhooks::create(&app.pool, &sealer(), false, &trial, new())
+        .await
+        .expect("a trial may register");
+}
+
+/// A resend keeps the event's 24-hour window (one attempt after it, then given up, not a new
+/// day of retries), and an account may resend 20 deliveries a minute.
+#[tokio::test]
+async fn a_resend_keeps_the_events_window_and_is_rate_limited() {
+    use voiced::service::ErrorCode;
+    let app = TestApp::start_with(0, &[]).await;
+    let (account, _) = app.pro_user().await;
+    let voice = app
+        .voice(&account, "Narrator", EngineId::Kokoro, "af_heart")
+        .await;
+    let failing = Receiver::start().await;
+    failing.answer(500);
+    let (hook, _) = endpoint(&app, &account, &failing.url(), &["generation.failed"]).await;
+    let subject = failed_generation_event(&app, &account, &voice).await;
+    // Given up a day ago, for an event of 25 hours ago.
+    sqlx::query(
+        "UPDATE webhook_deliveries SET state = 'failed', attempts = 9, last_status = 500,
+                event_at = now() - interval '25 hours', created_at = now() - interval '25 hours'
+         WHERE endpoint_id = $1",
+    )
+    .bind(&hook)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let delivery: String =
+        sqlx::query_scalar("SELECT id FROM webhook_deliveries WHERE endpoint_id = $1")
+            .bind(&hook)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    webhooks::resend(&app.pool, &account, &delivery)
+        .await
+        .unwrap();
+
+    let stop = delivery_loop(&app, 4);
+    let recorded = poll_until(
+        Duration::from_secs(60),
+        "the resent delivery's attempt to be recorded",
+        || {
+            let pool = app.pool.clone();
+            let hook = hook.clone();
+            async move {
+                sqlx::query_as::<_, (String, Option<i32>)>(
+                    "SELECT state, last_status FROM webhook_deliveries
+                     WHERE endpoint_id = $1 AND locked_until IS NULL AND attempts = 10",
+                )
+                .bind(hook)
+                .fetch_optional(&pool)
+                .await
+                .unwrap()
+            }
+        },
+    )
+    .await;
+    let _ = stop.send(voiced::worker::Shutdown::Abort);
+    assert_eq!(
+        recorded,
+        ("failed".to_owned(), Some(500)),
+        "one attempt, then given up: the window is the event's"
+    );
+    let received = failing.received();
+    assert_eq!(received.len(), 1);
+    assert_eq!(subject_of(&received[0].json()), subject);
+
+    // 20 resends a minute per account (this minute has had 1); the 21st is refused with a wait.
+    for n in 2..=20 {
+        webhooks::resend(&app.pool, &account, &delivery)
+            .await
+            .unwrap_or_else(|err| panic!("resend {n}: {err:?}"));
+    }
+    let refused = webhooks::resend(&app.pool, &account, &delivery)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::RateLimitExceeded);
+    assert!(
+        refused
+            .retry_after_secs
+            .is_some_and(|s| (1..=60).contains(&s))
+    );
+    // Another account cannot resend this account's delivery.
+    let (stranger, _) = app.pro_user().await;
+    let not_found = webhooks::resend(&app.pool, &stranger, &delivery)
+        .await
+        .unwrap_err();
+    assert_eq!(not_found.code, ErrorCode::NotFound);
+    app.stop().await;
+}
+
+/// An endpoint has at most 1000 pending deliveries: an event beyond that is not written for
+/// it (its other endpoints still get theirs). Pending deliveries of a disabled endpoint are
+/// deleted by the outbox's housekeeping.
+#[tokio::test]
+async fn pending_deliveries_are_capped_and_those_of_disabled_endpoints_purged() {
+    let app = TestApp::start_with(0, &[]).await;
+    let (account, _) = app.pro_user().await;
+    let (full, _) = endpoint(
+        &app,
+        &account,
+        "http://127.0.0.1:9/full",
+        &["capture.created"],
+    )
+    .await;
+    let (open, _) = endpoint(
+        &app,
+        &account,
+        "http://127.0.0.1:9/open",
+        &["capture.created"],
+    )
+    .await;
+    sqlx::query(
+        "INSERT INTO webhook_deliveries (id, endpoint_id, account_id, event_type, subject_id, event_at)
+         SELECT 'msg_backlog_' || n, $1, $2, 'capture.created', 'cap_' || n, now()
+         FROM generate_series(1, $3) n",
+    )
+    .bind(&full)
+    .bind(&account)
+    .bind(webhooks::MAX_PENDING_PER_ENDPOINT as i32 - 1)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let pending = |endpoint: String| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1 AND state = 'pending'",
+            )
+            .bind(endpoint)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    for subject in ["cap_last_place", "cap_one_too_many"] {
+        let mut tx = app.pool.begin().await.unwrap();
+        voiced::store::webhooks::account_event(&mut tx, &account, "capture.created", subject)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+    assert_eq!(
+        pending(full.clone()).await,
+        webhooks::MAX_PENDING_PER_ENDPOINT
+    );
+    let dropped: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM webhook_deliveries WHERE subject_id = 'cap_one_too_many'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(dropped, 1, "only the endpoint with room got the event");
+    assert_eq!(pending(open.clone()).await, 2);
+
+    voiced::store::webhooks::disable(&app.pool, &full, "gone")
+        .await
+        .unwrap();
+    webhooks::purge(&app.pool).await;
+    assert_eq!(
+        pending(full).await,
+        0,
+        "a disabled endpoint's pending are deleted"
+    );
+    assert_eq!(pending(open).await, 2, "an enabled endpoint's stay");
     app.stop().await;
 }

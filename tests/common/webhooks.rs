@@ -241,3 +241,51 @@ pub fn verify_independently(python: &PathBuf, deliveries: &[(String, Received)])
         .count();
     assert_eq!(verified, deliveries.len(), "every delivery verified");
 }
+
+/// A receiver that accepts every connection and never answers: each attempt at it runs into
+/// the attempt's time limit (the tarpit of issue 36 item 6). Stopped when dropped.
+pub struct Tarpit {
+    pub addr: SocketAddr,
+    accepted: Arc<AtomicUsize>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Tarpit {
+    pub async fn start() -> Tarpit {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the tarpit");
+        let addr = listener.local_addr().unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        let server = tokio::spawn(async move {
+            // Kept open, never read or answered.
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        Tarpit {
+            addr,
+            accepted,
+            server,
+        }
+    }
+
+    /// An endpoint URL at the tarpit (`n` tells several endpoints apart).
+    pub fn url(&self, n: usize) -> String {
+        format!("http://{}/tarpit/{n}", self.addr)
+    }
+
+    /// Connections accepted so far (each an attempt that will get no answer).
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Tarpit {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}

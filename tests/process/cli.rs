@@ -863,6 +863,30 @@ async fn admin_webhook_commands_register_list_rotate_and_delete() {
         let stderr = String::from_utf8_lossy(&refused.stderr);
         assert!(stderr.contains(field), "{stderr}");
     }
+    // An account without a paid plan is refused by the same core operation as the console.
+    admin(&[
+        "admin",
+        "account",
+        "create",
+        "--email",
+        "free@example.com",
+        "--plan",
+        "none",
+    ]);
+    let refused = admin(&[
+        "admin",
+        "webhook",
+        "create",
+        "--account",
+        "free@example.com",
+        "--url",
+        "https://hooks.example.com/free",
+        "--events",
+        "generation.completed",
+    ]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("paid plan"), "{stderr}");
     let listed = json_of(&admin(&[
         "admin",
         "--json",
@@ -899,6 +923,6 @@ async fn admin_webhook_commands_register_list_rotate_and_delete() {
         .fetch_one(&app.pool)
         .await
         .unwrap();
-    assert_eq!(left, 0);
+    assert_eq!(left, 0, "nothing registered for the free account either");
     app.stop().await;
 }
