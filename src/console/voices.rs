@@ -319,8 +319,8 @@ async fn clone_from(
         audio,
         transcript: Some(transcript),
     };
-    let max = state.console.max_cloned_voices;
-    cloning::clone_voice(state, &user.account_id, max, request).await
+    let limits = state.console.clone_limits;
+    cloning::clone_voice(state, &user.account_id, limits, request).await
 }
 
 #[derive(Deserialize)]
