@@ -12,6 +12,10 @@ runs it), and the Kubernetes manifests against the API's own schemas.
   its EXPOSE.
 - nginx sends X-Forwarded-For, and serve trusts nginx's fixed address (VOICED_TRUSTED_PROXIES)
   and nothing wider than it: otherwise every client is one client to the limiters.
+- compose.yaml ships no credential: the database password (PostgreSQL's and the one in every
+  database URL) and the S3 keys are `${VAR:?message}` references, so compose refuses to start
+  without them; serve and every worker carry the one signing secret (a worker without it seals
+  webhook secrets under a key of its own, and abandons every webhook).
 - deploy/kubernetes/: every manifest valid (strict: no unknown field) against the Kubernetes
   JSON schemas bundled in kubernetes-validate, for the oldest and the newest version named in
   KUBERNETES_VERSIONS; kustomization.yaml lists every manifest beside it. Then the same rules
@@ -110,6 +114,32 @@ for name, service in voiced.items():
     if command[0] == "worker":
         check("VOICED_BIND" not in env, f"compose {name}: a worker does not listen")
 check(len(secrets) == 1, "compose: serve processes must share one signing secret")
+
+# Credentials from the environment only, and the signing secret on serve and workers alike.
+REQUIRED_FROM_ENV = re.compile(r"^\$\{\w+:\?[^}]+\}$")
+
+
+def from_environment(value: str) -> bool:
+    return REQUIRED_FROM_ENV.match(value) is not None
+
+
+for name, service in services.items():
+    env = {k: str(v) for k, v in (service.get("environment") or {}).items()}
+    for key in ("POSTGRES_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        if key in env:
+            check(from_environment(env[key]), f"compose {name}: {key} is fixed, not ${{{key}:?…}}")
+    for key, value in env.items():
+        url = re.match(r"^postgres(?:ql)?://[^:/@]+:(.*)@", value)
+        if url:
+            check(from_environment(url.group(1)), f"compose {name}: {key} has a fixed password")
+signing = set()
+for name, service in voiced.items():
+    command = service.get("command") or ["serve"]
+    if command[0] in {"serve", "worker"}:
+        env = {k: str(v) for k, v in (service.get("environment") or {}).items()}
+        check("VOICED_SIGNING_SECRET" in env, f"compose {name}: no VOICED_SIGNING_SECRET")
+        signing.add(env.get("VOICED_SIGNING_SECRET"))
+check(len(signing) == 1, "compose: serve and worker processes must share one signing secret")
 
 # nginx in front of the serve processes.
 nginx = compose["configs"]["nginx"]["content"]
@@ -267,6 +297,7 @@ for name, workload in workloads.items():
             serve_pods.append((workload["spec"]["template"]["metadata"]["labels"], bind))
         if role == "worker":
             check("VOICED_BIND" not in env and "http" not in ports, f"{where}: a worker does not listen")
+            check("VOICED_SIGNING_SECRET" in env, f"{where}: no signing secret (webhooks need it)")
             metrics = port_of(env.get("VOICED_METRICS_BIND", ":0"))
             probes = {"livenessProbe": "/healthz", "startupProbe": "/healthz", "readinessProbe": "/readyz"}
             for probe, path in probes.items():

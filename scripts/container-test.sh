@@ -215,8 +215,14 @@ psql_() { e exec voiced-postgres psql -U voiced -d voiced -tA -c "$1"; }
 
 run_compose() {
   local base="http://127.0.0.1:$PORT" t0
-  VOICED_SIGNING_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
-  export VOICED_SIGNING_SECRET
+  # compose.yaml takes every secret from the environment (and refuses to start without
+  # them): fresh random ones for this run, hex so that the password is URL-safe.
+  rand_hex() { head -c "$1" /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+  VOICED_SIGNING_SECRET=$(rand_hex 32)
+  POSTGRES_PASSWORD=$(rand_hex 24)
+  AWS_ACCESS_KEY_ID=$(rand_hex 10)
+  AWS_SECRET_ACCESS_KEY=$(rand_hex 20)
+  export VOICED_SIGNING_SECRET POSTGRES_PASSWORD AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
   step "compose.yaml up (deploy/compose-podman.py), nginx on 127.0.0.1:$PORT"
   compose down >/dev/null 2>&1 || true
   t0=$SECONDS

@@ -86,6 +86,10 @@ struct Raw {
     webhooks_allow_private_addresses: bool,
     webhooks_retry_base_ms: u64,
     webhooks_deliveries_in_flight: u32,
+    // Sessions and limits (issue 36 items 5 and 8).
+    ipv6_rate_limit_prefix: u32,
+    max_keys_per_account: u32,
+    max_clones_per_account_per_month: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,6 +188,12 @@ pub struct Config {
     pub webhooks_retry_base_ms: u64,
     /// Webhook deliveries one process sends at once.
     pub webhooks_deliveries_in_flight: u32,
+    /// Leading bits of an IPv6 client address that the anonymous limits key on.
+    pub ipv6_rate_limit_prefix: crate::domain::Ipv6RatePrefix,
+    /// Live (unrevoked) API keys one account may hold.
+    pub max_keys_per_account: u32,
+    /// Voice clones one account may make per calendar month (UTC), deleted ones included.
+    pub max_clones_per_account_per_month: u32,
 }
 
 impl Config {
@@ -398,6 +408,13 @@ impl Config {
             "webhooks_deliveries_in_flight",
             raw.webhooks_deliveries_in_flight.into(),
         )?;
+        let ipv6_rate_limit_prefix = crate::domain::Ipv6RatePrefix::new(raw.ipv6_rate_limit_prefix)
+            .map_err(|e| ConfigError::invalid("ipv6_rate_limit_prefix", e))?;
+        positive("max_keys_per_account", raw.max_keys_per_account.into())?;
+        positive(
+            "max_clones_per_account_per_month",
+            raw.max_clones_per_account_per_month.into(),
+        )?;
         Ok(Self {
             bind,
             database_url: Some(raw.database_url).filter(|u| !u.trim().is_empty()),
@@ -453,6 +470,9 @@ impl Config {
             webhooks_allow_private_addresses: raw.webhooks_allow_private_addresses,
             webhooks_retry_base_ms: raw.webhooks_retry_base_ms,
             webhooks_deliveries_in_flight: raw.webhooks_deliveries_in_flight,
+            ipv6_rate_limit_prefix,
+            max_keys_per_account: raw.max_keys_per_account,
+            max_clones_per_account_per_month: raw.max_clones_per_account_per_month,
         })
     }
 }
@@ -554,6 +574,27 @@ mod tests {
             "VOICED_OAUTH_METADATA_FETCHES_IN_FLIGHT",
         ] {
             let err = Config::from_sources(&env(&[(setting, "0")])).unwrap_err();
+            let name = setting.trim_start_matches("VOICED_").to_lowercase();
+            assert!(err.to_string().contains(&name), "{err}");
+        }
+    }
+
+    #[test]
+    fn issue_36_limits_are_checked() {
+        let config = Config::from_sources(&[]).unwrap();
+        assert_eq!(config.ipv6_rate_limit_prefix.bits(), 64);
+        assert_eq!(config.max_keys_per_account, 50);
+        assert_eq!(config.max_clones_per_account_per_month, 20);
+        let config =
+            Config::from_sources(&env(&[("VOICED_IPV6_RATE_LIMIT_PREFIX", "56")])).unwrap();
+        assert_eq!(config.ipv6_rate_limit_prefix.bits(), 56);
+        for (setting, value) in [
+            ("VOICED_IPV6_RATE_LIMIT_PREFIX", "16"),
+            ("VOICED_IPV6_RATE_LIMIT_PREFIX", "129"),
+            ("VOICED_MAX_KEYS_PER_ACCOUNT", "0"),
+            ("VOICED_MAX_CLONES_PER_ACCOUNT_PER_MONTH", "0"),
+        ] {
+            let err = Config::from_sources(&env(&[(setting, value)])).unwrap_err();
             let name = setting.trim_start_matches("VOICED_").to_lowercase();
             assert!(err.to_string().contains(&name), "{err}");
         }

@@ -155,12 +155,15 @@ pub async fn state(
         .await
         .context("listening for generation completions")?;
     // Sign-in attempts count where the API's limits do (Redis when `redis_url` is set).
-    let sign_in_limiter = SignInLimiter::default().with_redis(limits.redis());
+    let sign_in_limiter = SignInLimiter::default()
+        .with_ipv6_prefix(config.ipv6_rate_limit_prefix)
+        .with_redis(limits.redis());
     let sign_up_limiter = crate::console::limiter::SignUpLimiter::new(
         config.signup_per_address_per_hour,
         config.signup_per_hour,
         crate::limits::LimiterClock::Real(std::time::Instant::now()),
     )
+    .with_ipv6_prefix(config.ipv6_rate_limit_prefix)
     .with_redis(limits.redis());
     let clients = crate::service::oauth::clients::ClientDirectory::new(
         config.oauth_allow_loopback_fetch,
@@ -170,6 +173,7 @@ pub async fn state(
             registrations_per_day: config.oauth_registrations_per_day,
             fetches_in_flight: config.oauth_metadata_fetches_in_flight,
             fetches_per_address_per_hour: config.oauth_metadata_fetches_per_address_per_hour,
+            ipv6_prefix: config.ipv6_rate_limit_prefix,
         },
     )
     .with_redis(limits.redis());
@@ -231,7 +235,11 @@ pub async fn state(
             ),
             csrf_key,
             flash_key,
-            max_cloned_voices: config.max_cloned_voices_per_account,
+            clone_limits: crate::service::cloning::CloneLimits {
+                max_voices: config.max_cloned_voices_per_account,
+                max_per_month: config.max_clones_per_account_per_month,
+            },
+            max_keys: config.max_keys_per_account,
             app_free_minutes: config.app_free_minutes,
             app_free_transcription_minutes: config.app_free_transcription_minutes,
         }),

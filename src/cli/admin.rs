@@ -315,7 +315,11 @@ pub async fn run(config: &Config, args: AdminArgs) -> anyhow::Result<()> {
     let database = Database::open(config, 2).await?;
     let registry = crate::app::engines(config);
     let limits = Limits {
-        max_cloned_voices: config.max_cloned_voices_per_account,
+        clones: crate::service::cloning::CloneLimits {
+            max_voices: config.max_cloned_voices_per_account,
+            max_per_month: config.max_clones_per_account_per_month,
+        },
+        max_keys: config.max_keys_per_account,
     };
     let result = match args.command {
         AdminCommand::Webhook(command) => {
@@ -343,8 +347,10 @@ async fn resolve_account(pool: &PgPool, account: &str) -> anyhow::Result<String>
 /// The settings that bound what an operator's command may do for an account.
 #[derive(Debug, Clone, Copy)]
 struct Limits {
-    /// `max_cloned_voices_per_account`.
-    max_cloned_voices: u32,
+    /// `max_cloned_voices_per_account` and `max_clones_per_account_per_month`.
+    clones: crate::service::cloning::CloneLimits,
+    /// `max_keys_per_account`.
+    max_keys: u32,
 }
 
 async fn execute(
@@ -432,9 +438,16 @@ async fn execute(
                 .map(CeilingMinutes::new)
                 .transpose()
                 .map_err(|_| anyhow::anyhow!("The ceiling is too large."))?;
-            let key = crate::service::keys::create(pool, &account, &name, &scopes.0, ceiling)
-                .await
-                .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
+            let key = crate::service::keys::create(
+                pool,
+                limits.max_keys,
+                &account,
+                &name,
+                &scopes.0,
+                ceiling,
+            )
+            .await
+            .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
             emit(
                 as_json,
                 json!({ "id": key.id, "key": key.secret.expose(), "prefix": key.prefix }),
@@ -524,7 +537,7 @@ async fn execute(
                 pool,
                 registry,
                 &account,
-                limits.max_cloned_voices,
+                limits.clones,
                 crate::service::cloning::NewClone {
                     name: &name,
                     description: &description,
@@ -566,7 +579,7 @@ async fn clone_voice(
     pool: &PgPool,
     registry: &EngineRegistry,
     account: &str,
-    max_cloned_voices: u32,
+    limits: crate::service::cloning::CloneLimits,
     clone: crate::service::cloning::NewClone<'_>,
 ) -> anyhow::Result<store::voices::VoiceRow> {
     let refused = |e: crate::service::ServiceError| match e.param {
@@ -574,7 +587,7 @@ async fn clone_voice(
         None => anyhow::anyhow!("{}", e.detail),
     };
     // Plan, feature and the account's cap, before any engine is loaded.
-    crate::service::cloning::admit(&mut *pool.acquire().await?, account, max_cloned_voices)
+    crate::service::cloning::admit(&mut *pool.acquire().await?, account, limits)
         .await
         .map_err(refused)?;
     let checked = crate::service::cloning::check(registry, &clone).map_err(refused)?;
@@ -593,16 +606,9 @@ async fn clone_voice(
             .map_err(|e| anyhow::anyhow!("computing the voice print failed: {e}"))
     })
     .await??;
-    crate::service::cloning::store(
-        pool,
-        account,
-        max_cloned_voices,
-        &checked,
-        clone.audio,
-        Some(&print),
-    )
-    .await
-    .map_err(refused)
+    crate::service::cloning::store(pool, account, limits, &checked, clone.audio, Some(&print))
+        .await
+        .map_err(refused)
 }
 
 /// Lists the presets of each installed engine (no model is loaded).

@@ -289,15 +289,34 @@ pub async fn account_page(
     }))
 }
 
+/// A form that re-enters the password (change it, delete the account) is a sign-in attempt
+/// too: it counts in the sign-in limiter under the account's email and the client address,
+/// before the password is checked, so a stolen session cannot guess the password faster than
+/// the sign-in form allows (429 page with `Retry-After` beyond).
+async fn password_attempt(
+    state: &ConsoleState,
+    user: &SignedIn,
+    client: Option<std::net::IpAddr>,
+) -> Result<(), PageError> {
+    state
+        .console
+        .sign_in_limiter
+        .check(&user.email, client)
+        .await
+        .map_err(|wait| PageError::TooManyAttempts(retry_after_secs(wait)))
+}
+
 /// A changed password signs out every other session of the account and answers with a
 /// redirect to the account page (a reload does not post the form again); a refused change
 /// shows the page with the reason and changes nothing.
 pub async fn change_password(
     State(state): State<ConsoleState>,
+    ClientAddr(client): ClientAddr,
     user: SignedIn,
     Form(form): Form<PasswordChange>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
+    password_attempt(&state, &user, client).await?;
     let current_session = user
         .session
         .id()
@@ -336,6 +355,7 @@ pub async fn change_password(
 /// a missing confirmation shows the page again with the reason and changes nothing.
 pub async fn delete_account(
     State(state): State<ConsoleState>,
+    ClientAddr(client): ClientAddr,
     user: SignedIn,
     Form(form): Form<DeleteAccount>,
 ) -> Result<Response, PageError> {
@@ -343,6 +363,7 @@ pub async fn delete_account(
     let delete_error = if form.confirm != "yes" {
         "Tick the box to confirm that everything in this account is to be deleted.".to_owned()
     } else {
+        password_attempt(&state, &user, client).await?;
         match deletion::delete_account(
             &state,
             &state.console.passwords,

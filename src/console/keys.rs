@@ -6,7 +6,6 @@
 use askama::Template;
 use axum::Form;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
 
@@ -16,7 +15,7 @@ use super::session::{SignedIn, check_csrf};
 use super::{format_minutes, format_time};
 use crate::console::ConsoleState;
 use crate::domain::{CeilingError, CeilingMinutes, Scope};
-use crate::service::{ServiceError, keys};
+use crate::service::{ErrorCode, ServiceError, keys};
 use crate::store;
 
 /// A key as the list shows it.
@@ -171,11 +170,19 @@ pub async fn create(
     }
     let created = match ceiling_field(&form.ceiling_minutes) {
         Ok(ceiling) => {
-            keys::create(&state.pool, &user.account_id, &form.name, &scopes, ceiling).await
+            keys::create(
+                &state.pool,
+                state.console.max_keys,
+                &user.account_id,
+                &form.name,
+                &scopes,
+                ceiling,
+            )
+            .await
         }
         Err(err) => Err(err),
     };
-    let error = match created {
+    let (status, error) = match created {
         Ok(key) => {
             flash::keep_secret(
                 &user.session,
@@ -187,11 +194,14 @@ pub async fn create(
             .await?;
             return Ok(see_other("/console/keys"));
         }
-        Err(err) if err.param.is_some() => err.detail,
+        // A field at fault, or the account's cap of live keys (409): the page with the reason.
+        Err(err) if err.param.is_some() || err.code == ErrorCode::Conflict => {
+            (err.code.status(), err.detail)
+        }
         Err(err) => return Err(err.into()),
     };
     Ok(render(
-        StatusCode::BAD_REQUEST,
+        status,
         &KeysPage {
             keys: views(&state, &user.account_id).await?,
             chrome: Chrome::signed_in(&user, "keys"),

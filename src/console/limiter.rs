@@ -7,11 +7,15 @@
 //!   before the password is checked, so a guesser is slowed whatever the answer.
 //! - Sign-up: at most `signup_per_address_per_hour` per client address and `signup_per_hour`
 //!   from everyone, counted before the password is hashed and the account row made.
+//!
+//! An IPv6 client counts as its network of `ipv6_rate_limit_prefix` bits (default /64), an
+//! IPv4 client as its address (`domain::Ipv6RatePrefix`).
 
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::domain::Ipv6RatePrefix;
 use crate::limits::quota::{NamedQuota, address_key};
 use crate::limits::{LimiterClock, SharedGcra};
 
@@ -20,6 +24,7 @@ pub const WINDOW: Duration = Duration::from_secs(15 * 60);
 
 pub struct SignInLimiter {
     attempts: NamedQuota,
+    prefix: Ipv6RatePrefix,
 }
 
 impl Default for SignInLimiter {
@@ -32,7 +37,14 @@ impl SignInLimiter {
     pub fn new(clock: LimiterClock) -> Self {
         Self {
             attempts: NamedQuota::new("sign-in", ATTEMPTS, WINDOW, clock),
+            prefix: Ipv6RatePrefix::default(),
         }
+    }
+
+    /// Keys IPv6 clients on their network of this many bits (`ipv6_rate_limit_prefix`).
+    pub fn with_ipv6_prefix(mut self, prefix: Ipv6RatePrefix) -> Self {
+        self.prefix = prefix;
+        self
     }
 
     /// Counts in Redis too (`redis_url`), falling back to this process's count.
@@ -47,7 +59,7 @@ impl SignInLimiter {
         let mut wait = Duration::ZERO;
         let keys = [
             Some(format!("email:{}", email.trim().to_lowercase())),
-            client.map(|ip| format!("ip:{ip}")),
+            client.map(|ip| format!("ip:{}", address_key(Some(ip), self.prefix))),
         ];
         for key in keys.into_iter().flatten() {
             if let Err(not_until) = self.attempts.check(&key).await {
@@ -67,6 +79,7 @@ impl SignInLimiter {
 pub struct SignUpLimiter {
     per_address: NamedQuota,
     everyone: NamedQuota,
+    prefix: Ipv6RatePrefix,
 }
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -76,7 +89,14 @@ impl SignUpLimiter {
         Self {
             per_address: NamedQuota::new("sign-up", per_address_per_hour, HOUR, clock.clone()),
             everyone: NamedQuota::new("sign-up-all", per_hour, HOUR, clock),
+            prefix: Ipv6RatePrefix::default(),
         }
+    }
+
+    /// Keys IPv6 clients on their network of this many bits (`ipv6_rate_limit_prefix`).
+    pub fn with_ipv6_prefix(mut self, prefix: Ipv6RatePrefix) -> Self {
+        self.prefix = prefix;
+        self
     }
 
     pub fn with_redis(mut self, shared: Option<Arc<SharedGcra>>) -> Self {
@@ -88,7 +108,9 @@ impl SignUpLimiter {
     /// Counts one sign-up from `client`; `Err(wait)` when the address or everyone has none
     /// left. A refusal for the address does not spend the shared quota.
     pub async fn check(&self, client: Option<IpAddr>) -> Result<(), Duration> {
-        self.per_address.check(&address_key(client)).await?;
+        self.per_address
+            .check(&address_key(client, self.prefix))
+            .await?;
         self.everyone.check("all").await
     }
 
@@ -120,6 +142,37 @@ mod tests {
         // One attempt comes back after 90 s.
         clock.advance(WINDOW / ATTEMPTS);
         assert!(limiter.check("carol@example.com", Some(b)).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn an_ipv6_client_counts_as_its_slash_64() {
+        let clock = FakeRelativeClock::default();
+        let limiter = SignInLimiter::new(LimiterClock::Manual(clock.clone()));
+        // Ten attempts, each from another address of one /64 and for another email.
+        for n in 0..ATTEMPTS {
+            let ip: IpAddr = format!("2001:db8:5:6::{:x}", n + 1).parse().unwrap();
+            let email = format!("user{n}@example.com");
+            assert!(limiter.check(&email, Some(ip)).await.is_ok());
+        }
+        let fresh: IpAddr = "2001:db8:5:6:abcd::99".parse().unwrap();
+        assert!(limiter.check("new@example.com", Some(fresh)).await.is_err());
+        // The next /64 is another client.
+        let next: IpAddr = "2001:db8:5:7::1".parse().unwrap();
+        assert!(limiter.check("other@example.com", Some(next)).await.is_ok());
+
+        // With a /128 prefix every address counts alone (the setting is honoured).
+        let limiter = SignInLimiter::new(LimiterClock::Manual(clock))
+            .with_ipv6_prefix(Ipv6RatePrefix::new(128).unwrap());
+        for n in 0..ATTEMPTS {
+            let ip: IpAddr = format!("2001:db8:5:6::{:x}", n + 1).parse().unwrap();
+            assert!(
+                limiter
+                    .check(&format!("u{n}@example.com"), Some(ip))
+                    .await
+                    .is_ok()
+            );
+        }
+        assert!(limiter.check("new@example.com", Some(fresh)).await.is_ok());
     }
 
     #[tokio::test]

@@ -55,8 +55,10 @@ pub struct ConsoleSettings {
     pub csrf_key: [u8; 32],
     /// Sealing key of the one-time flash of a new key's secret (derived from the signing secret).
     pub flash_key: [u8; 32],
-    /// Cloned voices one account may have (`max_cloned_voices_per_account`).
-    pub max_cloned_voices: u32,
+    /// Cloning's caps (`max_cloned_voices_per_account`, `max_clones_per_account_per_month`).
+    pub clone_limits: crate::service::cloning::CloneLimits,
+    /// Live API keys one account may hold (`max_keys_per_account`).
+    pub max_keys: u32,
     /// The app's free allowance of an account without a plan (`app_free_minutes`).
     pub app_free_minutes: u32,
     /// Its free transcription minutes (`app_free_transcription_minutes`).

@@ -16,12 +16,12 @@ use serde::Deserialize;
 
 use super::format_time;
 use super::page::{Chrome, PageError, ok, render, see_other};
-use super::session::{SignedIn, check_csrf};
+use super::session::{self, SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::domain::Scope;
 use crate::http::client_addr::ClientAddr;
 use crate::service::oauth::authorize::{
-    self, AuthorizationRequest, RequestError, redirect_host, redirect_origin,
+    self, AuthorizationRequest, RequestError, Shown, redirect_host, redirect_origin,
 };
 use crate::service::oauth::tokens;
 
@@ -108,8 +108,9 @@ async fn checked(
     state: &ConsoleState,
     query: &str,
     client: Option<std::net::IpAddr>,
+    shown: Shown,
 ) -> Result<AuthorizationRequest, Response> {
-    authorize::validate(&state.oauth, &state.pool, query, client)
+    authorize::validate(&state.oauth, &state.pool, query, client, shown)
         .await
         .map_err(|err| match err {
             RequestError::Page(message) => error_page(&message),
@@ -125,7 +126,8 @@ pub async fn consent(
     RawQuery(query): RawQuery,
 ) -> Result<Response, PageError> {
     let query = query.unwrap_or_default();
-    let request = match checked(&state, &query, client).await {
+    // Not shown yet: a fault is told on the error page.
+    let request = match checked(&state, &query, client, Shown::Nothing).await {
         Ok(request) => request,
         Err(response) => return Ok(response),
     };
@@ -157,8 +159,10 @@ pub async fn consent(
             .iter()
             .map(|r| describe_resource(&state, r))
             .collect(),
-        request: query,
+        request: query.clone(),
     };
+    // This session has now been shown this request: its answer may go back to the client.
+    session::remember_consent(&user.session, &query).await?;
     let mut response = ok(&page);
     // The form's answer is a redirect to the client: allow it as a form target (CSP
     // form-action applies to where a submission is redirected too).
@@ -186,7 +190,10 @@ pub struct ConsentForm {
 }
 
 /// `POST /console/authorize`: `decision=allow` issues a code and redirects to the client with
-/// `code`, `state` and `iss`; `decision=deny` redirects with `error=access_denied`.
+/// `code`, `state` and `iss`; `decision=deny` redirects with `error=access_denied`. Only an
+/// answer to a consent page this session was shown for this very request (and once) goes back
+/// to the client; any other gets the error page, so nobody but the user who saw the page's
+/// redirect host can be sent there (RFC 9700 §4.11.2).
 pub async fn decide(
     State(state): State<ConsoleState>,
     ClientAddr(client): ClientAddr,
@@ -194,18 +201,25 @@ pub async fn decide(
     Form(form): Form<ConsentForm>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
-    let request = match checked(&state, &form.request, client).await {
+    if !matches!(form.decision.as_str(), "allow" | "deny") {
+        return Ok(error_page("The answer must be allow or deny."));
+    }
+    if !session::take_consent(&user.session, &form.request).await? {
+        return Ok(error_page(authorize::NOT_SHOWN));
+    }
+    let request = match checked(&state, &form.request, client, Shown::ConsentPage).await {
         Ok(request) => request,
         Err(response) => return Ok(response),
     };
-    match form.decision.as_str() {
-        "allow" => {
-            let location =
-                authorize::allow(&state.oauth, &state.pool, &request, &user.account_id).await?;
-            Ok(to_client(&location))
-        }
-        "deny" => Ok(to_client(&authorize::deny(&state.oauth, &request))),
-        _ => Ok(error_page("The answer must be allow or deny.")),
+    if form.decision == "allow" {
+        let location =
+            authorize::allow(&state.oauth, &state.pool, &request, &user.account_id).await?;
+        return Ok(to_client(&location));
+    }
+    match authorize::deny(&state.oauth, &request) {
+        Ok(location) => Ok(to_client(&location)),
+        Err(RequestError::Page(message)) => Ok(error_page(&message)),
+        Err(RequestError::Redirect(location)) => Ok(to_client(&location)),
     }
 }
 

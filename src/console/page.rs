@@ -149,8 +149,9 @@ impl IntoResponse for PageError {
                 StatusCode::TOO_MANY_REQUESTS,
                 "Too many sign-in attempts",
                 format!(
-                    "There were more than 10 sign-in attempts for this email or from this \
-                     address in 15 minutes. Try again {}.",
+                    "There were more than 10 password attempts (signing in, changing the \
+                     password, deleting the account) for this email or from this address in \
+                     15 minutes. Try again {}.",
                     when(*secs)
                 ),
                 "/console/sign-in",

@@ -18,6 +18,57 @@ use crate::service::accounts;
 
 const ACCOUNT_KEY: &str = "account_id";
 const CSRF_KEY: &str = "csrf_token";
+/// SHA-256 (hex) of the OAuth authorization requests whose consent page this session was
+/// shown and has not answered yet, newest last.
+const CONSENTS_KEY: &str = "oauth_consents";
+/// Consent pages one session may have open at once (tabs); older ones are forgotten.
+const MAX_CONSENTS: usize = 4;
+
+fn consent_digest(request: &str) -> String {
+    use sha2::{Digest, Sha256};
+    format!("{:x}", Sha256::digest(request.as_bytes()))
+}
+
+/// Records that this session was shown the consent page of `request` (its query string), so
+/// that its answer, and only its answer, may go back to the client's redirect URI.
+pub async fn remember_consent(session: &Session, request: &str) -> Result<(), PageError> {
+    let digest = consent_digest(request);
+    let mut shown = session
+        .get::<Vec<String>>(CONSENTS_KEY)
+        .await
+        .map_err(PageError::internal)?
+        .unwrap_or_default();
+    shown.retain(|d| *d != digest);
+    shown.push(digest);
+    if shown.len() > MAX_CONSENTS {
+        shown.drain(..shown.len() - MAX_CONSENTS);
+    }
+    session
+        .insert(CONSENTS_KEY, shown)
+        .await
+        .map_err(PageError::internal)
+}
+
+/// Whether this session was shown the consent page of `request` and has not answered it yet;
+/// the answer is spent either way (one answer per page shown).
+pub async fn take_consent(session: &Session, request: &str) -> Result<bool, PageError> {
+    let digest = consent_digest(request);
+    let mut shown = session
+        .get::<Vec<String>>(CONSENTS_KEY)
+        .await
+        .map_err(PageError::internal)?
+        .unwrap_or_default();
+    let before = shown.len();
+    shown.retain(|d| *d != digest);
+    if shown.len() == before {
+        return Ok(false);
+    }
+    session
+        .insert(CONSENTS_KEY, shown)
+        .await
+        .map_err(PageError::internal)?;
+    Ok(true)
+}
 
 /// The session's CSRF token, created on first use. The one helper forms get their token from.
 pub async fn csrf_token(session: &Session) -> Result<String, PageError> {

@@ -219,8 +219,8 @@ pub async fn clone(
     headers: HeaderMap,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, PageError> {
-    let max = state.console.max_cloned_voices;
-    let _slot = match cloning::admit_upload(&state, &user.account_id, max).await {
+    let limits = state.console.clone_limits;
+    let _slot = match cloning::admit_upload(&state, &user.account_id, limits).await {
         Ok(slot) => slot,
         Err(err) => return refused(&state, &user, err).await,
     };
@@ -285,8 +285,8 @@ async fn clone_from(
         audio,
         transcript: Some(transcript),
     };
-    let max = state.console.max_cloned_voices;
-    cloning::clone_voice(state, &user.account_id, max, request).await
+    let limits = state.console.clone_limits;
+    cloning::clone_voice(state, &user.account_id, limits, request).await
 }
 
 #[derive(Deserialize)]

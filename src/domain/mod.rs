@@ -14,6 +14,7 @@ mod ids;
 pub mod oauth;
 mod page;
 mod plan;
+mod rate_prefix;
 mod scope;
 mod speech;
 mod sql;
@@ -29,6 +30,7 @@ pub use idempotency_key::{IdempotencyKey, MAX_KEY_CHARS};
 pub use ids::{GenerationId, MAX_ID_CHARS, new_id};
 pub use page::{Page, PageBound};
 pub use plan::{Feature, Plan};
+pub use rate_prefix::Ipv6RatePrefix;
 pub use scope::Scope;
 pub use speech::{MAX_SEED, MAX_TEXT_CHARS, Seed, SpeechText, Temperature};
 pub use transcript::{

@@ -17,6 +17,7 @@ use governor::{Quota, RateLimiter};
 use sha2::{Digest, Sha256};
 
 use super::{Decision, LimiterClock, SharedGcra};
+use crate::domain::Ipv6RatePrefix;
 
 type Keyed = RateLimiter<
     String,
@@ -102,9 +103,10 @@ pub fn retry_after_secs(wait: Duration) -> u64 {
     (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
 }
 
-/// The key of a client address in a quota (`unknown` when the server does not know it).
-pub fn address_key(client: Option<std::net::IpAddr>) -> String {
-    client.map_or_else(|| "unknown".to_owned(), |ip| ip.to_string())
+/// The key of a client address in a quota: IPv4 as it is, IPv6 as its network of `prefix`
+/// bits (setting `ipv6_rate_limit_prefix`), `unknown` when the server does not know it.
+pub fn address_key(client: Option<std::net::IpAddr>, prefix: Ipv6RatePrefix) -> String {
+    prefix.key(client)
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use crate::http::auth::AuthResource;
 use crate::http::client_addr::ClientAddr;
 use crate::http::error::OwnFormat;
 use crate::service::Core;
-use crate::service::oauth::authorize::{self, RequestError};
+use crate::service::oauth::authorize::{self, RequestError, Shown};
 use crate::service::oauth::{OAuthError, tokens};
 
 /// What the OAuth door shows through the console, where the session lives (`app/` wires it):
@@ -237,8 +237,8 @@ async fn register(
     }
 }
 
-/// Checks the request (an error page for a bad client or redirect URI, the client's redirect
-/// for anything else), then hands over to the console, where the session lives.
+/// Checks the request (an error page for any fault: the user has seen no consent page yet, so
+/// nothing is redirected), then hands over to the console, where the session lives.
 async fn authorize(
     State(state): State<Core>,
     ClientAddr(client): ClientAddr,
@@ -246,7 +246,8 @@ async fn authorize(
     pages: Pages,
 ) -> Response {
     let query = query.unwrap_or_default();
-    match authorize::validate(&state.oauth, &state.pool, &query, client).await {
+    // The user has seen no consent page yet: every fault is told on the error page.
+    match authorize::validate(&state.oauth, &state.pool, &query, client, Shown::Nothing).await {
         Ok(_) => Redirect::to(&format!("{}?{query}", pages.consent_path)).into_response(),
         Err(RequestError::Page(message)) => (pages.error_page)(&message),
         Err(RequestError::Redirect(location)) => crate::http::found_no_store(&location)

@@ -3,8 +3,11 @@
 //! `voice:generate` "cannot clone a real person's voice").
 //!
 //! Cloning is a plan feature (`cloning`) and each account has at most
-//! `max_cloned_voices_per_account` cloned voices ([`admit`]): every clone costs a voice-print
-//! job on a generation worker.
+//! `max_cloned_voices_per_account` cloned voices, and makes at most
+//! `max_clones_per_account_per_month` clones a calendar month (UTC), deleted ones included
+//! ([`admit`], [`CloneLimits`]): every clone costs a voice-print job on a generation worker,
+//! and deleting a voice frees a place under the first cap but not under the second, so
+//! deleting and cloning again cannot churn that work without bound.
 //!
 //! The request is checked first ([`check`]: name, engine, language, and the reference audio
 //! decoded and checked — 5 to 30 s, not silent, not clipped), then stored in one transaction
@@ -123,17 +126,43 @@ pub fn check(
     })
 }
 
+/// The two caps of cloning (settings `max_cloned_voices_per_account` and
+/// `max_clones_per_account_per_month`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CloneLimits {
+    /// Cloned voices one account may have (live ones).
+    pub max_voices: u32,
+    /// Clones one account may make per calendar month (UTC), deleted ones included.
+    pub max_per_month: u32,
+}
+
+impl Default for CloneLimits {
+    fn default() -> Self {
+        Self {
+            max_voices: 20,
+            max_per_month: 20,
+        }
+    }
+}
+
 /// Whether the account may clone one more voice: it needs a plan (403 `pro_plan_required`)
-/// that includes cloning (403 `feature_not_enabled`), and fewer than `max_per_account` cloned
-/// voices (409 `conflict`; setting `max_cloned_voices_per_account`). Cheap: doors call it
-/// before they decode the recording or compute a print, and [`store`] checks it again in its
-/// transaction, under the account's lock, so concurrent clones cannot pass the cap together.
+/// that includes cloning (403 `feature_not_enabled`), fewer than `limits.max_voices` cloned
+/// voices (409 `conflict`), and fewer than `limits.max_per_month` clones made this calendar
+/// month, deleted ones included (429 `rate_limit_exceeded`, `Retry-After` until the month
+/// turns). Cheap: doors call it before they decode the recording or compute a print, and
+/// [`store`] checks it again in its transaction, under the account's lock, so concurrent
+/// clones cannot pass a cap together.
 pub async fn admit(
     db: &mut sqlx::PgConnection,
     account_id: &str,
-    max_per_account: u32,
+    limits: CloneLimits,
 ) -> Result<(), ServiceError> {
-    let standing = store::voices::cloning_standing(&mut *db, account_id)
+    let max_per_account = limits.max_voices;
+    let month_start = store::usage::month_of(chrono::Utc::now())
+        .and_hms_opt(0, 0, 0)
+        .expect("midnight exists")
+        .and_utc();
+    let standing = store::voices::cloning_standing(&mut *db, account_id, month_start)
         .await?
         .ok_or_else(|| ServiceError::internal("cloning for an account that does not exist"))?;
     let plan: Plan = standing.plan.parse().map_err(ServiceError::internal)?;
@@ -156,6 +185,25 @@ pub async fn admit(
             ),
         ));
     }
+    if standing.cloned_this_month >= i64::from(limits.max_per_month) {
+        let now = chrono::Utc::now();
+        let next_month = store::usage::month_of(now)
+            .checked_add_months(chrono::Months::new(1))
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .map(|d| d.and_utc());
+        let wait = next_month.map_or(3600, |next| {
+            u64::try_from((next - now).num_seconds()).unwrap_or(1)
+        });
+        return Err(ServiceError::new(
+            ErrorCode::RateLimitExceeded,
+            format!(
+                "This account has made {} voice clones this month (UTC), deleted ones included, \
+                 the most this deployment allows ({}); cloning is possible again next month.",
+                standing.cloned_this_month, limits.max_per_month
+            ),
+        )
+        .with_retry_after(wait));
+    }
     Ok(())
 }
 
@@ -165,14 +213,14 @@ pub async fn admit(
 pub async fn store(
     pool: &PgPool,
     account_id: &str,
-    max_per_account: u32,
+    limits: CloneLimits,
     clone: &CheckedClone,
     audio: &[u8],
     print: Option<&[u8]>,
 ) -> Result<VoiceRow, ServiceError> {
     let id = new_id("voice");
     let mut tx = pool.begin().await?;
-    admit(&mut tx, account_id, max_per_account).await?;
+    admit(&mut tx, account_id, limits).await?;
     store::voices::insert_cloned(
         &mut *tx,
         store::voices::NewClonedVoice {
@@ -229,16 +277,11 @@ pub struct CloneRequest {
 pub async fn clone_voice(
     core: &crate::service::Core,
     account_id: &str,
-    max_per_account: u32,
+    limits: CloneLimits,
     request: CloneRequest,
 ) -> Result<VoiceRow, ServiceError> {
     // Before the recording is decoded.
-    admit(
-        &mut *core.pool.acquire().await?,
-        account_id,
-        max_per_account,
-    )
-    .await?;
+    admit(&mut *core.pool.acquire().await?, account_id, limits).await?;
     let registry = core.engines.clone();
     let (checked, request) = tokio::task::spawn_blocking(move || {
         let checked = check(
@@ -259,7 +302,7 @@ pub async fn clone_voice(
     store(
         &core.pool,
         account_id,
-        max_per_account,
+        limits,
         &checked?,
         &request.audio,
         None,
@@ -274,7 +317,7 @@ pub async fn clone_voice(
 pub async fn admit_upload(
     core: &crate::service::Core,
     account_id: &str,
-    max_per_account: u32,
+    limits: CloneLimits,
 ) -> Result<super::core::Slot, ServiceError> {
     let slot = core.uploads.take(account_id).ok_or_else(|| {
         ServiceError::new(
@@ -286,11 +329,6 @@ pub async fn admit_upload(
         )
         .with_retry_after(5)
     })?;
-    admit(
-        &mut *core.pool.acquire().await?,
-        account_id,
-        max_per_account,
-    )
-    .await?;
+    admit(&mut *core.pool.acquire().await?, account_id, limits).await?;
     Ok(slot)
 }

@@ -1,9 +1,14 @@
 //! API keys: creation (shared by the console and `voiced admin key create`), the account's
 //! list, revocation and the monthly ceiling.
+//!
+//! An account holds at most `max_keys_per_account` live keys (default 50): each key has its own
+//! request-rate policies, so unlimited keys would multiply them without bound. One more is
+//! refused with 409 `conflict` (the account's state is in the way; revoking a key frees a
+//! place), counted under the account's lock so that concurrent creations cannot pass it.
 
 use sqlx::PgPool;
 
-use super::error::ServiceError;
+use super::error::{ErrorCode, ServiceError};
 use crate::domain::{ApiKeySecret, CeilingMinutes, Scope, new_id};
 use crate::store;
 
@@ -19,9 +24,11 @@ pub struct CreatedKey {
 pub const MAX_NAME_CHARS: usize = 100;
 
 /// Creates a key for `account_id` with `scopes` (at least one) and an optional monthly ceiling
-/// in whole minutes.
+/// in whole minutes, unless the account already holds `max_per_account` live keys (409
+/// `conflict`).
 pub async fn create(
     pool: &PgPool,
+    max_per_account: u32,
     account_id: &str,
     name: &str,
     scopes: &[Scope],
@@ -50,8 +57,22 @@ pub async fn create(
             names.push(scope.as_str().to_owned());
         }
     }
+    let mut tx = pool.begin().await?;
+    if !store::accounts::lock(&mut tx, account_id).await? {
+        return Err(ServiceError::not_found());
+    }
+    let live = store::keys::count_live(&mut tx, account_id).await?;
+    if live >= i64::from(max_per_account) {
+        return Err(ServiceError::new(
+            ErrorCode::Conflict,
+            format!(
+                "This account has {live} live API keys, the most this deployment allows \
+                 ({max_per_account}); revoke one it no longer uses to create another."
+            ),
+        ));
+    }
     store::keys::insert(
-        pool,
+        &mut *tx,
         store::keys::NewKey {
             id: &id,
             account_id,
@@ -63,6 +84,7 @@ pub async fn create(
         },
     )
     .await?;
+    tx.commit().await?;
     Ok(CreatedKey {
         id,
         prefix,

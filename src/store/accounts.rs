@@ -360,3 +360,17 @@ pub async fn purge(tx: &mut sqlx::PgConnection, id: &str) -> sqlx::Result<bool> 
     .await?;
     Ok(true)
 }
+
+/// Locks the account's row (`FOR NO KEY UPDATE`, which does not block the account's other
+/// work) until the caller's transaction ends, so that a count read after it (its own
+/// statement, a fresh snapshot) cannot be passed by a concurrent writer of the same account;
+/// `false` when there is no such live account.
+pub async fn lock(db: &mut sqlx::PgConnection, id: &str) -> sqlx::Result<bool> {
+    let row = sqlx::query_scalar!(
+        "SELECT id FROM accounts WHERE id = $1 AND deleted_at IS NULL FOR NO KEY UPDATE",
+        id
+    )
+    .fetch_optional(db)
+    .await?;
+    Ok(row.is_some())
+}

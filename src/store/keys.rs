@@ -70,7 +70,7 @@ pub struct NewKey<'a> {
     pub ceiling_minutes: Option<i32>,
 }
 
-pub async fn insert(pool: &PgPool, key: NewKey<'_>) -> sqlx::Result<()> {
+pub async fn insert(db: impl sqlx::PgExecutor<'_>, key: NewKey<'_>) -> sqlx::Result<()> {
     sqlx::query!(
         "INSERT INTO api_keys (id, account_id, name, prefix, secret_sha256, scopes, ceiling_minutes)
          VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -82,9 +82,20 @@ pub async fn insert(pool: &PgPool, key: NewKey<'_>) -> sqlx::Result<()> {
         key.scopes,
         key.ceiling_minutes
     )
-    .execute(pool)
+    .execute(db)
     .await?;
     Ok(())
+}
+
+/// Live (unrevoked) keys of the account. Read under [`crate::store::accounts::lock`] in the
+/// caller's transaction, so that two creations of one account count each other.
+pub async fn count_live(db: &mut sqlx::PgConnection, account_id: &str) -> sqlx::Result<i64> {
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "live!" FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL"#,
+        account_id
+    )
+    .fetch_one(db)
+    .await
 }
 
 /// Revokes a key; `false` when there is no such key. Revoking twice keeps the first time.

@@ -127,40 +127,6 @@ pub async fn mark_code_redeemed(
     Ok(())
 }
 
-/// Records that `client_id` redeemed a code issued to `redirect_uri` (docs/oauth.md, "Errors").
-pub async fn prove_redirect(
-    conn: &mut PgConnection,
-    client_id: &str,
-    redirect_uri: &str,
-) -> sqlx::Result<()> {
-    sqlx::query!(
-        "INSERT INTO oauth_proven_redirects (client_id, redirect_uri) VALUES ($1, $2)
-         ON CONFLICT DO NOTHING",
-        client_id,
-        redirect_uri
-    )
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
-/// Whether `client_id` has redeemed a code issued to `redirect_uri`.
-pub async fn redirect_proven(
-    pool: &PgPool,
-    client_id: &str,
-    redirect_uri: &str,
-) -> sqlx::Result<bool> {
-    let row = sqlx::query!(
-        r#"SELECT EXISTS (SELECT 1 FROM oauth_proven_redirects
-                          WHERE client_id = $1 AND redirect_uri = $2) AS "proven!""#,
-        client_id,
-        redirect_uri
-    )
-    .fetch_one(pool)
-    .await?;
-    Ok(row.proven)
-}
-
 pub async fn insert_authorization(
     conn: &mut PgConnection,
     id: &str,

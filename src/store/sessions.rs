@@ -3,6 +3,10 @@
 //! Ours rather than `tower-sessions-sqlx-store`, whose sqlx `time` feature would switch every
 //! `query!` in this crate from chrono to `time` timestamps. The id is the row's key, the
 //! record's data a JSON object.
+//!
+//! Only [`SessionStore::create`] inserts (a new id: sign-in and sign-up, which `cycle_id`);
+//! [`SessionStore::save`] updates a row that is still there, so ending a session (deleting its
+//! row) cannot be undone by a request of that session that was already running.
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -55,11 +59,15 @@ impl SessionStore for PgSessionStore {
         }
     }
 
+    /// An update of a live row, never an insert: a session ended while one of its requests
+    /// was in flight (sign-out, a password change, the account deleted) stays ended when that
+    /// request saves its record on the way out. A record with no row left is dropped silently:
+    /// its cookie then names no session, and the browser is signed out.
     async fn save(&self, record: &Record) -> session_store::Result<()> {
         let data = serde_json::to_value(&record.data).map_err(backend)?;
-        sqlx::query!(
-            "INSERT INTO console_sessions (id, data, expires_at) VALUES ($1, $2, $3)
-             ON CONFLICT (id) DO UPDATE SET data = EXCLUDED.data, expires_at = EXCLUDED.expires_at",
+        let updated = sqlx::query!(
+            "UPDATE console_sessions SET data = $2, expires_at = $3
+             WHERE id = $1 AND expires_at > now()",
             record.id.to_string(),
             data,
             expiry(record)?
@@ -67,6 +75,9 @@ impl SessionStore for PgSessionStore {
         .execute(&self.pool)
         .await
         .map_err(backend)?;
+        if updated.rows_affected() == 0 {
+            tracing::debug!("a session ended while its request ran was not saved back");
+        }
         Ok(())
     }
 

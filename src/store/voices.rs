@@ -229,6 +229,8 @@ pub struct CloningStanding {
     pub features: Vec<String>,
     /// Cloned voice profiles the account has.
     pub cloned: i64,
+    /// Cloned voice profiles the account made since the month's start, deleted ones included.
+    pub cloned_this_month: i64,
 }
 
 /// The account's [`CloningStanding`] (`None`: no such account). The account row is locked
@@ -238,6 +240,7 @@ pub struct CloningStanding {
 pub async fn cloning_standing(
     db: &mut sqlx::PgConnection,
     account_id: &str,
+    month_start: chrono::DateTime<chrono::Utc>,
 ) -> sqlx::Result<Option<CloningStanding>> {
     let Some(account) = sqlx::query!(
         "SELECT plan, features FROM accounts WHERE id = $1 FOR NO KEY UPDATE",
@@ -248,17 +251,21 @@ pub async fn cloning_standing(
     else {
         return Ok(None);
     };
-    let cloned = sqlx::query_scalar!(
-        r#"SELECT count(*) AS "cloned!" FROM voice_profiles
-           WHERE account_id = $1 AND voice_type = 'cloned' AND deleted_at IS NULL"#,
-        account_id
+    let counts = sqlx::query!(
+        r#"SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS "cloned!",
+                  count(*) FILTER (WHERE created_at >= $2) AS "this_month!"
+           FROM voice_profiles
+           WHERE account_id = $1 AND voice_type = 'cloned'"#,
+        account_id,
+        month_start
     )
     .fetch_one(&mut *db)
     .await?;
     Ok(Some(CloningStanding {
         plan: account.plan,
         features: account.features,
-        cloned,
+        cloned: counts.cloned,
+        cloned_this_month: counts.this_month,
     }))
 }
 

@@ -1038,3 +1038,243 @@ async fn pronunciations_are_managed_in_the_console_and_by_the_operator() {
     assert_eq!(list["data"][0]["text"], "SQL");
     app.stop().await;
 }
+
+/// A request of a session saves its record when it ends (the session layer does so whenever it
+/// changed something). Issue 36 item 5: when the session was ended meanwhile — the owner
+/// changed the password, or it signed out — that save must not bring the record back.
+#[tokio::test]
+async fn a_session_ended_while_its_request_runs_is_not_saved_back() {
+    use std::sync::Arc;
+    use tower_sessions::Session;
+    use tower_sessions::session::Id;
+    use tower_sessions::session_store::SessionStore;
+    use voiced::store::sessions::PgSessionStore;
+
+    let app = TestApp::start().await;
+    let store = Arc::new(PgSessionStore::new(app.pool.clone()));
+    let session_of = |browser: &Browser| -> Id {
+        browser
+            .cookie_value("voiced_session")
+            .expect("a session cookie")
+            .parse()
+            .expect("a session id")
+    };
+    let mut owner = Browser::new(&app);
+    assert_eq!(owner.sign_up("noor@example.com").await.status, 303);
+    let mut thief = Browser::new(&app);
+    let page = thief.sign_in("noor@example.com", PASSWORD).await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    let stolen = session_of(&thief);
+
+    // A request of the stolen session is in flight: its record loaded and changed...
+    let in_flight = Session::new(Some(stolen), store.clone(), None);
+    in_flight
+        .insert("csrf_token", "changed in flight")
+        .await
+        .unwrap();
+    // ...when the owner changes the password, which ends every other session.
+    let page = owner
+        .submit(
+            "/console/account",
+            "/console/account/password",
+            &[
+                ("current_password", PASSWORD),
+                ("new_password", "a brand new passphrase"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    assert!(store.load(&stolen).await.unwrap().is_none());
+    // The request ends and saves its record, as the session layer does: nothing comes back.
+    in_flight.save().await.unwrap();
+    assert!(store.load(&stolen).await.unwrap().is_none());
+    let page = thief.get("/console/keys").await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    assert_eq!(page.location.as_deref(), Some("/console/sign-in"));
+
+    // The same for a sign-out while another request of that session runs.
+    let own = session_of(&owner);
+    let in_flight = Session::new(Some(own), store.clone(), None);
+    in_flight.insert("csrf_token", "late").await.unwrap();
+    let page = owner
+        .submit("/console/keys", "/console/sign-out", &[])
+        .await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    in_flight.save().await.unwrap();
+    assert!(store.load(&own).await.unwrap().is_none());
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM console_sessions")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
+    // A live session is still saved (an update of its row).
+    let mut again = Browser::new(&app);
+    let page = again
+        .sign_in("noor@example.com", "a brand new passphrase")
+        .await;
+    assert_eq!(page.status, 303, "{}", page.body);
+    let live = session_of(&again);
+    let request = Session::new(Some(live), store.clone(), None);
+    request.insert("marker", "kept").await.unwrap();
+    request.save().await.unwrap();
+    let record = store.load(&live).await.unwrap().expect("the live session");
+    assert_eq!(record.data["marker"], "kept");
+    app.stop().await;
+}
+
+/// Issue 36 item 5: the forms that re-enter the password (change it, delete the account) are
+/// sign-in attempts: they count in the sign-in limiter under the account's email and the
+/// client address, so a stolen session cannot guess the password faster than the sign-in form.
+#[tokio::test]
+async fn password_re_entry_forms_count_as_sign_in_attempts() {
+    // Clients behind a trusted proxy (the test client), so that email and address count apart.
+    let app = TestApp::start_with(0, &[("VOICED_TRUSTED_PROXIES", "127.0.0.1/32")]).await;
+    let mut thief = behind_proxy(&app, "203.0.113.5");
+    assert_eq!(thief.sign_up("ola@example.com").await.status, 303);
+    // Five wrong guesses on each form: ten attempts, each answered.
+    for n in 0..5 {
+        let guess = format!("guess number {n}");
+        let page = thief
+            .submit(
+                "/console/account",
+                "/console/account/password",
+                &[
+                    ("current_password", &guess),
+                    ("new_password", "a brand new passphrase"),
+                ],
+            )
+            .await;
+        assert_eq!(page.status, 400, "{}", page.body);
+        let page = thief
+            .submit(
+                "/console/account",
+                "/console/account/delete",
+                &[("password", &guess), ("confirm", "yes")],
+            )
+            .await;
+        assert_eq!(page.status, 400, "{}", page.body);
+    }
+    // The eleventh is refused before the password is checked, even the right one.
+    let page = thief
+        .submit(
+            "/console/account",
+            "/console/account/password",
+            &[
+                ("current_password", PASSWORD),
+                ("new_password", "a brand new passphrase"),
+            ],
+        )
+        .await;
+    assert_eq!(page.status, 429, "{}", page.body);
+    assert!(page.retry_after.is_some());
+    let page = thief
+        .submit(
+            "/console/account",
+            "/console/account/delete",
+            &[("password", PASSWORD), ("confirm", "yes")],
+        )
+        .await;
+    assert_eq!(page.status, 429, "{}", page.body);
+    // The counts are the sign-in form's: the email from another address, and the thief's
+    // address for another email, are refused too; another client with another email is not.
+    let mut elsewhere = behind_proxy(&app, "198.51.100.7");
+    let page = elsewhere.sign_in("ola@example.com", PASSWORD).await;
+    assert_eq!(page.status, 429, "{}", page.body);
+    let mut same_address = behind_proxy(&app, "203.0.113.5");
+    let page = same_address
+        .sign_in("someone@example.com", "guess guess guess")
+        .await;
+    assert_eq!(page.status, 429, "{}", page.body);
+    let page = elsewhere
+        .sign_in("someone@example.com", "guess guess guess")
+        .await;
+    assert_eq!(page.status, 401, "{}", page.body);
+    // Nothing was changed or deleted: the account still exists with its password.
+    account_of(&app, "ola@example.com").await;
+    let stored = voiced::store::accounts::credentials_by_email(&app.pool, "ola@example.com")
+        .await
+        .unwrap();
+    assert!(stored.is_some());
+    app.stop().await;
+}
+
+/// Issue 36 item 5: an account holds at most `max_keys_per_account` live keys; one more is
+/// refused (409 `conflict`) by the core's creation, which the console and `voiced admin key
+/// create` share, also when creations race; revoking a key frees its place.
+#[tokio::test]
+async fn live_keys_per_account_are_capped() {
+    use voiced::domain::Scope;
+    use voiced::service::keys;
+    let app = TestApp::start_with(0, &[("VOICED_MAX_KEYS_PER_ACCOUNT", "2")]).await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.sign_up("pia@example.com").await.status, 303);
+    let account = account_of(&app, "pia@example.com").await;
+    for name in ["one", "two"] {
+        let page = browser
+            .submit(
+                "/console/keys",
+                "/console/keys",
+                &[("name", name), ("scope_read", "on")],
+            )
+            .await;
+        assert_eq!(page.status, 303, "{}", page.body);
+    }
+    let page = browser
+        .submit(
+            "/console/keys",
+            "/console/keys",
+            &[("name", "three"), ("scope_read", "on")],
+        )
+        .await;
+    assert_eq!(page.status, 409, "{}", page.body);
+    assert!(page.body.contains("(2)"), "{}", page.body);
+    // The operator's command is the same operation.
+    let err = keys::create(&app.pool, 2, &account, "cli", &[Scope::VoiceRead], None)
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(err.code, ErrorCode::Conflict, "{}", err.detail);
+    assert_eq!(err.code.status(), 409);
+    let live = keys::list(&app.pool, &account).await.unwrap();
+    assert_eq!(live.len(), 2);
+
+    // Revoking one frees one place; of five racing creations exactly one takes it.
+    keys::revoke(&app.pool, &account, &live[0].id)
+        .await
+        .unwrap();
+    let racing: Vec<_> = (0..5)
+        .map(|n| {
+            let (pool, account) = (app.pool.clone(), account.clone());
+            tokio::spawn(async move {
+                keys::create(
+                    &pool,
+                    2,
+                    &account,
+                    &format!("race {n}"),
+                    &[Scope::VoiceRead],
+                    None,
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| e.code)
+            })
+        })
+        .collect();
+    let mut made = 0;
+    for outcome in racing {
+        match outcome.await.unwrap() {
+            Ok(()) => made += 1,
+            Err(code) => assert_eq!(code, ErrorCode::Conflict),
+        }
+    }
+    assert_eq!(made, 1);
+    let live: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL",
+    )
+    .bind(&account)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(live, 2);
+    app.stop().await;
+}

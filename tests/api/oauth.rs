@@ -525,9 +525,8 @@ async fn authorization_requests_are_checked_before_anything_is_shown() {
         }
     }
 
-    // Everything else goes back to the client, with state and iss, once the client has proven
-    // its redirect URI by redeeming a code issued to it; until then the user gets the error
-    // page (anyone can register a client naming any redirect URI: no open redirector).
+    // Every other fault is told on the error page too (RFC 9700 §4.11.2): the user has seen no
+    // consent page on this path, so nothing goes back to the redirect URI, whoever registered it.
     let cases: [(&str, Vec<Param>); 6] = [
         ("invalid_request", vec![("code_challenge_method", None)]),
         (
@@ -572,20 +571,137 @@ async fn authorization_requests_are_checked_before_anything_is_shown() {
             assert!(page.contains(error), "{path}: {page}");
         }
     }
+    // Still so once the client has redeemed a code at its redirect URI (the former "proven"
+    // gate), and for a signed-in browser: a redirect needs the consent page of this request.
     let (_, email) = user(&app, Plan::Pro).await;
     let mut browser = Browser::new(&app);
     authorize(&app, &mut browser, &client_id, &email, None, None).await;
     for (error, changes) in cases {
-        let response = get(case_path(&changes)).await;
-        assert_eq!(response.status(), 302, "{changes:?}");
-        let location = response.headers()[LOCATION].to_str().unwrap();
-        assert!(location.starts_with(CALLBACK), "{location}");
-        let query = callback(location);
-        assert_eq!(query["error"], error, "{changes:?}");
-        assert_eq!(query["state"], "st");
-        assert_eq!(query["iss"], app.base);
-        assert!(!query.contains_key("code"));
+        for path in [
+            case_path(&changes),
+            case_path(&changes).replace("/oauth/authorize", "/console/authorize"),
+        ] {
+            let page = browser.get(&path).await;
+            assert_eq!(page.status, 400, "{path}: {}", page.body);
+            assert!(page.location.is_none(), "{path}");
+            assert!(page.body.contains(error), "{path}: {}", page.body);
+        }
     }
+    app.stop().await;
+}
+
+/// Issue 36 item 5 (RFC 9700 §4.11.2): an attacker registers a client naming its own site and
+/// redeems a code for it with its own account. A victim who follows a link to that client's
+/// authorization request with a fault in it gets the error page, never a redirect to the
+/// attacker; and an answer (deny or allow) for a consent page the victim's browser was not
+/// shown goes nowhere either. The victim's own consent page is answered normally, once.
+#[tokio::test]
+async fn an_attackers_client_cannot_bounce_a_victim_off_this_server() {
+    const ATTACKER: &str = "https://attacker.example/landing";
+    let app = TestApp::start_self_addressed(&[]).await;
+    let attacker_client = register(&app, "Totally Legit", ATTACKER).await;
+    // The attacker redeems a code for its own client, with its own account.
+    let (_, attacker_email) = user(&app, Plan::Pro).await;
+    let mut attacker = Browser::new(&app);
+    let pkce = Pkce::new();
+    let own = Request {
+        client_id: &attacker_client,
+        redirect_uri: ATTACKER,
+        pkce: &pkce,
+        scope: None,
+        resource: None,
+        state: "a",
+    };
+    let consent = consent_page(&mut attacker, &own.path(), &attacker_email).await;
+    let code = answer(&mut attacker, &consent, "allow").await["code"].clone();
+    let (status, body) = token_request(
+        &app,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", ATTACKER),
+            ("client_id", &attacker_client),
+            ("code_verifier", &pkce.verifier),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+
+    // The victim, signed in to the console, follows the attacker's links with a fault in them.
+    let (_, victim_email) = user(&app, Plan::Pro).await;
+    let mut victim = Browser::new(&app);
+    assert_eq!(victim.sign_in(&victim_email, PASSWORD).await.status, 303);
+    let faulty = |changes: &[Param]| {
+        let mut params: Vec<Param> = vec![
+            ("response_type", Some("code")),
+            ("client_id", Some(&attacker_client)),
+            ("redirect_uri", Some(ATTACKER)),
+            ("code_challenge", Some(&pkce.challenge)),
+            ("code_challenge_method", Some("S256")),
+            ("state", Some("x")),
+        ];
+        for &(name, value) in changes {
+            params.retain(|(n, _)| *n != name);
+            params.push((name, value));
+        }
+        authorize_path(&params)
+    };
+    for changes in [
+        vec![("response_type", Some("token"))],
+        vec![("scope", Some("everything"))],
+        vec![("code_challenge_method", None)],
+    ] {
+        for path in [
+            faulty(&changes),
+            faulty(&changes).replace("/oauth/authorize", "/console/authorize"),
+        ] {
+            let page = victim.get(&path).await;
+            assert_eq!(page.status, 400, "{path}: {}", page.body);
+            assert!(page.location.is_none(), "{path} redirected");
+            assert!(!page.body.contains("attacker.example/landing?"), "{path}");
+        }
+    }
+
+    // A forged answer in the victim's session (its CSRF token, a request it was never shown):
+    // the error page, no redirect, no code.
+    let keys_page = victim.get("/console/keys").await;
+    let token = csrf_of(&keys_page.body);
+    let unseen = faulty(&[])
+        .trim_start_matches("/oauth/authorize?")
+        .to_owned();
+    for decision in ["deny", "allow"] {
+        let page = victim
+            .post(
+                "/console/authorize",
+                &[
+                    ("request", unseen.as_str()),
+                    ("decision", decision),
+                    ("csrf_token", token.as_str()),
+                ],
+            )
+            .await;
+        assert_eq!(page.status, 400, "{decision}: {}", page.body);
+        assert!(page.location.is_none(), "{decision} redirected");
+    }
+    let codes: i64 = sqlx::query_scalar("SELECT count(*) FROM oauth_codes")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(codes, 1, "only the attacker's own code");
+
+    // Shown the consent page, the victim's answer goes back (deny here), and only once.
+    let consent = consent_page(&mut victim, &faulty(&[]), &victim_email).await;
+    let params = answer(&mut victim, &consent, "deny").await;
+    assert_eq!(params["error"], "access_denied");
+    let fields = [
+        ("request", field_of(&consent.body, "request")),
+        ("decision", "deny".to_owned()),
+        ("csrf_token", csrf_of(&consent.body)),
+    ];
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let again = victim.post("/console/authorize", &fields).await;
+    assert_eq!(again.status, 400, "{}", again.body);
+    assert!(again.location.is_none());
     app.stop().await;
 }
 

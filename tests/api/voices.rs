@@ -332,6 +332,96 @@ async fn cloned_voices(app: &TestApp, account: &str) -> i64 {
     .unwrap()
 }
 
+/// Clones per calendar month (issue 36 item 6): deleting a cloned voice frees its place under
+/// the live cap but not under the monthly one, so delete-and-clone-again stops at the monthly
+/// figure with 429 `rate_limit_exceeded` and a `Retry-After` no later than the month's end;
+/// clones of earlier months do not count.
+#[tokio::test]
+async fn deleting_and_cloning_again_stops_at_the_monthly_cap() {
+    use voiced::service::ErrorCode;
+    use voiced::service::cloning::{CloneLimits, admit, store};
+    let app = TestApp::start().await;
+    let (pro, _) = app.pro_user().await;
+    let limits = CloneLimits {
+        max_voices: 1,
+        max_per_month: 3,
+    };
+    for round in 0..3 {
+        let voice = store(
+            &app.pool,
+            &pro,
+            limits,
+            &checked_clone(&format!("Round {round}")),
+            b"clip",
+            None,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("clone {round}: {}", e.detail));
+        // The live cap is reached until the voice is deleted.
+        let err = store(
+            &app.pool,
+            &pro,
+            limits,
+            &checked_clone("Extra"),
+            b"clip",
+            None,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(err.code, ErrorCode::Conflict, "{}", err.detail);
+        voiced::service::deletion::delete_voice(&app.core, &pro, &voice.id)
+            .await
+            .unwrap();
+    }
+    let live: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM voice_profiles WHERE account_id = $1 AND deleted_at IS NULL",
+    )
+    .bind(&pro)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(live, 0, "every clone was deleted");
+    let err = store(
+        &app.pool,
+        &pro,
+        limits,
+        &checked_clone("Fourth"),
+        b"clip",
+        None,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(err.code, ErrorCode::RateLimitExceeded, "{}", err.detail);
+    assert!(err.detail.contains("(3)"), "{}", err.detail);
+    let retry = err.retry_after_secs.expect("Retry-After");
+    assert!((1..=31 * 24 * 3600).contains(&retry), "{retry}");
+    let mut conn = app.pool.acquire().await.unwrap();
+    assert_eq!(
+        admit(&mut conn, &pro, limits).await.unwrap_err().code,
+        ErrorCode::RateLimitExceeded
+    );
+    // Clones made in an earlier month are not this month's.
+    sqlx::query(
+        "UPDATE voice_profiles SET created_at = created_at - interval '40 days'
+         WHERE account_id = $1",
+    )
+    .bind(&pro)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    assert!(admit(&mut conn, &pro, limits).await.is_ok());
+    drop(conn);
+    app.stop().await;
+}
+
+/// Cloning's caps with room enough under the monthly one: the live-voice cap is the subject.
+fn cap(max_voices: u32) -> voiced::service::cloning::CloneLimits {
+    voiced::service::cloning::CloneLimits {
+        max_voices,
+        max_per_month: 100,
+    }
+}
+
 /// Cloning (issue 23 item 6): a plan (403 `pro_plan_required`) that includes the `cloning`
 /// feature (403 `feature_not_enabled`), and at most `max_cloned_voices_per_account` cloned
 /// voices (409 `conflict`), also when clones race; the console's form is refused alike, before
@@ -346,7 +436,10 @@ async fn cloning_needs_a_plan_with_the_feature_and_stays_under_the_cap() {
         let pool = app.pool.clone();
         async move {
             let mut conn = pool.acquire().await.unwrap();
-            admit(&mut conn, &account, max).await.err().map(|e| e.code)
+            admit(&mut conn, &account, cap(max))
+                .await
+                .err()
+                .map(|e| e.code)
         }
     };
 
@@ -355,9 +448,16 @@ async fn cloning_needs_a_plan_with_the_feature_and_stays_under_the_cap() {
         refusal(free.clone(), 20).await,
         Some(ErrorCode::ProPlanRequired)
     );
-    let err = store(&app.pool, &free, 20, &checked_clone("Ada"), b"clip", None)
-        .await
-        .unwrap_err();
+    let err = store(
+        &app.pool,
+        &free,
+        cap(20),
+        &checked_clone("Ada"),
+        b"clip",
+        None,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.code, ErrorCode::ProPlanRequired);
 
     let (pro, _) = app.pro_user().await;
@@ -373,9 +473,16 @@ async fn cloning_needs_a_plan_with_the_feature_and_stays_under_the_cap() {
         refusal(pro.clone(), 20).await,
         Some(ErrorCode::FeatureNotEnabled)
     );
-    let err = store(&app.pool, &pro, 20, &checked_clone("Ada"), b"clip", None)
-        .await
-        .unwrap_err();
+    let err = store(
+        &app.pool,
+        &pro,
+        cap(20),
+        &checked_clone("Ada"),
+        b"clip",
+        None,
+    )
+    .await
+    .unwrap_err();
     assert_eq!(err.code, ErrorCode::FeatureNotEnabled);
     assert_eq!(err.code.status(), 403);
     assert_eq!(cloned_voices(&app, &pro).await, 0);
@@ -385,7 +492,7 @@ async fn cloning_needs_a_plan_with_the_feature_and_stays_under_the_cap() {
 
     // A cap of 3: two clones, then five at once; exactly one of the five gets the last place.
     for name in ["Ada", "Grace"] {
-        store(&app.pool, &pro, 3, &checked_clone(name), b"clip", None)
+        store(&app.pool, &pro, cap(3), &checked_clone(name), b"clip", None)
             .await
             .unwrap();
     }
@@ -393,7 +500,7 @@ async fn cloning_needs_a_plan_with_the_feature_and_stays_under_the_cap() {
     let racing = names.map(|name| {
         let (pool, pro) = (app.pool.clone(), pro.clone());
         tokio::spawn(async move {
-            store(&pool, &pro, 3, &checked_clone(name), b"clip", None)
+            store(&pool, &pro, cap(3), &checked_clone(name), b"clip", None)
                 .await
                 .map(|_| ())
                 .map_err(|e| (e.code, e.detail))

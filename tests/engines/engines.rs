@@ -1047,8 +1047,9 @@ async fn console_clones_through_a_worker(app: &TestApp) {
         transcript: None,
         duration_ms: 6000,
     };
+    let limits = voiced::service::cloning::CloneLimits::default();
     let broken =
-        voiced::service::cloning::store(&app.pool, &account, 20, &checked, b"not audio", None)
+        voiced::service::cloning::store(&app.pool, &account, limits, &checked, b"not audio", None)
             .await
             .unwrap()
             .id;

@@ -737,7 +737,10 @@ async fn admin_clone_needs_a_plan_with_cloning_and_room_under_the_cap() {
     voiced::service::cloning::store(
         &app.pool,
         &pro,
-        1,
+        voiced::service::cloning::CloneLimits {
+            max_voices: 1,
+            ..Default::default()
+        },
         &voiced::service::cloning::CheckedClone {
             name: "Grace".into(),
             description: String::new(),

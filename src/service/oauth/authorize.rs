@@ -3,17 +3,25 @@
 //!
 //! The client and its exact redirect URI are checked first: when either is wrong the user sees
 //! an error page and is never redirected (an attacker could otherwise bounce users anywhere).
-//! Every later fault goes back to the client's redirect URI as `error`, `error_description`,
-//! `state` and `iss` (RFC 9207), but only when that redirect URI is proven: the client has
-//! redeemed a code issued to it (`store::oauth::prove_redirect`). Anyone can register a client
-//! naming any https redirect URI, so a registered URI alone would make this server an open
-//! redirector (RFC 9700 §4.11.2); an unproven one gets the error page instead.
+//! A later fault goes back to the client's redirect URI as `error`, `error_description`,
+//! `state` and `iss` (RFC 9207) only on the path where this user was shown the request's
+//! consent page in this browser session ([`Shown::ConsentPage`]: the console binds the page to
+//! the session that saw it, and its answer to that session's CSRF token); everywhere else the
+//! user reads the fault on the error page. Anyone can register a client naming any https
+//! redirect URI, and redeeming a code for one's own client proves nothing about the victim's
+//! flow, so redirecting on a registered (or once-redeemed) URI alone would make this server an
+//! open redirector (RFC 9700 §4.11.2).
 
 use sqlx::PgPool;
 use url::Url;
 
 /// The page's sentence for a redirect URI that cannot be sent back as a header.
 pub const BAD_REDIRECT_URI: &str = "The application's redirect URI cannot be used.";
+
+/// The page's sentence for an answer to a consent page this browser session was not shown.
+pub const NOT_SHOWN: &str = "This answer is not to a consent page this browser was shown (or it \
+     was answered already); nothing was sent to the application. Start again from the \
+     application.";
 
 use super::clients::Client;
 use super::{CODE_LIFETIME, OAuthSettings, Params, parse_scope_param, scope_names};
@@ -32,6 +40,9 @@ pub struct AuthorizationRequest {
     pub scopes: Vec<Scope>,
     /// Canonical resource identifiers: the tokens' audience.
     pub resources: Vec<String>,
+    /// Whether this browser session was shown the request's consent page: only then may a
+    /// code or an error go back to the redirect URI.
+    pub shown: Shown,
 }
 
 #[derive(Debug)]
@@ -42,13 +53,26 @@ pub enum RequestError {
     Redirect(String),
 }
 
+/// Whether the user was shown this request's consent page in this browser session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// `GET /oauth/authorize`, the consent page itself, or an answer to a consent page this
+    /// session was not shown: faults are told on the error page, never by a redirect.
+    Nothing,
+    /// The answer to a consent page this browser session was shown for this very request:
+    /// faults go back to the client's redirect URI, which the page named.
+    ConsentPage,
+}
+
 /// Checks an authorization request given as its query string, sent from `from` (the client
-/// address: a metadata document fetched for the request counts against it).
+/// address: a metadata document fetched for the request counts against it). `shown` decides
+/// whether a fault after the client check may redirect ([`Shown`]).
 pub async fn validate(
     oauth: &OAuthSettings,
     pool: &PgPool,
     query: &str,
     from: Option<std::net::IpAddr>,
+    shown: Shown,
 ) -> Result<AuthorizationRequest, RequestError> {
     let params = Params::parse(query);
     let client_id = params
@@ -80,20 +104,11 @@ pub async fn validate(
             ));
         }
     };
-    // From here on the client is told what went wrong, at a proven redirect URI; the user
-    // reads it on the error page otherwise.
-    let proven = match store::oauth::redirect_proven(pool, &client.id, &redirect_uri).await {
-        Ok(proven) => proven,
-        Err(err) => {
-            tracing::error!(error = %err, "looking up a proven redirect URI failed");
-            return Err(RequestError::Page(
-                "The service is temporarily unavailable; retry shortly.".into(),
-            ));
-        }
-    };
+    // From here on the client is told what went wrong only where the user saw the consent
+    // page of this request; the user reads it on the error page otherwise.
     let state = params.single("state").ok().flatten().map(str::to_owned);
     let back = |error: &str, description: &str| {
-        if !proven {
+        if shown != Shown::ConsentPage {
             return RequestError::Page(format!(
                 "{} sent an authorization request this server cannot accept ({error}): \
                  {description}",
@@ -187,6 +202,7 @@ pub async fn validate(
         code_challenge,
         scopes,
         resources,
+        shown,
     })
 }
 
@@ -197,6 +213,12 @@ pub async fn allow(
     request: &AuthorizationRequest,
     account_id: &str,
 ) -> Result<String, ServiceError> {
+    if request.shown != Shown::ConsentPage {
+        return Err(ServiceError::new(
+            crate::service::ErrorCode::InvalidRequest,
+            NOT_SHOWN,
+        ));
+    }
     let code = OAuthSecret::generate("");
     let expires_at =
         chrono::Utc::now() + chrono::TimeDelta::from_std(CODE_LIFETIME).expect("ten minutes fit");
@@ -226,15 +248,19 @@ pub async fn allow(
     ))
 }
 
-/// Where to send the browser when the user refuses.
-pub fn deny(oauth: &OAuthSettings, request: &AuthorizationRequest) -> String {
-    error_location(
+/// Where to send the browser when the user refuses on the consent page it was shown (an
+/// error page otherwise: [`Shown`]).
+pub fn deny(oauth: &OAuthSettings, request: &AuthorizationRequest) -> Result<String, RequestError> {
+    if request.shown != Shown::ConsentPage {
+        return Err(RequestError::Page(NOT_SHOWN.into()));
+    }
+    Ok(error_location(
         &request.redirect_uri,
         "access_denied",
         "The user refused.",
         request.state.as_deref(),
         &oauth.issuer,
-    )
+    ))
 }
 
 fn error_location(

@@ -18,6 +18,7 @@ use sqlx::PgPool;
 use url::{Host, Url};
 
 use super::OAuthError;
+use crate::domain::Ipv6RatePrefix;
 use crate::domain::new_id;
 use crate::limits::SharedGcra;
 use crate::limits::quota::{NamedQuota, address_key, retry_after_secs};
@@ -71,6 +72,8 @@ pub struct ClientLimits {
     pub registrations_per_day: u32,
     pub fetches_in_flight: u32,
     pub fetches_per_address_per_hour: u32,
+    /// How an IPv6 client address is keyed (setting `ipv6_rate_limit_prefix`).
+    pub ipv6_prefix: Ipv6RatePrefix,
 }
 
 impl Default for ClientLimits {
@@ -81,6 +84,7 @@ impl Default for ClientLimits {
             registrations_per_day: 1000,
             fetches_in_flight: 4,
             fetches_per_address_per_hour: 60,
+            ipv6_prefix: Ipv6RatePrefix::default(),
         }
     }
 }
@@ -98,6 +102,7 @@ pub struct ClientDirectory {
     registrations_all: NamedQuota,
     fetches: Arc<tokio::sync::Semaphore>,
     fetches_per_address: NamedQuota,
+    ipv6_prefix: Ipv6RatePrefix,
     documents: Mutex<HashMap<String, Cached>>,
 }
 
@@ -128,6 +133,7 @@ impl ClientDirectory {
                 limits.fetches_per_address_per_hour,
                 HOUR,
             ),
+            ipv6_prefix: limits.ipv6_prefix,
             documents: Mutex::new(HashMap::new()),
         }
     }
@@ -213,7 +219,11 @@ impl ClientDirectory {
                     .into(),
             );
         };
-        if let Err(wait) = self.fetches_per_address.check(&address_key(from)).await {
+        if let Err(wait) = self
+            .fetches_per_address
+            .check(&address_key(from, self.ipv6_prefix))
+            .await
+        {
             return Err(format!(
                 "Too many new client metadata documents were requested from this address; retry \
                  in {} seconds.",
@@ -276,7 +286,7 @@ impl ClientDirectory {
         client: Option<IpAddr>,
         body: &[u8],
     ) -> Result<Value, OAuthError> {
-        let key = address_key(client);
+        let key = address_key(client, self.ipv6_prefix);
         let counted = async {
             self.registrations_hourly.check(&key).await?;
             self.registrations_daily.check(&key).await?;

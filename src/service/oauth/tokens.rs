@@ -161,9 +161,6 @@ async fn redeem_code(
     )
     .await?;
     store::oauth::mark_code_redeemed(&mut tx, &hash, &authorization_id).await?;
-    // The client received this code at its redirect URI and redeemed it with the verifier:
-    // from now on authorization errors may be redirected there (`authorize::validate`).
-    store::oauth::prove_redirect(&mut tx, &row.client_id, &row.redirect_uri).await?;
     let response = issue(
         &mut tx,
         &authorization_id,
