@@ -7,9 +7,8 @@
 
 use askama::Template;
 use axum::Form;
-use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
@@ -485,8 +484,7 @@ async fn previewed(
 pub async fn transcribe(
     State(state): State<ConsoleState>,
     user: SignedIn,
-    headers: HeaderMap,
-    multipart: Result<Multipart, MultipartRejection>,
+    request: axum::extract::Request,
 ) -> Result<Response, PageError> {
     let admitted = async {
         let principal = principal(&state, &user)?;
@@ -497,14 +495,17 @@ pub async fn transcribe(
     .await;
     let (principal, place) = match admitted {
         Ok(admitted) => admitted,
-        Err(err) => return refused(&state, &user, err).await,
+        Err(err) => {
+            upload::refuse(request, TRANSCRIBE_BODY_LIMIT, state.request_timeout);
+            return refused(&state, &user, err).await;
+        }
     };
     let rule = FileRule {
         field: "audio",
         max_bytes: crate::audio::MAX_AUDIO_BYTES,
         too_large: "The audio file is larger than 25 MiB.".to_owned(),
     };
-    let audio = match upload::read(&user.session, &headers, multipart, &rule).await {
+    let audio = match upload::read(&user.session, request, &state, &rule).await {
         Ok(form) => form.file,
         Err(PageError::Service(err)) => return refused(&state, &user, err).await,
         Err(err) => return Err(err),

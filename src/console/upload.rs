@@ -9,8 +9,9 @@
 
 use std::collections::HashMap;
 
-use axum::extract::multipart::{Field, Multipart, MultipartError, MultipartRejection};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::multipart::{Field, Multipart, MultipartError};
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
 
 use super::page::PageError;
 use super::session::check_csrf;
@@ -45,18 +46,54 @@ pub struct FileRule {
     pub too_large: String,
 }
 
+/// An upload refused before it was read: answered at once, its body read and thrown away
+/// behind the answer (at most `limit` bytes, for at most `within`), never kept, so that the
+/// browser reads the answer instead of a connection cut under its upload.
+pub fn refuse(request: Request, limit: usize, within: std::time::Duration) {
+    crate::http::body::discard(request.into_body(), limit, within);
+}
+
 /// Reads an admitted upload form (see the module): a file before a valid CSRF token, a wrong
 /// token, a body that is not `multipart/form-data` or cannot be read, a file past its bound
 /// are refused, and the file's bytes are never read before the token is checked.
-pub async fn read(
+pub async fn read<S: Send + Sync>(
     session: &Session,
-    headers: &HeaderMap,
-    multipart: Result<Multipart, MultipartRejection>,
+    request: Request,
+    state: &S,
     rule: &FileRule,
 ) -> Result<UploadForm, PageError> {
-    let mut multipart = multipart.map_err(|_| {
+    let token_header = request
+        .headers()
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let mut multipart = Multipart::from_request(request, state).await.map_err(|_| {
         ServiceError::invalid(rule.field, "The form is sent as multipart/form-data.")
     })?;
+    match read_fields(session, token_header, &mut multipart, rule).await {
+        Ok(form) => Ok(form),
+        Err(refused) => {
+            // Answered at once; what is left of the body is read and thrown away behind the
+            // answer, so that the browser shows it.
+            tokio::spawn(async move {
+                let drain = async move {
+                    while let Ok(Some(mut field)) = multipart.next_field().await {
+                        while let Ok(Some(_)) = field.chunk().await {}
+                    }
+                };
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(120), drain).await;
+            });
+            Err(refused)
+        }
+    }
+}
+
+async fn read_fields(
+    session: &Session,
+    token_header: Option<String>,
+    multipart: &mut Multipart,
+    rule: &FileRule,
+) -> Result<UploadForm, PageError> {
     let unreadable = |e: MultipartError| -> PageError {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             too_large(rule).into()
@@ -64,9 +101,9 @@ pub async fn read(
             ServiceError::invalid(rule.field, "The form could not be read; send it again.").into()
         }
     };
-    let mut verified = match headers.get(CSRF_HEADER).and_then(|v| v.to_str().ok()) {
+    let mut verified = match token_header {
         Some(token) => {
-            check_csrf(session, token).await?;
+            check_csrf(session, &token).await?;
             true
         }
         None => false,

@@ -4,9 +4,8 @@
 
 use askama::Template;
 use axum::Form;
-use axum::extract::multipart::{Multipart, MultipartRejection};
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
 
@@ -216,13 +215,15 @@ pub const CLONE_BODY_LIMIT: usize = crate::engines::reference::MAX_BYTES + 64 * 
 pub async fn clone(
     State(state): State<ConsoleState>,
     user: SignedIn,
-    headers: HeaderMap,
-    multipart: Result<Multipart, MultipartRejection>,
+    request: axum::extract::Request,
 ) -> Result<Response, PageError> {
     let limits = state.console.clone_limits;
     let _slot = match cloning::admit_upload(&state, &user.account_id, limits).await {
         Ok(slot) => slot,
-        Err(err) => return refused(&state, &user, err).await,
+        Err(err) => {
+            upload::refuse(request, CLONE_BODY_LIMIT, state.request_timeout);
+            return refused(&state, &user, err).await;
+        }
     };
     let rule = FileRule {
         field: "audio",
@@ -232,7 +233,7 @@ pub async fn clone(
             crate::engines::reference::MAX_BYTES / (1024 * 1024)
         ),
     };
-    let form = match upload::read(&user.session, &headers, multipart, &rule).await {
+    let form = match upload::read(&user.session, request, &state, &rule).await {
         Ok(form) => form,
         Err(PageError::Service(err)) => return refused(&state, &user, err).await,
         Err(err) => return Err(err),

@@ -284,7 +284,8 @@ pub struct Generation {
     pub engine: String,
     /// `mp3`, `opus` or `wav`.
     pub format: String,
-    /// Length of the audio once completed.
+    /// Length of the audio once completed; on a generation cancelled after some of its audio
+    /// had been streamed to its caller, the audio delivered, which is what was charged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<i64>,
     pub created_at: DateTime<Utc>,
@@ -296,7 +297,8 @@ pub struct Generation {
     #[schema(minimum = 0, maximum = 1)]
     pub progress: Option<f64>,
     /// While queued: how many queued generations (of every account) were created before it.
-    /// Approximate: the fair order can serve another account's newer job first.
+    /// Approximate: the fair order can serve another account's newer job first; exact up to
+    /// 100, an upper bound beyond.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(minimum = 0)]
     pub queue_position: Option<i64>,

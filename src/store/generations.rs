@@ -50,10 +50,7 @@ pub async fn find(
                       AS "queued!",
                   CASE WHEN status = 'generating'
                             AND (lease_expires_at IS NULL OR lease_expires_at < now())
-                       THEN (SELECT count(*) FROM generations q
-                             WHERE q.status = 'generating'
-                               AND (q.lease_expires_at IS NULL OR q.lease_expires_at < now())
-                               AND (q.created_at, q.id) < (generations.created_at, generations.id))
+                       THEN generation_queue_position(created_at, id, queue_seq)
                   END AS queue_position, words
            FROM generations WHERE id = $1 AND account_id = $2"#,
         id,
@@ -84,10 +81,7 @@ pub async fn find_checked(
                    AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())) AS "queued?",
                   CASE WHEN g.status = 'generating'
                             AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())
-                       THEN (SELECT count(*) FROM generations q
-                             WHERE q.status = 'generating'
-                               AND (q.lease_expires_at IS NULL OR q.lease_expires_at < now())
-                               AND (q.created_at, q.id) < (g.created_at, g.id))
+                       THEN generation_queue_position(g.created_at, g.id, g.queue_seq)
                   END AS "queue_position?", g.words AS "words?"
            FROM credential_fingerprints f
            LEFT JOIN generations g ON g.id = $2 AND g.account_id = $3
@@ -164,10 +158,7 @@ pub async fn list(
                    AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())) AS "queued!",
                   CASE WHEN g.status = 'generating'
                             AND (g.lease_expires_at IS NULL OR g.lease_expires_at < now())
-                       THEN (SELECT count(*) FROM generations q
-                             WHERE q.status = 'generating'
-                               AND (q.lease_expires_at IS NULL OR q.lease_expires_at < now())
-                               AND (q.created_at, q.id) < (g.created_at, g.id))
+                       THEN generation_queue_position(g.created_at, g.id, g.queue_seq)
                   END AS queue_position, g.words
            FROM generations g JOIN voice_profiles v ON v.id = g.voice_id
            WHERE g.account_id = $1

@@ -506,7 +506,8 @@ export interface components {
             created_at: string;
             /**
              * Format: int64
-             * @description Length of the audio once completed.
+             * @description Length of the audio once completed; on a generation cancelled after some of its audio
+             *     had been streamed to its caller, the audio delivered, which is what was charged.
              */
             duration_ms?: number | null;
             /** @description Engine that renders it. */
@@ -531,7 +532,8 @@ export interface components {
             /**
              * Format: int64
              * @description While queued: how many queued generations (of every account) were created before it.
-             *     Approximate: the fair order can serve another account's newer job first.
+             *     Approximate: the fair order can serve another account's newer job first; exact up to
+             *     100, an upper bound beyond.
              */
             queue_position?: number | null;
             /**
