@@ -12,9 +12,7 @@ use sqlx::PgPool;
 
 use crate::app::Database;
 use crate::config::Config;
-use crate::domain::{
-    CeilingMinutes, Email, EngineId, Feature, Plan, Scope, Seed, Temperature, new_id,
-};
+use crate::domain::{CeilingMinutes, Email, EngineId, Feature, Plan, Scope, Seed, Temperature};
 use crate::engines::registry::EngineRegistry;
 use crate::store;
 
@@ -380,7 +378,14 @@ async fn execute(
         }) => {
             // The console's rule, so the CLI never makes an account the console would refuse.
             let email = Email::parse(&email).map_err(|m| anyhow::anyhow!("--email: {m}"))?;
-            let id = create_account(pool, &email, plan, password_stdin).await?;
+            let password = password_stdin.then(read_password_stdin).transpose()?;
+            let gate = crate::service::accounts::PasswordGate::new(1, 0);
+            let id = crate::service::accounts::create(pool, &gate, email.as_str(), password, plan)
+                .await
+                .map_err(|e| match e.param.as_deref() {
+                    Some("email") => anyhow::anyhow!("an account with that email already exists"),
+                    _ => anyhow::anyhow!("{}", e.detail),
+                })?;
             emit(
                 as_json,
                 json!({ "id": id }),
@@ -460,7 +465,9 @@ async fn execute(
             );
         }
         AdminCommand::Key(KeyCommand::Revoke { key_id }) => {
-            anyhow::ensure!(store::keys::revoke(pool, &key_id).await?, "no key {key_id}");
+            crate::service::keys::revoke_any(pool, &key_id)
+                .await
+                .map_err(|e| not_found_as(e, &format!("no key {key_id}")))?;
             emit(
                 as_json,
                 json!({ "id": key_id, "revoked": true }),
@@ -468,11 +475,10 @@ async fn execute(
             );
         }
         AdminCommand::Key(KeyCommand::SetCeiling { key_id, minutes }) => {
+            crate::service::keys::set_ceiling_any(pool, &key_id, minutes.0)
+                .await
+                .map_err(|e| not_found_as(e, &format!("no key {key_id}")))?;
             let minutes = minutes.0.map(CeilingMinutes::get);
-            anyhow::ensure!(
-                store::keys::set_ceiling(pool, &key_id, minutes).await?,
-                "no key {key_id}"
-            );
             let human = match minutes {
                 Some(m) => format!("key {key_id} ceiling: {m} minutes per month"),
                 None => format!("key {key_id} has no ceiling"),
@@ -643,33 +649,6 @@ fn presets(config: &Config, as_json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Creates the account, with the password read from standard input when asked.
-async fn create_account(
-    pool: &PgPool,
-    email: &Email,
-    plan: Plan,
-    password_stdin: bool,
-) -> anyhow::Result<String> {
-    let taken = "an account with that email already exists";
-    let id = new_id("acct");
-    if password_stdin {
-        let password = read_password_stdin()?;
-        crate::service::accounts::valid_password(&password)
-            .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
-        let hash = crate::service::accounts::hash_password(password)
-            .await
-            .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
-        store::accounts::insert_with_password(pool, &id, email.as_str(), plan, &hash)
-            .await
-            .map_err(|e| unique_violation(e, taken))?;
-    } else {
-        store::accounts::insert(pool, &id, email.as_str(), plan)
-            .await
-            .map_err(|e| unique_violation(e, taken))?;
-    }
-    Ok(id)
-}
-
 /// The first line of standard input, without its line ending.
 fn read_password_stdin() -> anyhow::Result<String> {
     let mut line = String::new();
@@ -679,10 +658,11 @@ fn read_password_stdin() -> anyhow::Result<String> {
     Ok(password)
 }
 
-/// A unique-constraint violation becomes the operator's message; anything else stays an error.
-fn unique_violation(err: sqlx::Error, message: &str) -> anyhow::Error {
-    match &err {
-        sqlx::Error::Database(db) if db.is_unique_violation() => anyhow::anyhow!("{message}"),
-        _ => err.into(),
+/// A core refusal as the operator's message: `not_found` says `missing`, anything else its
+/// detail.
+fn not_found_as(err: crate::service::ServiceError, missing: &str) -> anyhow::Error {
+    match err.code {
+        crate::service::ErrorCode::NotFound => anyhow::anyhow!("{missing}"),
+        _ => anyhow::anyhow!("{}", err.detail),
     }
 }

@@ -290,18 +290,16 @@ pub async fn account_page(
 }
 
 /// A form that re-enters the password (change it, delete the account) is a sign-in attempt
-/// too: it counts in the sign-in limiter under the account's email and the client address,
-/// before the password is checked, so a stolen session cannot guess the password faster than
-/// the sign-in form allows (429 page with `Retry-After` beyond).
-async fn password_attempt(
-    state: &ConsoleState,
-    user: &SignedIn,
-    client: Option<std::net::IpAddr>,
-) -> Result<(), PageError> {
+/// too: it counts in the sign-in limiter under the account's email, before the password is
+/// checked, so a stolen session cannot guess the password faster than the sign-in form allows
+/// (429 page with `Retry-After` beyond). Not under the client address: a session can only guess
+/// its own account's password, which the email's count bounds already, and the address's count
+/// is the one that people behind one address (an office, a NAT) share for signing in.
+async fn password_attempt(state: &ConsoleState, user: &SignedIn) -> Result<(), PageError> {
     state
         .console
         .sign_in_limiter
-        .check(&user.email, client)
+        .check(&user.email, None)
         .await
         .map_err(|wait| PageError::TooManyAttempts(retry_after_secs(wait)))
 }
@@ -311,12 +309,11 @@ async fn password_attempt(
 /// shows the page with the reason and changes nothing.
 pub async fn change_password(
     State(state): State<ConsoleState>,
-    ClientAddr(client): ClientAddr,
     user: SignedIn,
     Form(form): Form<PasswordChange>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
-    password_attempt(&state, &user, client).await?;
+    password_attempt(&state, &user).await?;
     let current_session = user
         .session
         .id()
@@ -355,7 +352,6 @@ pub async fn change_password(
 /// a missing confirmation shows the page again with the reason and changes nothing.
 pub async fn delete_account(
     State(state): State<ConsoleState>,
-    ClientAddr(client): ClientAddr,
     user: SignedIn,
     Form(form): Form<DeleteAccount>,
 ) -> Result<Response, PageError> {
@@ -363,7 +359,7 @@ pub async fn delete_account(
     let delete_error = if form.confirm != "yes" {
         "Tick the box to confirm that everything in this account is to be deleted.".to_owned()
     } else {
-        password_attempt(&state, &user, client).await?;
+        password_attempt(&state, &user).await?;
         match deletion::delete_account(
             &state,
             &state.console.passwords,

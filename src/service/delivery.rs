@@ -301,6 +301,24 @@ pub async fn cancel(
     Ok(())
 }
 
+/// Waits for generation `id` to end, for at most `within`, and no longer than the server's
+/// shutdown allows: its status once it has ended, `None` while it still runs (the caller then
+/// answers with a way to poll). A generation waited on this way is an asynchronous one: it runs
+/// on whether or not the caller stays (the agent's `speak`).
+pub async fn wait(
+    core: &Core,
+    id: &str,
+    within: Duration,
+) -> Result<Option<GenerationStatus>, ServiceError> {
+    // A missed notification is re-checked this often.
+    const RECHECK: Duration = Duration::from_secs(5);
+    tokio::select! {
+        status = core.completions.wait(id, RECHECK) => Ok(Some(status?)),
+        () = tokio::time::sleep(within) => Ok(None),
+        () = core.shutting_down() => Ok(None),
+    }
+}
+
 /// How long a synchronous request may wait for its generation: a little under the server's own
 /// request time limit, so that the generation is cancelled with that reason before the limit
 /// cuts the connection.

@@ -124,3 +124,25 @@ pub async fn set_ceiling(
     }
     Ok(())
 }
+
+/// The operator's revocation (`voiced admin key revoke`): the key's own account's
+/// [`revoke`], so both doors share one operation. 404 `not_found` for an unknown key.
+pub async fn revoke_any(pool: &PgPool, key_id: &str) -> Result<(), ServiceError> {
+    let account = store::keys::owner(pool, key_id)
+        .await?
+        .ok_or_else(ServiceError::not_found)?;
+    revoke(pool, &account, key_id).await
+}
+
+/// The operator's ceiling (`voiced admin key set-ceiling`): the key's own account's
+/// [`set_ceiling`]. 404 `not_found` for an unknown key.
+pub async fn set_ceiling_any(
+    pool: &PgPool,
+    key_id: &str,
+    ceiling: Option<CeilingMinutes>,
+) -> Result<(), ServiceError> {
+    let account = store::keys::owner(pool, key_id)
+        .await?
+        .ok_or_else(ServiceError::not_found)?;
+    set_ceiling(pool, &account, key_id, ceiling.map(CeilingMinutes::get)).await
+}

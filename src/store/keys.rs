@@ -98,27 +98,11 @@ pub async fn count_live(db: &mut sqlx::PgConnection, account_id: &str) -> sqlx::
     .await
 }
 
-/// Revokes a key; `false` when there is no such key. Revoking twice keeps the first time.
-pub async fn revoke(pool: &PgPool, key_id: &str) -> sqlx::Result<bool> {
-    let result = sqlx::query!(
-        "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1",
-        key_id
-    )
-    .execute(pool)
-    .await?;
-    Ok(result.rows_affected() == 1)
-}
-
-/// Sets or removes (`None`) a key's monthly ceiling; `false` when there is no such key.
-pub async fn set_ceiling(pool: &PgPool, key_id: &str, minutes: Option<i32>) -> sqlx::Result<bool> {
-    let result = sqlx::query!(
-        "UPDATE api_keys SET ceiling_minutes = $2 WHERE id = $1",
-        key_id,
-        minutes
-    )
-    .execute(pool)
-    .await?;
-    Ok(result.rows_affected() == 1)
+/// The account that holds key `key_id` (revoked or not), if any.
+pub async fn owner(pool: &PgPool, key_id: &str) -> sqlx::Result<Option<String>> {
+    sqlx::query_scalar!("SELECT account_id FROM api_keys WHERE id = $1", key_id)
+        .fetch_optional(pool)
+        .await
 }
 
 /// A key as `voiced admin key list` and `account show` show it: never the secret or its hash.

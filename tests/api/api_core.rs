@@ -16,11 +16,9 @@ async fn bad_credentials_get_401_invalid_api_key() {
     let app = TestApp::start().await;
     let (account, secret) = app.pro_user().await;
     let (revoked_id, revoked) = app.key(&account, &Scope::ALL).await;
-    assert!(
-        voiced::store::keys::revoke(&app.pool, &revoked_id)
-            .await
-            .unwrap()
-    );
+    voiced::service::keys::revoke_any(&app.pool, &revoked_id)
+        .await
+        .unwrap();
 
     let cases: Vec<(&str, Vec<(&str, String)>)> = vec![
         ("no key", vec![]),
@@ -106,7 +104,7 @@ async fn revocation_takes_effect_on_the_next_request() {
         .await
         .unwrap();
     assert_eq!(first.status(), 200);
-    voiced::store::keys::revoke(&app.pool, &key_id)
+    voiced::service::keys::revoke_any(&app.pool, &key_id)
         .await
         .unwrap();
     let second = app
@@ -224,7 +222,7 @@ async fn changes_apply_on_the_next_request_while_the_principal_is_in_memory() {
             other => panic!("{other}: {body}"),
         }
     }
-    voiced::store::keys::revoke(&app.pool, &key_id)
+    voiced::service::keys::revoke_any(&app.pool, &key_id)
         .await
         .unwrap();
     for _ in 0..2 {
@@ -280,9 +278,13 @@ async fn the_stored_key_fingerprint_follows_every_change() {
         .execute(&app.pool)
         .await
         .unwrap();
-    voiced::store::keys::set_ceiling(&app.pool, &key_id, Some(30))
-        .await
-        .unwrap();
+    voiced::service::keys::set_ceiling_any(
+        &app.pool,
+        &key_id,
+        Some(voiced::domain::CeilingMinutes::new(30).unwrap()),
+    )
+    .await
+    .unwrap();
     let after_key = all_exact().await;
     assert_ne!(after_key[0], first[0]);
     assert_eq!(after_key[1..], first[1..]);

@@ -190,7 +190,9 @@ async fn cases(app: &TestApp) -> Vec<Case> {
 
     let revoked_account = paid(Plan::Pro).await;
     let (revoked_id, revoked) = app.key(&revoked_account, &Scope::ALL).await;
-    assert!(store::keys::revoke(&app.pool, &revoked_id).await.unwrap());
+    voiced::service::keys::revoke_any(&app.pool, &revoked_id)
+        .await
+        .unwrap();
 
     let token_account = paid(Plan::Pro).await;
     let read_token = access_token(app, &token_account, &[Scope::VoiceRead]).await;

@@ -73,8 +73,6 @@ const FIELDS_OF_SPEAK: Fields = Fields {
 
 /// How often a waiting `speak` reports progress, when asked to.
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
-/// Bound on how long a missed completion notification could delay the answer.
-const RECHECK: Duration = Duration::from_secs(5);
 
 pub async fn speak(
     state: &McpState,
@@ -152,7 +150,8 @@ fn rest_form(args: &JsonObject) -> Value {
 }
 
 /// Waits until the generation has ended, `wait` has passed, the caller cancelled or went away,
-/// or the server is shutting down, whichever comes first.
+/// or the server is shutting down, whichever comes first: the core's wait
+/// (`service::delivery::wait`), with this door's progress notifications beside it.
 async fn wait_for(
     state: &McpState,
     id: &str,
@@ -163,24 +162,21 @@ async fn wait_for(
         return Ok(());
     }
     let started = Instant::now();
-    let deadline = started + wait;
     let mut progress = Progress::new(context, wait);
     progress
         .send(0.0, format!("Generation {id} accepted; generating."))
         .await;
-    let completion = state.completions.wait(id, RECHECK);
-    let shutdown = state.shutting_down();
-    tokio::pin!(completion, shutdown);
+    let ended = crate::service::delivery::wait(state, id, wait);
+    tokio::pin!(ended);
     let mut ticker = tokio::time::interval_at(started + PROGRESS_EVERY, PROGRESS_EVERY);
     loop {
         tokio::select! {
-            status = &mut completion => {
-                let status = status?;
-                progress.send(wait.as_secs_f64(), format!("Generation {id} {status}.")).await;
+            ended = &mut ended => {
+                if let Some(status) = ended? {
+                    progress.send(wait.as_secs_f64(), format!("Generation {id} {status}.")).await;
+                }
                 return Ok(());
             }
-            () = tokio::time::sleep_until(deadline) => return Ok(()),
-            () = &mut shutdown => return Ok(()),
             () = context.ct.cancelled() => return Ok(()),
             _ = ticker.tick(), if progress.wanted() => {
                 let elapsed = started.elapsed().as_secs_f64();
