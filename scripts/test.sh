@@ -47,6 +47,14 @@ if ! "$hooks_venv/bin/python" -c 'import standardwebhooks' 2>/dev/null; then
   "$hooks_venv/bin/pip" install --quiet --disable-pip-version-check 'standardwebhooks==1.1.0'
 fi
 export VOICED_WEBHOOKS_PYTHON="$hooks_venv/bin/python" VOICED_REQUIRE_WEBHOOK_VERIFIER=1
+# The Silero VAD test's reference: the package's arithmetic on the same ONNX Runtime (PyPI),
+# pinned.
+vad_venv="$VOICED_CACHE/venv-vad"
+if ! "$vad_venv/bin/python" -c 'import onnxruntime, numpy' 2>/dev/null; then
+  python3 -m venv --clear "$vad_venv"
+  "$vad_venv/bin/pip" install --quiet --disable-pip-version-check 'onnxruntime==1.31.1' 'numpy==2.2.6'
+fi
+export VOICED_VAD_PYTHON="$vad_venv/bin/python" VOICED_REQUIRE_VAD_REFERENCE=1
 cargo test --locked --no-fail-fast -- --test-threads="${VOICED_TEST_THREADS:-2}"
 ./scripts/sdk-test.sh "$bin"
 ./scripts/sdk-ts-test.sh "$bin"

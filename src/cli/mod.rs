@@ -65,8 +65,8 @@ enum ModelsCommand {
     #[command(after_help = "Examples:\n  voiced models fetch all\n  \
                             VOICED_MODELS_DIR=/srv/voiced/models voiced models fetch whisper-tiny.en")]
     Fetch {
-        /// kokoro, whisper-base, whisper-tiny.en, or all.
-        #[arg(value_parser = ["kokoro", "whisper-base", "whisper-tiny.en", "all"])]
+        /// kokoro, whisper-base, whisper-tiny.en, vad (Silero VAD), or all.
+        #[arg(value_parser = ["kokoro", "whisper-base", "whisper-tiny.en", "vad", "all"])]
         name: String,
     },
     /// Install step for operator-placed files: seed the graphs that draw noise internally, check
@@ -140,6 +140,11 @@ fn fetch_models(config: &Config, name: &str) -> anyhow::Result<()> {
             let dir = crate::models::whisper::fetch_with(&config.models_dir, model, &progress)?;
             println!("{}: ready in {}", model.name(), dir.display());
         }
+    }
+    if matches!(name, "vad" | "all") {
+        println!("vad: Silero VAD");
+        let dir = crate::models::vad::fetch_with(&config.models_dir, &progress)?;
+        println!("vad: ready in {}", dir.display());
     }
     Ok(())
 }

@@ -262,4 +262,5 @@ pub mod registry;
 pub mod sampling;
 pub mod spectrogram;
 pub mod text;
+pub mod vad;
 pub mod whisper;

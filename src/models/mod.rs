@@ -8,6 +8,7 @@ pub mod kokoro;
 pub mod progress;
 mod pypi;
 pub mod status;
+pub mod vad;
 pub mod whisper;
 
 pub use pypi::{Progress, Quiet};

@@ -16,3 +16,4 @@ mod engines_qwen;
 mod estimate;
 mod kokoro;
 mod recognizer;
+mod vad;
