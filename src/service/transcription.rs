@@ -283,6 +283,8 @@ pub async fn transcribe(
         .map_err(|e| match e {
             Failure::Refused { param, message } => ServiceError::invalid(param, message),
             Failure::Failed(e) => ServiceError::internal(format!("recogniser: {e}")),
+            // Nobody is waiting for this answer any more.
+            Failure::Stopped => ServiceError::internal("recogniser: its caller went away"),
         })?;
     let refined = crate::engines::whisper::refine(&transcript.text);
     let asked = timestamps != Timestamps::None;

@@ -39,12 +39,16 @@ pub enum Failure {
     },
     #[error("{0}")]
     Failed(String),
+    /// Its caller went away: recognition stopped between two windows.
+    #[error("recognition stopped: its caller went away")]
+    Stopped,
 }
 
 impl From<AsrError> for Failure {
     fn from(e: AsrError) -> Self {
         match e {
             AsrError::Refused { param, message } => Self::Refused { param, message },
+            AsrError::Stopped => Self::Stopped,
             other => Self::Failed(other.to_string()),
         }
     }
@@ -60,6 +64,8 @@ pub struct AsrService {
     model_dir: Arc<std::path::Path>,
     /// Jobs dropped unrun because their client had gone when their turn came.
     skipped: Arc<AtomicU64>,
+    /// Jobs stopped between two windows because their client had gone.
+    stopped: Arc<AtomicU64>,
     /// Jobs handed to the recogniser threads.
     submitted: Arc<AtomicU64>,
     /// The process's wide recogniser, and the jobs it ran.
@@ -122,13 +128,15 @@ impl AsrService {
         let (jobs, inbox) = mpsc::channel::<Job>();
         let inbox = Arc::new(Mutex::new(inbox));
         let skipped = Arc::new(AtomicU64::new(0));
+        let stopped = Arc::new(AtomicU64::new(0));
         let wide = Arc::new(Wide::for_config(&config));
         for n in 0..threads.max(1) {
             let (inbox, config, skipped) = (inbox.clone(), config.clone(), skipped.clone());
+            let stopped = stopped.clone();
             let wide = wide.clone();
             std::thread::Builder::new()
                 .name(format!("asr-{n}"))
-                .spawn(move || recogniser_thread(&config, &wide, &inbox, &skipped))?;
+                .spawn(move || recogniser_thread(&config, &wide, &inbox, (&skipped, &stopped)))?;
         }
         let capacity = threads.max(1) + queue;
         Ok(Self {
@@ -137,6 +145,7 @@ impl AsrService {
             free_admission: Arc::new(Semaphore::new((capacity / 2).max(1))),
             model_dir: config.model_dir.into(),
             skipped,
+            stopped,
             submitted: Arc::default(),
             wide,
             capacity,
@@ -241,6 +250,11 @@ impl AsrService {
         self.skipped.load(Ordering::Relaxed)
     }
 
+    /// How many jobs stopped between two windows because their client had gone.
+    pub fn stopped(&self) -> u64 {
+        self.stopped.load(Ordering::Relaxed)
+    }
+
     /// Transcribes 16 kHz mono samples on a recogniser thread.
     pub async fn transcribe(&self, samples_16k: Vec<f32>) -> Result<Transcript, Failure> {
         self.recognize(samples_16k, RecognitionOptions::default(), None, None)
@@ -312,7 +326,7 @@ fn recogniser_thread(
     config: &WhisperConfig,
     wide: &Wide,
     inbox: &Mutex<mpsc::Receiver<Job>>,
-    skipped: &AtomicU64,
+    (skipped, stopped): (&AtomicU64, &AtomicU64),
 ) {
     let mut recognizer: Option<Recognizer> = None;
     loop {
@@ -369,6 +383,9 @@ fn recogniser_thread(
         if wide_slot.is_some() {
             wide.runs.fetch_add(1, Ordering::Relaxed);
             metrics::counter!("voiced_wide_runs_total", "kind" => "transcription").increment(1);
+        }
+        if matches!(result, Err(Failure::Stopped)) {
+            stopped.fetch_add(1, Ordering::Relaxed);
         }
         // The thread is free again: so are the job's places.
         drop((wide_slot, run, job.ticket));

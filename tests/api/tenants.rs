@@ -1315,3 +1315,47 @@ async fn a_client_that_hangs_up_gives_its_recogniser_place_back() {
     assert_eq!(count(&app, "captures", &account).await, 1);
     app.stop().await;
 }
+
+/// Issue 36 item 3: a transcription whose client went away stops between two 30 s windows
+/// (it does not decode the rest for nobody), and holds its recogniser place until its thread
+/// is free, so the place count never exceeds what the threads can do.
+#[tokio::test]
+async fn a_transcription_whose_caller_left_stops_between_windows() {
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    // About 80 s: three windows.
+    let long = json!({"audio": speech_base64(16)});
+    let (places, submitted, stopped) = (
+        app.asr.available(),
+        app.asr.submitted(),
+        app.asr.stopped(),
+    );
+    let request = tokio::spawn({
+        let request = app
+            .post("/v1/transcriptions")
+            .bearer_auth(&secret)
+            .json(&long)
+            .send();
+        async move { request.await.map(|r| r.status().as_u16()) }
+    });
+    let asr = &app.asr;
+    poll_until(Duration::from_secs(120), "the job to reach the recogniser", || {
+        let handed = asr.submitted();
+        async move { (handed > submitted).then_some(()) }
+    })
+    .await;
+    request.abort(); // the client goes away while its first window is decoded
+    let _ = request.await;
+    poll_until(Duration::from_secs(120), "the job to stop", || {
+        let now = asr.stopped();
+        async move { (now > stopped).then_some(()) }
+    })
+    .await;
+    poll_until(Duration::from_secs(60), "the place to come back", || {
+        let free = asr.available();
+        async move { (free == places).then_some(()) }
+    })
+    .await;
+    assert_eq!(count(&app, "captures", &account).await, 0);
+    app.stop().await;
+}
