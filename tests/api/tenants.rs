@@ -1325,11 +1325,8 @@ async fn a_transcription_whose_caller_left_stops_between_windows() {
     let (account, secret) = app.pro_user().await;
     // About 80 s: three windows.
     let long = json!({"audio": speech_base64(16)});
-    let (places, submitted, stopped) = (
-        app.asr.available(),
-        app.asr.submitted(),
-        app.asr.stopped(),
-    );
+    let (places, submitted, stopped) =
+        (app.asr.available(), app.asr.submitted(), app.asr.stopped());
     let request = tokio::spawn({
         let request = app
             .post("/v1/transcriptions")
@@ -1339,10 +1336,14 @@ async fn a_transcription_whose_caller_left_stops_between_windows() {
         async move { request.await.map(|r| r.status().as_u16()) }
     });
     let asr = &app.asr;
-    poll_until(Duration::from_secs(120), "the job to reach the recogniser", || {
-        let handed = asr.submitted();
-        async move { (handed > submitted).then_some(()) }
-    })
+    poll_until(
+        Duration::from_secs(120),
+        "the job to reach the recogniser",
+        || {
+            let handed = asr.submitted();
+            async move { (handed > submitted).then_some(()) }
+        },
+    )
     .await;
     request.abort(); // the client goes away while its first window is decoded
     let _ = request.await;
