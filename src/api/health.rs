@@ -1,7 +1,7 @@
 use axum::Json;
 use axum::extract::State;
 
-use crate::http::error::{ApiError, ErrorCode};
+use crate::http::error::ApiError;
 use crate::http::models::Health;
 use crate::service::Core;
 
@@ -22,20 +22,7 @@ pub async fn healthz() -> Json<Health> {
             body = crate::http::models::Problem, content_type = "application/problem+json"),
     ))]
 pub async fn readyz(State(state): State<Core>) -> Result<Json<Health>, ApiError> {
-    if let Some(problem) = state.health.problem() {
-        return Err(ApiError::new(
-            ErrorCode::ServiceUnavailable,
-            format!("Not ready: {problem}."),
-        )
-        .with_retry_after(5));
-    }
-    sqlx::query_scalar!("SELECT 1 AS one")
-        .fetch_one(&state.pool)
-        .await
-        .map_err(|err| {
-            tracing::warn!(error = %err, "readiness check failed");
-            ApiError::unavailable(5)
-        })?;
+    crate::service::health::ready(&state).await?;
     Ok(Json(Health {
         status: "ready".into(),
     }))

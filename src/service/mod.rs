@@ -12,6 +12,7 @@ pub mod deletion;
 pub mod delivery;
 pub mod error;
 pub mod fetch;
+pub mod health;
 pub mod idempotency;
 pub mod keys;
 pub mod oauth;

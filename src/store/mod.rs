@@ -29,6 +29,14 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// more recently is not (sqlx pings every connection it gets back, after the request).
 const PING_IF_IDLE_FOR: Duration = Duration::from_secs(5);
 
+/// One round trip to the database (readiness).
+pub async fn ping(pool: &PgPool) -> sqlx::Result<()> {
+    sqlx::query_scalar!("SELECT 1 AS one")
+        .fetch_one(pool)
+        .await?;
+    Ok(())
+}
+
 /// Opens a pool and brings the schema up to date.
 pub async fn connect_and_migrate(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
     let pool = PgPoolOptions::new()
