@@ -15,7 +15,7 @@ use tower_sessions::Session;
 
 use super::anonymous::AnonymousCsrf;
 use super::page::{Chrome, PageError, ok, render, see_other};
-use super::session::{self, SignedIn, check_csrf};
+use super::session::{self, CsrfOnly, SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::http::client_addr::ClientAddr;
 use crate::limits::quota::retry_after_secs;
@@ -102,12 +102,6 @@ fn kept_next(next: &str) -> String {
         "/console/keys" => String::new(),
         safe => safe.to_owned(),
     }
-}
-
-#[derive(Deserialize)]
-pub struct CsrfOnly {
-    #[serde(default)]
-    pub csrf_token: String,
 }
 
 #[derive(Deserialize)]

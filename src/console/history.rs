@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::format_time;
 use super::page::{Chrome, PageError, not_owned, ok, see_other};
-use super::session::{SignedIn, check_csrf};
+use super::session::{CsrfOnly, SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::domain::GenerationStatus;
 use crate::service::principal::FreeAllowance;
@@ -151,12 +151,6 @@ pub async fn history(
     }))
 }
 
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf_token: String,
-}
-
 /// The console owner's principal for deleting the account's own data (any plan).
 fn owner(state: &ConsoleState, user: &SignedIn) -> Result<Principal, PageError> {
     Ok(Principal::console(
@@ -175,7 +169,7 @@ pub async fn delete_audio(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Form(form): Form<CsrfOnly>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
     let principal = owner(&state, &user)?;
@@ -190,7 +184,7 @@ pub async fn delete_capture(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Form(form): Form<CsrfOnly>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
     let principal = owner(&state, &user)?;

@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::flash;
 use super::page::{Chrome, PageError, not_owned, ok, render, see_other};
-use super::session::{SignedIn, check_csrf};
+use super::session::{CsrfOnly, SignedIn, check_csrf};
 use super::{format_minutes, format_time};
 use crate::console::ConsoleState;
 use crate::domain::{CeilingError, CeilingMinutes, Scope};
@@ -236,17 +236,11 @@ pub async fn confirm_revoke(
     }))
 }
 
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf_token: String,
-}
-
 pub async fn revoke(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(key_id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Form(form): Form<CsrfOnly>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
     keys::revoke(&state.pool, &user.account_id, &key_id)

@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use super::format_time;
 use super::page::{Chrome, PageError, ok, render, see_other};
-use super::session::{self, SignedIn, check_csrf};
+use super::session::{self, CsrfOnly, SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::domain::Scope;
 use crate::http::client_addr::ClientAddr;
@@ -256,19 +256,13 @@ pub async fn applications(
     }))
 }
 
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf_token: String,
-}
-
 /// `POST /console/applications/{id}/revoke`: every token of that authorization is refused from
 /// its next request on.
 pub async fn revoke(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Form(form): Form<CsrfOnly>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
     tokens::revoke_authorization(&state.pool, &user.account_id, &id)

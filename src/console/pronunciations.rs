@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use super::format_time;
 use super::page::{Chrome, PageError, not_owned, ok, render, see_other};
-use super::session::{SignedIn, check_csrf};
+use super::session::{CsrfOnly, SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::service::ErrorCode;
 use crate::service::pronunciations::{self, NewRule};
@@ -137,17 +137,11 @@ pub async fn create(
     ))
 }
 
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf_token: String,
-}
-
 pub async fn delete(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Form(form): Form<CsrfOnly>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
     pronunciations::delete_for(&state.pool, &user.account_id, &id)

@@ -89,6 +89,14 @@ pub async fn csrf_token(session: &Session) -> Result<String, PageError> {
     Ok(token)
 }
 
+/// The form of an action that sends nothing but its CSRF token (delete, revoke, sign out, …):
+/// the one declaration every console page uses.
+#[derive(serde::Deserialize)]
+pub struct CsrfOnly {
+    #[serde(default)]
+    pub csrf_token: String,
+}
+
 /// Refuses (403 page) a form whose `csrf_token` is missing or is not this session's.
 pub async fn check_csrf(session: &Session, presented: &str) -> Result<(), PageError> {
     let expected = session

@@ -9,9 +9,8 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::account::CsrfOnly;
 use super::page::{Chrome, PageError, not_owned, render, see_other};
-use super::session::{SignedIn, check_csrf};
+use super::session::{CsrfOnly, SignedIn, check_csrf};
 use super::upload::{self, FileRule, UploadForm};
 use crate::console::ConsoleState;
 use crate::domain::{EngineId, Seed, Temperature};

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use super::flash;
 use super::format_time;
 use super::page::{Chrome, PageError, not_owned, ok, render, see_other};
-use super::session::{SignedIn, check_csrf};
+use super::session::{CsrfOnly, SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::service::ErrorCode;
 use crate::service::webhooks::{self, Endpoint, NewEndpoint, Sealer};
@@ -218,17 +218,11 @@ pub async fn create(
     ))
 }
 
-#[derive(Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf_token: String,
-}
-
 pub async fn delete(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(endpoint_id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Form(form): Form<CsrfOnly>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
     webhooks::delete(&state.pool, &user.account_id, &endpoint_id)
@@ -242,7 +236,7 @@ pub async fn rotate(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(endpoint_id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Form(form): Form<CsrfOnly>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
     let secret = webhooks::rotate_secret(
@@ -262,7 +256,7 @@ pub async fn resend(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(delivery_id): Path<String>,
-    Form(form): Form<CsrfForm>,
+    Form(form): Form<CsrfOnly>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
     webhooks::resend(&state.pool, &user.account_id, &delivery_id)
