@@ -297,6 +297,14 @@ impl Recognizer {
             };
             for (mut segment, words) in segments.into_iter().zip(words) {
                 segment.id = u32::try_from(out.segments.len()).unwrap_or(u32::MAX);
+                // A window starts where the last one was cut, which can be inside the last
+                // segment's aligned end: a segment never starts before the one before it ends
+                // (captions would overlap).
+                if let Some(previous) = out.segments.last()
+                    && segment.start < previous.end
+                {
+                    segment.start = previous.end.min(segment.end);
+                }
                 out.text.push_str(&segment.text);
                 on_segment(&segment, &words);
                 out.segments.push(segment);
