@@ -15,9 +15,6 @@ use crate::service::Core;
 use crate::service::audio::{self, LinkedAudio};
 use crate::store::blobs;
 
-/// Seconds a download refused for its link's concurrency is told to wait.
-const BUSY_RETRY_AFTER_SECS: u64 = 1;
-
 /// Longest life of a presigned URL handed out by a redirect (`blob_redirect`): it is followed at
 /// once; a player that comes back later goes through the signed link again.
 const PRESIGNED_MAX_SECS: i64 = 5 * 60;
@@ -74,13 +71,7 @@ pub async fn download_audio(
             return Ok(response);
         }
     }
-    let slot = state.downloads.take(&id).ok_or_else(|| {
-        ApiError::new(
-            ErrorCode::RateLimitExceeded,
-            "This audio link already has as many downloads in flight as the server allows; retry when one has finished.",
-        )
-        .with_retry_after(BUSY_RETRY_AFTER_SECS)
-    })?;
+    let slot = audio::download_slot(&state, &id)?;
     let head = state
         .blobs
         .head(&key)

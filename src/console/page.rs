@@ -189,12 +189,30 @@ impl IntoResponse for PageError {
             PageError::Service(err) => err.retry_after_secs,
             _ => None,
         };
-        if let Some(secs) = retry_after {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
-        }
+        with_retry_after(&mut response, retry_after);
         response
+    }
+}
+
+/// `Retry-After` on a page that says to come back later (one refusal, one header, whichever
+/// page shows it).
+pub fn with_retry_after(response: &mut Response, secs: Option<u64>) {
+    if let Some(secs) = secs {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
+    }
+}
+
+/// The console's rule for a refusal: a client error is shown on the form's page (`Ok`, with the
+/// error to show); anything else is the error page.
+pub fn shown_on_page(
+    err: crate::service::ServiceError,
+) -> Result<crate::service::ServiceError, PageError> {
+    if err.code.status().is_client_error() {
+        Ok(err)
+    } else {
+        Err(err.into())
     }
 }
 

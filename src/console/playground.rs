@@ -12,7 +12,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::page::{Chrome, PageError, not_owned, render, see_other};
+use super::page::{
+    Chrome, PageError, not_owned, render, see_other, shown_on_page, with_retry_after,
+};
 use super::session::{SignedIn, check_csrf};
 use super::upload::{self, FileRule};
 use crate::audio::AudioFormat;
@@ -163,10 +165,12 @@ async fn started_or_refused(
 ) -> Result<Response, PageError> {
     match started {
         Ok(id) => Ok(see_other(&format!("/console/playground?generation={id}"))),
-        Err(err) if err.code.status().is_client_error() => {
-            page(state, user, err.code.status(), sent.refused(&err)).await
+        Err(err) => {
+            let err = shown_on_page(err)?;
+            let mut response = page(state, user, err.code.status(), sent.refused(&err)).await?;
+            with_retry_after(&mut response, err.retry_after_secs);
+            Ok(response)
         }
-        Err(err) => Err(err.into()),
     }
 }
 
@@ -403,19 +407,8 @@ pub async fn audio(
     let delivery = crate::service::delivery::owned(&state, &principal, &id)
         .await
         .map_err(not_owned)?;
-    let mut response =
-        (StatusCode::OK, axum::body::Body::from_stream(delivery.body)).into_response();
-    let headers = response.headers_mut();
-    if let Ok(value) = axum::http::HeaderValue::from_str(&delivery.content_type) {
-        headers.insert(axum::http::header::CONTENT_TYPE, value);
-    }
-    if let Some(len) = delivery.len {
-        headers.insert(
-            axum::http::header::CONTENT_LENGTH,
-            axum::http::HeaderValue::from(len),
-        );
-    }
-    headers.insert(
+    let mut response = speech_delivery::render(delivery);
+    response.headers_mut().insert(
         axum::http::header::CACHE_CONTROL,
         axum::http::HeaderValue::from_static("private, no-store"),
     );
@@ -528,10 +521,10 @@ async fn refused(
     user: &SignedIn,
     err: ServiceError,
 ) -> Result<Response, PageError> {
-    if !err.code.status().is_client_error() {
-        return Err(err.into());
-    }
-    page(state, user, err.code.status(), Page::blank().refused(&err)).await
+    let err = shown_on_page(err)?;
+    let mut response = page(state, user, err.code.status(), Page::blank().refused(&err)).await?;
+    with_retry_after(&mut response, err.retry_after_secs);
+    Ok(response)
 }
 
 async fn hear(

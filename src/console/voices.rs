@@ -9,7 +9,9 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::page::{Chrome, PageError, not_owned, render, see_other};
+use super::page::{
+    Chrome, PageError, not_owned, render, see_other, shown_on_page, with_retry_after,
+};
 use super::session::{CsrfOnly, SignedIn, check_csrf};
 use super::upload::{self, FileRule, UploadForm};
 use crate::console::ConsoleState;
@@ -249,10 +251,11 @@ async fn refused(
     user: &SignedIn,
     err: ServiceError,
 ) -> Result<Response, PageError> {
-    if !err.code.status().is_client_error() {
-        return Err(err.into());
-    }
-    page(state, user, err.code.status(), err.detail).await
+    let err = shown_on_page(err)?;
+    let retry_after = err.retry_after_secs;
+    let mut response = page(state, user, err.code.status(), err.detail).await?;
+    with_retry_after(&mut response, retry_after);
+    Ok(response)
 }
 
 async fn clone_from(

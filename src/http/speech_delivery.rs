@@ -22,20 +22,8 @@ pub async fn deliver(
     model: Option<&str>,
     replayed: bool,
 ) -> Result<Response, ApiError> {
-    let Delivery {
-        content_type,
-        len,
-        body,
-    } = delivery::deliver(state, id, replayed).await?;
-    let mut response = (StatusCode::OK, Body::from_stream(body)).into_response();
+    let mut response = render(delivery::deliver(state, id, replayed).await?);
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_str(&content_type).map_err(ApiError::internal)?,
-    );
-    if let Some(len) = len {
-        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-    }
     headers.insert(
         "x-service-generation-id",
         HeaderValue::from_str(id).map_err(ApiError::internal)?,
@@ -50,4 +38,26 @@ pub async fn deliver(
         headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
     }
     Ok(response)
+}
+
+/// A delivery as a 200: its type, its length when known (a stored file), its bytes; an error
+/// item of the body closes the connection before the body's end.
+pub fn render(delivery: Delivery) -> Response {
+    let Delivery {
+        content_type,
+        len,
+        body,
+    } = delivery;
+    let mut response = (StatusCode::OK, Body::from_stream(body)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        // Our own audio types; anything else would be a bug, sent as bytes.
+        HeaderValue::from_str(&content_type)
+            .unwrap_or(HeaderValue::from_static("application/octet-stream")),
+    );
+    if let Some(len) = len {
+        headers.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    }
+    response
 }

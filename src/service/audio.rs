@@ -21,6 +21,19 @@ pub fn signed_link(signer: &crate::signing::AudioSigner, base_url: &str, id: &st
     format!("{base_url}/v1/audio/{id}?sig={sig}")
 }
 
+/// One of generation `id`'s downloads in flight (`downloads_per_link`, every door that hands
+/// its audio out: the signed link, the console's own route): 429 `rate_limit_exceeded` with
+/// `Retry-After` beyond. Hold it until the body is finished or dropped.
+pub fn download_slot(core: &Core, id: &str) -> Result<super::core::Slot, ServiceError> {
+    core.downloads.take(id).ok_or_else(|| {
+        ServiceError::new(
+            ErrorCode::RateLimitExceeded,
+            "This audio link already has as many downloads in flight as the server allows; retry when one has finished.",
+        )
+        .with_retry_after(1)
+    })
+}
+
 /// Where a completed generation's audio is stored, and its length and type.
 pub struct StoredAudio {
     pub key: String,

@@ -13,8 +13,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -108,7 +106,18 @@ pub async fn owned(
     if row.status != GenerationStatus::Completed || !row.has_audio {
         return Err(ServiceError::not_found());
     }
-    stored(core, id, row.status).await
+    // The same bound as the signed link's downloads (`downloads_per_link`), held until the body
+    // is finished or dropped.
+    let slot = crate::service::audio::download_slot(core, id)?;
+    let mut delivery = stored(core, id, row.status).await?;
+    delivery.body = delivery
+        .body
+        .map(move |chunk| {
+            let _held = &slot;
+            chunk
+        })
+        .boxed();
+    Ok(delivery)
 }
 
 /// The stored file of a generation that has ended (a failure names only its id).
@@ -222,7 +231,7 @@ pub struct CancelOnDrop {
     id: String,
     armed: bool,
     /// Milliseconds of audio that have left for the caller.
-    delivered_ms: Arc<AtomicU64>,
+    delivered_ms: u64,
 }
 
 impl CancelOnDrop {
@@ -232,7 +241,7 @@ impl CancelOnDrop {
             pool: pool.clone(),
             id: id.to_owned(),
             armed: true,
-            delivered_ms: Arc::default(),
+            delivered_ms: 0,
         }
     }
 
@@ -248,8 +257,8 @@ impl CancelOnDrop {
     }
 
     /// The audio up to `end_ms` has been handed to the caller.
-    pub fn delivered(&self, end_ms: u64) {
-        self.delivered_ms.fetch_max(end_ms, Ordering::Relaxed);
+    pub fn delivered(&mut self, end_ms: u64) {
+        self.delivered_ms = self.delivered_ms.max(end_ms);
     }
 
     /// The caller gives up (time limit, shutdown): the generation is cancelled with `reason`
@@ -258,8 +267,7 @@ impl CancelOnDrop {
     pub async fn cancel_now(&mut self, reason: CancelReason) -> Result<(), ServiceError> {
         let armed = std::mem::replace(&mut self.armed, false);
         if armed {
-            let delivered = self.delivered_ms.load(Ordering::Relaxed);
-            cancel(&self.pool, &self.id, reason, delivered).await?;
+            cancel(&self.pool, &self.id, reason, self.delivered_ms).await?;
         }
         Ok(())
     }
@@ -270,8 +278,11 @@ impl Drop for CancelOnDrop {
         if !self.armed {
             return;
         }
-        let (pool, id) = (self.pool.clone(), std::mem::take(&mut self.id));
-        let delivered = self.delivered_ms.load(Ordering::Relaxed);
+        let (pool, id, delivered) = (
+            self.pool.clone(),
+            std::mem::take(&mut self.id),
+            self.delivered_ms,
+        );
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 if let Err(err) = cancel(&pool, &id, CancelReason::Disconnected, delivered).await {

@@ -278,6 +278,9 @@ pub async fn spoken_text(
             })
         })
         .collect();
+    if rules.is_empty() && pronounce::overrides(text).is_empty() {
+        return Ok(None); // nothing to write in or check: no trip to the blocking pool
+    }
     let (text, language) = (text.to_owned(), language.to_owned());
     tokio::task::spawn_blocking(move || write_rules(&text, &rules, &language, field))
         .await

@@ -24,6 +24,9 @@ pub const MAX_DURATION: Duration = Duration::from_secs(15 * 60);
 /// it is done. Dropped before that (a refusal, a client that went away), it gives them back.
 pub struct Place {
     ticket: Ticket,
+    /// The app's free use: its free transcription minutes left when the place was taken (one
+    /// transcription of such an account at a time, so nothing else spends them meanwhile).
+    free_left_ms: Option<i64>,
 }
 
 /// Seconds an account over its cap of transcriptions in flight is told to wait.
@@ -68,10 +71,15 @@ pub async fn take_place(core: &Core, principal: &Principal) -> Result<Place, Ser
                 .with_retry_after(2)
             }
         })?;
-    if free {
-        free_minutes_left(&core.pool, principal).await?;
-    }
-    Ok(Place { ticket })
+    let free_left_ms = if free {
+        Some(free_minutes_left(&core.pool, principal).await?)
+    } else {
+        None
+    };
+    Ok(Place {
+        ticket,
+        free_left_ms,
+    })
 }
 
 /// The app's free transcription allowance left this month, in milliseconds of audio: what the
@@ -82,17 +90,13 @@ async fn free_minutes_left(pool: &PgPool, principal: &Principal) -> Result<i64, 
     let used = store::usage::free_transcribed_ms(pool, &principal.account_id, month).await?;
     let left = principal.free_transcription_ms() - used;
     if left <= 0 {
-        return Err(free_minutes_used_up());
+        return Err(ServiceError::new(
+            ErrorCode::QuotaExhausted,
+            "This month's free transcription minutes in the playground are used up; they renew on the 1st (UTC), or subscribe to a plan for more and for the API.",
+        )
+        .with_settings(super::SettingsPage::Billing));
     }
     Ok(left)
-}
-
-fn free_minutes_used_up() -> ServiceError {
-    ServiceError::new(
-        ErrorCode::QuotaExhausted,
-        "This month's free transcription minutes in the playground are used up; they renew on the 1st (UTC), or subscribe to a plan for more and for the API.",
-    )
-    .with_settings(super::SettingsPage::Billing)
 }
 
 /// The `audio` field's base64 → file bytes. CPU work: call it off the async workers.
@@ -260,12 +264,11 @@ pub async fn transcribe(
     let decoded = tokio::task::spawn_blocking(move || decode_audio(audio, &param_owned))
         .await
         .map_err(ServiceError::internal)??;
-    // The app's free use: the clip must fit what is left of the month's free minutes (one
-    // transcription of the account at a time, so nothing else spends them meanwhile).
-    if principal.on_free_allowance() {
-        let left = free_minutes_left(pool, principal).await?;
-        if i64::try_from(decoded.duration_ms).unwrap_or(i64::MAX) > left {
-            return Err(ServiceError::new(
+    // The app's free use: the clip must fit what was left when the place was taken.
+    if let Some(left) = place.free_left_ms
+        && i64::try_from(decoded.duration_ms).unwrap_or(i64::MAX) > left
+    {
+        return Err(ServiceError::new(
                 ErrorCode::QuotaExhausted,
                 format!(
                     "This clip is {:.0} s long and {:.0} s of this month's free transcription minutes in the playground are left; send a shorter clip, or subscribe to a plan for more and for the API.",
@@ -274,7 +277,6 @@ pub async fn transcribe(
                 ),
             )
             .with_settings(super::SettingsPage::Billing));
-        }
     }
     let (task, timestamps) = (options.task, options.timestamps);
     let transcript = asr

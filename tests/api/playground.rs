@@ -353,18 +353,26 @@ async fn free_transcription_is_admitted_first_metered_and_bounded() {
     )
     .await;
     assert_eq!(busy.status, 429, "{}", busy.body);
+    assert!(
+        busy.retry_after.is_some(),
+        "a busy page says when to come back"
+    );
     assert!(busy.body.contains("1 transcription"), "{}", busy.body);
     drop(held);
     assert_eq!(captures_of(&app, &account).await, 0);
 
     // Heard, metered as free use, never on the wide recogniser.
     let widened = app.asr.widened();
-    let heard = upload(
-        &mut browser,
-        &app,
-        multipart(boundary, &[("csrf_token", &token)], &wav),
-    )
-    .await;
+    // The token may travel in the X-CSRF-Token header instead of a form part.
+    let request = reqwest::Client::new()
+        .post(format!("{}/console/playground/transcribe", app.base))
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .header("x-csrf-token", &token)
+        .body(multipart(boundary, &[], &wav));
+    let heard = browser.send(request).await;
     assert_eq!(heard.status, 200, "{}", heard.body);
     assert_eq!(app.asr.widened(), widened, "free use never widens");
     let (metered, free): (i64, bool) =

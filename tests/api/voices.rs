@@ -560,3 +560,48 @@ async fn cloning_needs_a_plan_with_the_feature_and_stays_under_the_cap() {
     assert_eq!(eve, 0);
     app.stop().await;
 }
+
+/// Issue 36 item 2: the clone form is admitted before its recording is read: an account
+/// with its uploads in flight (2) is answered 429 at once, before the plan, the form or the
+/// token are looked at, and nothing is stored.
+#[tokio::test]
+async fn clone_uploads_in_flight_are_capped_per_account_before_the_form_is_read() {
+    let app = TestApp::start().await;
+    let mut browser = common::browser::Browser::new(&app);
+    assert_eq!(browser.sign_up("busy@example.com").await.status, 303);
+    let account = voiced::store::accounts::find_id(&app.pool, "busy@example.com")
+        .await
+        .unwrap()
+        .unwrap();
+    let held: Vec<_> = std::iter::from_fn(|| app.core.uploads.take(&account)).collect();
+    assert_eq!(held.len(), voiced::service::core::MAX_UPLOADS_PER_ACCOUNT);
+    let boundary = "----voiced-busy";
+    let body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"csrf_token\"\r\n\r\nnot the token\r\n--{boundary}--\r\n"
+    );
+    let request = reqwest::Client::new()
+        .post(format!("{}/console/voices/clone", app.base))
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(body.clone());
+    let page = browser.send(request).await;
+    assert_eq!(page.status, 429, "{}", page.body);
+    assert!(page.retry_after.is_some());
+    assert!(page.body.contains("uploads in progress"), "{}", page.body);
+    // A place given back: the next check answers (this account has no plan: 403).
+    drop(held);
+    let request = reqwest::Client::new()
+        .post(format!("{}/console/voices/clone", app.base))
+        .header(
+            reqwest::header::CONTENT_TYPE,
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(body);
+    let page = browser.send(request).await;
+    assert_eq!(page.status, 403, "{}", page.body);
+    assert!(!page.body.contains("uploads in progress"), "{}", page.body);
+    assert_eq!(cloned_voices(&app, &account).await, 0);
+    app.stop().await;
+}
