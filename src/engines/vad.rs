@@ -27,6 +27,11 @@ pub const THRESHOLD: f32 = 0.5;
 /// The recurrent state's size: 2 × 1 × 128.
 const STATE: usize = 2 * 128;
 
+/// `<models_dir>/silero-vad/silero_vad.onnx`, where `voiced models fetch vad` puts the model.
+pub fn model_path(models_dir: &Path) -> std::path::PathBuf {
+    models_dir.join("silero-vad").join("silero_vad.onnx")
+}
+
 /// One stream's detector: the session and what it carries from frame to frame. Give each
 /// stream its own (or [`Vad::reset`] between streams).
 pub struct Vad {
@@ -41,7 +46,7 @@ impl Vad {
     /// microseconds of work: more threads only cost).
     pub fn load(models_dir: &Path) -> Result<Self, EngineError> {
         let env = onnx::environment(&onnx::library_path(models_dir))?;
-        let model = models_dir.join("silero-vad").join("silero_vad.onnx");
+        let model = model_path(models_dir);
         if !model.is_file() {
             return Err(EngineError::NotInstalled(format!(
                 "{} is missing: run `voiced models fetch vad`",

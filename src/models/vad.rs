@@ -8,10 +8,6 @@ use std::path::{Path, PathBuf};
 
 use super::pypi::{self, Progress, Wheel};
 
-/// The directory under the models dir, and the model's file in it.
-pub const DIR: &str = "silero-vad";
-pub const MODEL: &str = "silero_vad.onnx";
-
 const WHEEL: Wheel = Wheel {
     name: "silero-vad",
     version: "6.2.3",
@@ -38,16 +34,15 @@ pub enum FetchError {
     },
 }
 
-/// `<models_dir>/silero-vad/silero_vad.onnx`.
-pub fn model_path(models_dir: &Path) -> PathBuf {
-    models_dir.join(DIR).join(MODEL)
-}
-
 /// Downloads the wheel (unless cached with its pinned digest), takes the model out of it and
 /// checks the model's own digest; nothing to do when it is in place already.
 pub fn fetch_with(models_dir: &Path, progress: &dyn Progress) -> Result<PathBuf, FetchError> {
-    let dest = models_dir.join(DIR);
-    if dest.join(MODEL).is_file() {
+    let model = crate::engines::vad::model_path(models_dir);
+    let (dest, name) = (
+        model.parent().expect("the model's directory").to_path_buf(),
+        model.file_name().expect("the model's file").to_owned(),
+    );
+    if model.is_file() {
         return Ok(dest);
     }
     let io = |what: &'static str| move |source| FetchError::Io { what, source };
@@ -55,9 +50,9 @@ pub fn fetch_with(models_dir: &Path, progress: &dyn Progress) -> Result<PathBuf,
         .map_err(io("the silero-vad wheel"))?;
     let staging = pypi::staging_dir(&dest).map_err(io("silero-vad"))?;
     let extracted = (|| {
-        let file = staging.join(MODEL);
+        let file = staging.join(&name);
         pypi::extract(&wheel, MEMBER, &file).map_err(io("silero_vad.onnx"))?;
-        progress.step(&format!("verifying {DIR}/{MODEL} (sha256)"));
+        progress.step(&format!("verifying {} (sha256)", model.display()));
         let actual = pypi::sha256_file(&file).map_err(io("silero_vad.onnx"))?;
         if actual != MODEL_SHA256 {
             return Err(FetchError::Digest {

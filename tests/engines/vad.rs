@@ -15,14 +15,6 @@ use voiced::engines::{Engine, SynthesisInput};
 
 use crate::asr::{read_wav, scratch_dir};
 
-fn models_dir() -> PathBuf {
-    std::env::var_os("VOICED_MODELS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/voiced/models")
-        })
-}
-
 /// 16-bit mono WAV of `samples` at `rate`.
 fn write_wav(path: &Path, samples: &[f32], rate: u32) {
     let spec = hound::WavSpec {
@@ -38,6 +30,14 @@ fn write_wav(path: &Path, samples: &[f32], rate: u32) {
             .unwrap();
     }
     writer.finalize().unwrap();
+}
+
+/// 16 kHz mono 16-bit audio that sox makes from nothing with `effects` (silence, noise).
+fn generated(path: &Path, effects: &[&str]) {
+    let out = path.to_str().unwrap();
+    let mut args = vec!["-n", "-r", "16000", "-c", "1", "-b", "16", out];
+    args.extend_from_slice(effects);
+    sox(&args);
 }
 
 fn sox(args: &[&str]) {
@@ -90,7 +90,7 @@ fn reference(clip: &Path) -> Option<Vec<f32>> {
         return None;
     };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vad/reference.py");
-    let model = models_dir().join("silero-vad/silero_vad.onnx");
+    let model = voiced::engines::vad::model_path(&voiced::models::default_models_dir());
     let out = Command::new(python)
         .arg(script)
         .arg(model)
@@ -128,8 +128,10 @@ fn speech_share(probabilities: &[f32]) -> f64 {
 
 #[test]
 fn silero_vad_finds_speech_pauses_silence_and_noise_as_its_package_does() {
-    let mut kokoro = KokoroEngine::load(&KokoroConfig::from_models_dir(&models_dir()))
-        .expect("run `voiced models fetch kokoro` first");
+    let mut kokoro = KokoroEngine::load(&KokoroConfig::from_models_dir(
+        &voiced::models::default_models_dir(),
+    ))
+    .expect("run `voiced models fetch kokoro` first");
     let first = kokoro_wav(
         &mut kokoro,
         "The first sentence is spoken here.",
@@ -145,19 +147,7 @@ fn silero_vad_finds_speech_pauses_silence_and_noise_as_its_package_does() {
     let clip = dir.join("vad-clip.wav");
     let silence = |secs: &str, name: &str| {
         let path = dir.join(name);
-        sox(&[
-            "-n",
-            "-r",
-            "16000",
-            "-c",
-            "1",
-            "-b",
-            "16",
-            path.to_str().unwrap(),
-            "trim",
-            "0",
-            secs,
-        ]);
+        generated(&path, &["trim", "0", secs]);
         path
     };
     let (half, pause, end) = (
@@ -175,28 +165,24 @@ fn silero_vad_finds_speech_pauses_silence_and_noise_as_its_package_does() {
     ]);
     // Quiet noise (white and pink), 5 s, no speech in it.
     let noise = dir.join("vad-noise.wav");
-    sox(&[
-        "-n",
-        "-r",
-        "16000",
-        "-c",
-        "1",
-        "-b",
-        "16",
-        noise.to_str().unwrap(),
-        "synth",
-        "5",
-        "whitenoise",
-        "synth",
-        "5",
-        "pinknoise",
-        "mix",
-        "vol",
-        "0.05",
-    ]);
+    generated(
+        &noise,
+        &[
+            "synth",
+            "5",
+            "whitenoise",
+            "synth",
+            "5",
+            "pinknoise",
+            "mix",
+            "vol",
+            "0.05",
+        ],
+    );
     let silent = silence("3.0", "vad-silence.wav");
 
-    let mut vad = Vad::load(&models_dir()).expect("run `voiced models fetch vad` first");
+    let mut vad = Vad::load(&voiced::models::default_models_dir())
+        .expect("run `voiced models fetch vad` first");
     let samples = read_wav(&clip);
     let ours = vad.probabilities(&samples).unwrap();
     let frames_of = |path: &Path| read_wav(path).len().div_ceil(FRAME);
