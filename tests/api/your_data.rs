@@ -510,6 +510,17 @@ async fn an_account_deleted_mid_work_keeps_nothing_after_the_purge() {
         }
     })
     .await;
+    // An OAuth code issued to the account and not yet redeemed.
+    sqlx::query(
+        "INSERT INTO oauth_codes (code_sha256, account_id, client_id, client_name, redirect_uri,
+                                  code_challenge, scopes, resources, expires_at)
+         VALUES ('\\x01', $1, 'client', 'An app', 'https://app.example/cb', 'x',
+                 '{voice:read}', '{}', now() + interval '1 minute')",
+    )
+    .bind(&account)
+    .execute(&app.pool)
+    .await
+    .unwrap();
     let deleted = browser
         .submit(
             "/console/account",
@@ -518,6 +529,64 @@ async fn an_account_deleted_mid_work_keeps_nothing_after_the_purge() {
         )
         .await;
     assert_eq!(deleted.status, 303, "{}", deleted.body);
+    // At once, before any purge: its codes are gone, and nothing new is written for it, under
+    // the account's lock (a capture, a queued generation, an idempotency claim).
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM oauth_codes WHERE account_id = $1",
+            &account
+        )
+        .await,
+        0,
+        "codes die with the account"
+    );
+    let late = voiced::store::captures::insert(
+        &app.pool,
+        voiced::store::captures::NewCapture {
+            id: "cap_too_late",
+            account_id: &account,
+            api_key_id: None,
+            source: "api",
+            language: "en",
+            duration_ms: 1000,
+            transcript_raw: "late",
+            transcript_refined: "late",
+            task: "transcribe",
+            timestamps: "none",
+            segments: None,
+            words: None,
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        late, None,
+        "a capture finishing after the deletion is not stored"
+    );
+    let mut tx = app.pool.begin().await.unwrap();
+    let month = voiced::store::usage::month_of(chrono::Utc::now());
+    let load = voiced::store::usage::lock_for_admission(&mut tx, &account, None, month)
+        .await
+        .unwrap();
+    assert!(
+        load.is_none(),
+        "no generation is admitted for a deleted account"
+    );
+    drop(tx);
+    let claim = voiced::store::idempotency::begin(
+        &app.pool,
+        &account,
+        "key-after-deletion",
+        b"request",
+        Duration::from_secs(60),
+    )
+    .await
+    .unwrap();
+    assert!(
+        !matches!(claim, voiced::store::idempotency::Begin::Proceed),
+        "no idempotency claim for a deleted account"
+    );
     let answered = transcription.await.unwrap().unwrap().status().as_u16();
     assert!(
         matches!(answered, 200 | 401),
