@@ -240,8 +240,10 @@ pub async fn state(
                 max_per_month: config.max_clones_per_account_per_month,
             },
             max_keys: config.max_keys_per_account,
-            app_free_minutes: config.app_free_minutes,
-            app_free_transcription_minutes: config.app_free_transcription_minutes,
+            free: crate::service::principal::FreeAllowance {
+                speech_minutes: config.app_free_minutes,
+                transcription_minutes: config.app_free_transcription_minutes,
+            },
         }),
         trusted_proxies: Arc::new(config.trusted_proxies.clone()),
     })

@@ -13,7 +13,6 @@ use super::page::{Chrome, PageError, not_owned, ok, see_other};
 use super::session::{CsrfOnly, SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::domain::GenerationStatus;
-use crate::service::principal::FreeAllowance;
 use crate::service::usage::{self, HistoryPages};
 use crate::service::{Principal, deletion};
 
@@ -157,10 +156,7 @@ fn owner(state: &ConsoleState, user: &SignedIn) -> Result<Principal, PageError> 
         &user.account_id,
         &user.plan,
         &user.features,
-        FreeAllowance {
-            speech_minutes: state.console.app_free_minutes,
-            transcription_minutes: state.console.app_free_transcription_minutes,
-        },
+        state.console.free,
     )?)
 }
 

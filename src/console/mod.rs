@@ -59,10 +59,9 @@ pub struct ConsoleSettings {
     pub clone_limits: crate::service::cloning::CloneLimits,
     /// Live API keys one account may hold (`max_keys_per_account`).
     pub max_keys: u32,
-    /// The app's free allowance of an account without a plan (`app_free_minutes`).
-    pub app_free_minutes: u32,
-    /// Its free transcription minutes (`app_free_transcription_minutes`).
-    pub app_free_transcription_minutes: u32,
+    /// The app's free use of an account without a plan (`app_free_minutes`,
+    /// `app_free_transcription_minutes`).
+    pub free: crate::service::principal::FreeAllowance,
 }
 
 /// What console pages hold: the core, and the console's own settings.

@@ -27,7 +27,7 @@ use crate::http::error::ApiError;
 use crate::http::models::Generation;
 use crate::http::speech_delivery;
 use crate::service::idempotency::{Keyed, Operation};
-use crate::service::principal::{FreeAllowance, Requirement};
+use crate::service::principal::Requirement;
 use crate::service::speech::{self, Fields, SpeechRequest, SyncSpeechRequest, VoiceChoice};
 use crate::service::transcription::{self, Incoming};
 use crate::service::{Principal, ServiceError, reads};
@@ -98,10 +98,7 @@ fn principal(state: &ConsoleState, user: &SignedIn) -> Result<Principal, Service
         &user.account_id,
         &user.plan,
         &user.features,
-        FreeAllowance {
-            speech_minutes: state.console.app_free_minutes,
-            transcription_minutes: state.console.app_free_transcription_minutes,
-        },
+        state.console.free,
     )
 }
 

@@ -113,7 +113,7 @@ pub async fn usage(
     } = usage::month(&state, &user.account_id, chrono::Utc::now())
         .await?
         .ok_or(PageError::SignIn)?;
-    let free_ms = i64::from(state.console.app_free_minutes) * 60_000;
+    let free_ms = i64::from(state.console.free.speech_minutes) * 60_000;
     let allowance_ms = if plan.allows_api() {
         plan.monthly_allowance_secs() * 1000
     } else {
@@ -149,7 +149,7 @@ pub async fn billing(
         chrome: Chrome::signed_in(&user, "billing"),
         plan: plan.as_str().to_owned(),
         active: plan.allows_api(),
-        free_minutes: state.console.app_free_minutes,
+        free_minutes: state.console.free.speech_minutes,
         contact_is_link: contact.starts_with("https://") || contact.starts_with("http://"),
         contact_is_email: contact.contains('@') && !contact.contains(char::is_whitespace),
         contact,
