@@ -16,6 +16,7 @@ cargo fmt --all -- --check
 ./scripts/lint-markdown.sh
 ./scripts/check-deploy.sh
 python3 scripts/check-layers.py
+python3 scripts/check-layers.py --self-test
 cargo clippy --locked --all-targets -- -D warnings
 cargo build --locked --bins --tests
 bin="$CARGO_TARGET_DIR/debug/voiced"

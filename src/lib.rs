@@ -8,6 +8,7 @@ pub mod config;
 pub mod console;
 pub mod domain;
 pub mod engines;
+pub mod fetch;
 pub mod http;
 pub mod limits;
 pub mod mcp;

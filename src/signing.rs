@@ -1,6 +1,8 @@
 //! Signed, short-lived audio links: `sig` = `<expiry unix seconds>.<HMAC-SHA256(id, expiry)>`
 //! (base64url). Verification is constant-time (`hmac`'s `verify_slice`).
 
+use rand::RngCore;
+use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
@@ -122,5 +124,50 @@ mod tests {
             other.verify("gen_1", &sig, 1_000),
             Err(SignatureError::Mismatch)
         );
+    }
+}
+
+/// Seals and opens webhook endpoint secrets (AES-256-GCM under a key derived from the signing
+/// secret, the endpoint id as associated data): the endpoint rules seal, the delivery worker
+/// opens.
+#[derive(Clone)]
+pub struct Sealer(std::sync::Arc<LessSafeKey>);
+
+impl Sealer {
+    pub fn new(signer: &AudioSigner) -> Self {
+        let key = signer.derive_key("webhook endpoint secrets");
+        Self(std::sync::Arc::new(LessSafeKey::new(
+            UnboundKey::new(&AES_256_GCM, &key).expect("a 256-bit key"),
+        )))
+    }
+
+    pub fn seal(&self, endpoint_id: &str, secret: &[u8]) -> Vec<u8> {
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::rng().fill_bytes(&mut nonce);
+        let mut data = secret.to_vec();
+        self.0
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(endpoint_id.as_bytes()),
+                &mut data,
+            )
+            .expect("sealing a short secret");
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&data);
+        out
+    }
+
+    pub fn open(&self, endpoint_id: &str, sealed: &[u8]) -> Option<Vec<u8>> {
+        if sealed.len() < NONCE_LEN {
+            return None;
+        }
+        let (nonce, data) = sealed.split_at(NONCE_LEN);
+        let mut data = data.to_vec();
+        let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
+        let plain = self
+            .0
+            .open_in_place(nonce, Aad::from(endpoint_id.as_bytes()), &mut data)
+            .ok()?;
+        Some(plain.to_vec())
     }
 }

@@ -6,18 +6,12 @@ use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
 
 use crate::api::generations::check_id;
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::models::Problem;
 use crate::service::Core;
-use crate::service::audio::{self, LinkedAudio};
-use crate::store::blobs;
-
-/// Longest life of a presigned URL handed out by a redirect (`blob_redirect`): it is followed at
-/// once; a player that comes back later goes through the signed link again.
-const PRESIGNED_MAX_SECS: i64 = 5 * 60;
+use crate::service::audio::{self, Download};
 
 /// Downloads a generation's audio through the signed `audio_url` (no API key).
 #[utoipa::path(get, path = "/v1/audio/{generationId}", tag = "speech",
@@ -46,21 +40,9 @@ pub async fn download_audio(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     check_id(&id)?;
-    let LinkedAudio { key, expires, now } =
-        audio::by_link(&state, &id, query.get("sig").map(String::as_str)).await?;
-    if state.blob_redirect {
-        let life = (expires - now).clamp(1, PRESIGNED_MAX_SECS);
-        let presigned = state
-            .blobs
-            .presigned(
-                &key,
-                method == Method::HEAD,
-                std::time::Duration::from_secs(life.unsigned_abs()),
-            )
-            .await
-            .map_err(ApiError::internal)?;
-        // Audio in PostgreSQL has no such URL: it streams below.
-        if let Some(url) = presigned {
+    let sig = query.get("sig").map(String::as_str);
+    let object = match audio::download(&state, &id, sig, method == Method::HEAD).await? {
+        Download::Redirect(url) => {
             let mut response = StatusCode::TEMPORARY_REDIRECT.into_response();
             let h = response.headers_mut();
             h.insert(
@@ -70,45 +52,31 @@ pub async fn download_audio(
             h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             return Ok(response);
         }
-    }
-    let slot = audio::download_slot(&state, &id)?;
-    let head = state
-        .blobs
-        .head(&key)
-        .await
-        .map_err(ApiError::internal)?
-        .ok_or_else(|| ApiError::internal(format!("audio blob {key} is missing")))?;
-    let (status, start, end) = match requested_range(&headers, head.len) {
-        Range::Whole => (StatusCode::OK, 0, head.len),
+        Download::Object(object) => object,
+    };
+    let len = object.len;
+    let (status, start, end) = match requested_range(&headers, len) {
+        Range::Whole => (StatusCode::OK, 0, len),
         Range::Part(start, end) => (StatusCode::PARTIAL_CONTENT, start, end),
         Range::Unsatisfiable => {
             let mut response = ApiError::new(
                 ErrorCode::RangeNotSatisfiable,
-                format!(
-                    "The audio is {} bytes long; the requested range starts past its end.",
-                    head.len
-                ),
+                format!("The audio is {len} bytes long; the requested range starts past its end."),
             )
             .into_response();
             response.headers_mut().insert(
                 header::CONTENT_RANGE,
-                HeaderValue::from_str(&format!("bytes */{}", head.len)).expect("ASCII"),
+                HeaderValue::from_str(&format!("bytes */{len}")).expect("ASCII"),
             );
             return Ok(response);
         }
     };
-    // The slot is held until the body is finished or dropped (the client went away).
-    let chunks = blobs::stream(state.blobs.clone(), key, start, end).map(move |chunk| {
-        let _held = &slot;
-        chunk
-    });
-    let mut response = Response::new(Body::from_stream(chunks));
+    // The link's download place is held until the body is finished or dropped.
+    let content_type = HeaderValue::from_str(&object.content_type).map_err(ApiError::internal)?;
+    let mut response = Response::new(Body::from_stream(object.read(start, end)));
     *response.status_mut() = status;
     let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_str(&head.content_type).map_err(ApiError::internal)?,
-    );
+    h.insert(header::CONTENT_TYPE, content_type);
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(end - start));
     h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     h.insert(
@@ -118,8 +86,7 @@ pub async fn download_audio(
     if status == StatusCode::PARTIAL_CONTENT {
         h.insert(
             header::CONTENT_RANGE,
-            HeaderValue::from_str(&format!("bytes {start}-{}/{}", end - 1, head.len))
-                .expect("ASCII"),
+            HeaderValue::from_str(&format!("bytes {start}-{}/{len}", end - 1)).expect("ASCII"),
         );
     }
     Ok(response)

@@ -16,8 +16,8 @@ use crate::http::error::ApiError;
 use crate::http::models::{Generation, GenerationList, GenerationStatusFilter, Problem};
 use crate::service::principal_cache::CredentialCheck;
 use crate::service::speech::{self, Cancelled};
+use crate::service::views::ListFilter;
 use crate::service::{Core, deletion, reads};
-use crate::store::generations::ListFilter;
 
 /// Checks a path id's length ([`GenerationId`]); ids beyond it are refused rather than looked
 /// up.

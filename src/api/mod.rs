@@ -26,13 +26,13 @@ use utoipa::openapi::security::{
     ApiKey, ApiKeyValue, AuthorizationCode, Flow, HttpAuthScheme, HttpBuilder, OAuth2, Scopes,
     SecurityScheme,
 };
-use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 use utoipa_axum::routes;
 
-use crate::domain::{Feature, Scope};
+use crate::domain::Scope;
 use crate::http;
-use crate::http::auth::Requirement;
 use crate::service::Core;
+use crate::service::operations::Operation;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -110,59 +110,78 @@ impl utoipa::Modify for SecuritySchemes {
     }
 }
 
-/// The `/v1` routes, grouped by what they require of the key. Each group carries its
-/// plan/scope/feature check; authentication and rate limiting wrap them all in [`router`].
+/// One `/v1` route and the core operation it performs: the route refuses before its body is
+/// read by the operation's requirement (`service::operations`, plan, scope, feature), and the
+/// operation checks it again.
+fn guarded(operation: Operation, route: UtoipaMethodRouter<Core>) -> OpenApiRouter<Core> {
+    OpenApiRouter::new().routes(route).layer(from_fn_with_state(
+        operation.requirement(),
+        http::auth::authorize,
+    ))
+}
+
+/// The `/v1` routes, each with its operation; authentication and rate limiting wrap them all
+/// in [`router`].
 fn v1_routes() -> OpenApiRouter<Core> {
-    let reads = OpenApiRouter::new()
-        .routes(routes!(reads::list_voices))
-        .routes(routes!(voices::list_presets))
-        .routes(routes!(reads::list_captures))
-        .routes(routes!(reads::get_capture))
-        .routes(routes!(reads::get_captions))
-        .routes(routes!(generations::get_generation))
-        .routes(routes!(generations::list_generations))
-        .routes(routes!(generations::get_generation_captions))
-        .routes(routes!(pronunciations::list_pronunciations))
-        .layer(from_fn_with_state(
-            Requirement::read(),
-            http::auth::authorize,
-        ));
-    let speech = OpenApiRouter::new()
-        .routes(routes!(speech::create_speech))
-        .routes(routes!(openai_speech::create_openai_speech))
-        .layer(from_fn_with_state(
-            Requirement::generate(Feature::Speech),
-            http::auth::authorize,
-        ));
-    // Adding a preset voice needs `voice:generate` (spec: "add built-in preset voices") and no
-    // plan feature: it generates nothing. Cancelling a generation, and adding or deleting a
-    // pronunciation rule, or deleting a capture or a generation's audio, are the same kind of
-    // write.
-    let voices = OpenApiRouter::new()
-        .routes(routes!(voices::create_voice))
-        .routes(routes!(generations::cancel_generation))
-        .routes(routes!(pronunciations::create_pronunciation))
-        .routes(routes!(reads::delete_capture))
-        .routes(routes!(generations::delete_generation_audio))
-        .routes(routes!(pronunciations::delete_pronunciation))
-        .layer(from_fn_with_state(
-            Requirement::scope(Scope::VoiceGenerate),
-            http::auth::authorize,
-        ));
-    let transcription = OpenApiRouter::new()
-        .routes(routes!(transcriptions::create_transcription))
-        .routes(routes!(openai_transcriptions::create_openai_transcription))
-        .routes(routes!(openai_transcriptions::create_openai_translation))
-        .layer(DefaultBodyLimit::max(transcriptions::BODY_LIMIT))
-        .layer(from_fn_with_state(
-            Requirement::generate(Feature::Transcription),
-            http::auth::authorize,
-        ));
-    OpenApiRouter::new()
-        .merge(reads)
-        .merge(speech)
-        .merge(voices)
-        .merge(transcription)
+    use Operation as Op;
+    let routes = [
+        guarded(Op::ListVoices, routes!(reads::list_voices)),
+        guarded(Op::ListPresets, routes!(voices::list_presets)),
+        guarded(Op::ListCaptures, routes!(reads::list_captures)),
+        guarded(Op::GetCapture, routes!(reads::get_capture)),
+        guarded(Op::GetCaptions, routes!(reads::get_captions)),
+        guarded(Op::GetGeneration, routes!(generations::get_generation)),
+        guarded(Op::ListGenerations, routes!(generations::list_generations)),
+        guarded(
+            Op::GetGenerationCaptions,
+            routes!(generations::get_generation_captions),
+        ),
+        guarded(
+            Op::ListPronunciations,
+            routes!(pronunciations::list_pronunciations),
+        ),
+        guarded(Op::CreateSpeech, routes!(speech::create_speech)),
+        guarded(
+            Op::CreateSpeech,
+            routes!(openai_speech::create_openai_speech),
+        ),
+        guarded(Op::CreateVoice, routes!(voices::create_voice)),
+        guarded(
+            Op::CancelGeneration,
+            routes!(generations::cancel_generation),
+        ),
+        guarded(
+            Op::CreatePronunciation,
+            routes!(pronunciations::create_pronunciation),
+        ),
+        guarded(Op::DeleteCapture, routes!(reads::delete_capture)),
+        guarded(
+            Op::DeleteGenerationAudio,
+            routes!(generations::delete_generation_audio),
+        ),
+        guarded(
+            Op::DeletePronunciation,
+            routes!(pronunciations::delete_pronunciation),
+        ),
+        guarded(
+            Op::Transcribe,
+            routes!(transcriptions::create_transcription),
+        )
+        .layer(DefaultBodyLimit::max(transcriptions::BODY_LIMIT)),
+        guarded(
+            Op::Transcribe,
+            routes!(openai_transcriptions::create_openai_transcription),
+        )
+        .layer(DefaultBodyLimit::max(transcriptions::BODY_LIMIT)),
+        guarded(
+            Op::Transcribe,
+            routes!(openai_transcriptions::create_openai_translation),
+        )
+        .layer(DefaultBodyLimit::max(transcriptions::BODY_LIMIT)),
+    ];
+    routes
+        .into_iter()
+        .fold(OpenApiRouter::new(), OpenApiRouter::merge)
 }
 
 /// All documented routes around `v1` (health, and the signed audio download, which takes no
@@ -193,7 +212,7 @@ pub fn router(core: Core) -> (Router, utoipa::openapi::OpenApi) {
             http::principal_check::confirm_reads,
         ))
         .layer(from_fn_with_state(
-            core.limits.clone(),
+            core.limits().clone(),
             http::rate_limit::rate_limit,
         ))
         .layer(from_fn_with_state(

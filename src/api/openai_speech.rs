@@ -20,7 +20,7 @@ use crate::http::idempotency;
 use crate::http::json::{Field, JsonObject};
 use crate::http::speech_delivery;
 use crate::service::Core;
-use crate::service::idempotency::{Keyed, Operation};
+use crate::service::idempotency::{KeyUse, Keyed};
 use crate::service::speech::{self as service, Fields, SyncSpeechRequest};
 
 /// Field names of this dialect for the service's errors.
@@ -270,7 +270,7 @@ pub async fn create_openai_speech(
         seed,
         temperature,
     } = body.decode::<OpenAiSpeechRequest>()?.try_into()?;
-    let keyed = Keyed::json(Operation::SyncSpeech, key, &body.value());
+    let keyed = Keyed::json(KeyUse::SyncSpeech, key, &body.value());
     let engine = match choice {
         ModelChoice::Engine(engine) => Some((engine, "model")),
         ModelChoice::VoiceDefault => None,

@@ -26,7 +26,7 @@ use crate::http::error::{ApiError, ErrorCode, openai_stream_error};
 use crate::http::idempotency;
 use crate::http::models::{OpenAiError, TranscriptSegment, TranscriptWord};
 use crate::service::Core;
-use crate::service::idempotency::{Keyed, Operation};
+use crate::service::idempotency::{KeyUse, Keyed};
 use crate::service::transcription::{self as service, Done, Incoming, Transcribed};
 
 use crate::http::body::AUDIO_UPLOAD_LIMIT as BODY_LIMIT;
@@ -224,20 +224,26 @@ async fn handle(
     let place = match service::take_place(&state, &principal).await {
         Ok(place) => place,
         Err(err) => {
-            discard(body, BODY_LIMIT, state.request_timeout);
+            discard(body, BODY_LIMIT, state.request_timeout());
             return Err(err);
         }
     };
     let mut multipart = Multipart::from_request(Request::from_parts(parts, body), &())
         .await
         .map_err(|e| unreadable_form(e.status(), &e))?;
-    let form = match read_form(&mut multipart, task, &state.asr.model_name()).await {
+    let form = match read_form(
+        &mut multipart,
+        task,
+        &crate::service::transcription::model_name(&state),
+    )
+    .await
+    {
         Ok(form) => form,
         Err(err) => {
             // The rest of a refused form is read and discarded behind the answer (as
             // `http::body::discard` does for JSON uploads): a connection closed on unread bytes
             // is reset, and a client still sending its file would see the reset, not the 400.
-            let within = state.request_timeout;
+            let within = state.request_timeout();
             tokio::spawn(async move {
                 let _ = tokio::time::timeout(within, discard_form(multipart)).await;
             });
@@ -245,8 +251,8 @@ async fn handle(
         }
     };
     let operation = match task {
-        Task::Transcribe => Operation::AudioTranscription,
-        Task::Translate => Operation::AudioTranslation,
+        Task::Transcribe => KeyUse::AudioTranscription,
+        Task::Translate => KeyUse::AudioTranslation,
     };
     let Form {
         file,

@@ -18,7 +18,7 @@ use crate::http::idempotency;
 use crate::http::json::{Field, JsonObject};
 use crate::http::models::{Problem, Pronunciation, PronunciationList};
 use crate::service::Core;
-use crate::service::idempotency::{Keyed, Operation};
+use crate::service::idempotency::{KeyUse, Keyed};
 use crate::service::principal_cache::CredentialCheck;
 use crate::service::pronunciations::{self as service, NewRule};
 use crate::service::reads;
@@ -118,7 +118,7 @@ pub async fn create_pronunciation(
         language: &language,
         case_sensitive,
     };
-    let keyed = Keyed::json(Operation::AddPronunciation, key, &value);
+    let keyed = Keyed::json(KeyUse::AddPronunciation, key, &value);
     let (row, replayed) = service::create(&state, &principal, rule, keyed).await?;
     Ok(idempotency::json_answer(
         StatusCode::CREATED,

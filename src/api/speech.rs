@@ -21,7 +21,7 @@ use crate::http::idempotency;
 use crate::http::json::{Field, JsonObject};
 use crate::http::models::Problem;
 use crate::service::Core;
-use crate::service::idempotency::{Keyed, Operation};
+use crate::service::idempotency::{KeyUse, Keyed};
 use crate::service::speech::{self as service, Accepted, Fields, VoiceChoice};
 
 /// Answer of `POST /v1/speech`.
@@ -137,7 +137,7 @@ pub async fn create_speech(
         format,
         word_timestamps,
     } = body.decode::<SpeechRequest>()?.try_into()?;
-    let keyed = Keyed::json(Operation::Speech, key, &body.value());
+    let keyed = Keyed::json(KeyUse::Speech, key, &body.value());
     let request = service::SpeechRequest {
         text,
         voice: VoiceChoice::Name(&voice_name),

@@ -22,7 +22,7 @@ use crate::http::json;
 use crate::http::models::Problem;
 use crate::http::models::{TranscriptSegment, TranscriptWord};
 use crate::service::Core;
-use crate::service::idempotency::{Keyed, Operation};
+use crate::service::idempotency::{KeyUse, Keyed};
 use crate::service::transcription::{self as service, Done, Incoming};
 
 /// Body limit of this route (shared with the agent's `transcribe`).
@@ -105,7 +105,7 @@ pub async fn create_transcription(
     let place = match service::take_place(&state, &principal).await {
         Ok(place) => place,
         Err(err) => {
-            discard(body, BODY_LIMIT, state.request_timeout);
+            discard(body, BODY_LIMIT, state.request_timeout());
             return Err(err);
         }
     };
@@ -116,7 +116,7 @@ pub async fn create_transcription(
             .await
             .map_err(ApiError::internal)??;
     let keyed = Keyed {
-        operation: Operation::Transcription,
+        operation: KeyUse::Transcription,
         key,
         fingerprint,
     };
@@ -196,7 +196,7 @@ fn parse_upload(
     let audio_b64: Cow<'_, str> = serde_json::from_str(raw.get())
         .map_err(|_| ApiError::invalid("audio", "audio must be a base64 string"))?;
     let fingerprint = if fingerprint {
-        service::fingerprint(Operation::Transcription, audio_b64.as_bytes(), &options)
+        service::fingerprint(KeyUse::Transcription, audio_b64.as_bytes(), &options)
     } else {
         Vec::new()
     };

@@ -18,7 +18,7 @@ use crate::http::idempotency;
 use crate::http::json::{Field, JsonObject};
 use crate::http::models::{Problem, Voice};
 use crate::service::Core;
-use crate::service::idempotency::{Keyed, Operation};
+use crate::service::idempotency::{KeyUse, Keyed};
 use crate::service::principal_cache::CredentialCheck;
 use crate::service::reads;
 use crate::service::voices::{self as service, NewPresetVoice};
@@ -147,7 +147,7 @@ pub async fn create_voice(
         language,
         description,
     } = body.decode::<CreateVoiceRequest>()?.try_into()?;
-    let keyed = Keyed::json(Operation::AddVoice, key, &body.value());
+    let keyed = Keyed::json(KeyUse::AddVoice, key, &body.value());
     let voice = NewPresetVoice {
         name: &name,
         description: &description,
@@ -183,9 +183,7 @@ pub async fn list_presets(
 ) -> Result<Json<VoicePresetList>, ApiError> {
     // Nothing to read from the database but the key's own state (one round trip).
     reads::confirm_credential(&state, &check).await?;
-    let engines = state.engines.clone();
-    let data: Vec<VoicePreset> = engines
-        .presets()
+    let data: Vec<VoicePreset> = crate::service::voices::presets(&state)
         .into_iter()
         .flat_map(|(engine, presets)| {
             presets.into_iter().map(move |p| VoicePreset {

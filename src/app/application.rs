@@ -19,7 +19,6 @@ use crate::config::Config;
 use crate::http;
 use crate::limits::RateLimits;
 use crate::signing::AudioSigner;
-use crate::store;
 use crate::worker::{Shutdown, WorkerDeps};
 
 /// What a caller may hand in instead of what the configuration would make: the tests' fresh
@@ -85,29 +84,30 @@ impl Application {
         };
         let (announce_shutdown, shutdown_deadline) = tokio::sync::watch::channel(None);
         let state = state(&config, pool.clone(), signer, limits, shutdown_deadline).await?;
+        let handles = state.process_handles();
         if let Some(addr) = config.metrics_bind {
             crate::telemetry::metrics_listener::spawn(
                 addr,
                 pool.clone(),
-                Some(state.asr.clone()),
-                state.health.clone(),
+                Some(handles.asr.clone()),
+                handles.health.clone(),
             )
             .await?;
         }
-        if !state.asr.is_installed() {
+        if !handles.asr.is_installed() {
             tracing::warn!(model = %config.whisper_model, "no Whisper model installed: POST /v1/transcriptions answers 503 (run `voiced models fetch {}`)", config.whisper_model);
         } else if !parts.cold {
             // Load and warm the recogniser before the listener binds.
-            if let Err(err) = state.asr.transcribe(vec![0.0; 16_000]).await {
+            if let Err(err) = handles.asr.transcribe(vec![0.0; 16_000]).await {
                 tracing::error!(error = %err, "the Whisper model does not load; transcriptions will fail");
             }
         }
         let workers = worker_deps(
             &config,
             &pool,
-            state.blobs.clone(),
-            state.health.clone(),
-            state.streams.clone(),
+            handles.blobs.clone(),
+            handles.health.clone(),
+            handles.streams.clone(),
         );
         if !parts.cold {
             crate::service::accounts::warm_up().await;
@@ -173,10 +173,11 @@ impl Application {
         let mut workers = spawn_workers(&config, &deps, config.workers, &worker_shutdown);
         // A process that runs generation workers delivers webhooks too (docs/webhooks.md).
         if config.workers > 0 {
+            let handles = state.process_handles();
             workers.push(crate::app::spawn_webhooks(
                 &config,
-                &state.pool,
-                &state.signer,
+                &handles.pool,
+                &handles.signer,
                 &worker_shutdown,
             ));
         }
@@ -225,22 +226,8 @@ async fn housekeeping(state: AppState) {
     let mut tick = tokio::time::interval(Duration::from_secs(60));
     loop {
         tick.tick().await;
-        state.limits.shrink();
         state.console.sign_in_limiter.shrink();
         state.console.sign_up_limiter.shrink();
-        state.oauth.clients.shrink();
-        let pool = &state.pool;
-        if let Err(err) = store::oauth::purge_expired(pool).await {
-            tracing::warn!(error = %err, "deleting expired OAuth codes and tokens failed");
-        }
-        if let Err(err) = store::sessions::delete_expired(pool).await {
-            tracing::warn!(error = %err, "deleting expired console sessions failed");
-        }
-        if let Err(err) = store::idempotency::purge(pool).await {
-            tracing::warn!(error = %err, "purging idempotency records failed");
-        }
-        if let Err(err) = crate::service::deletion::purge_deleted_accounts(&state.core).await {
-            tracing::warn!(error = %err.detail, "purging deleted accounts failed");
-        }
+        crate::service::housekeeping::tick(&state.core).await;
     }
 }

@@ -25,12 +25,10 @@ use crate::http::error::ErrorLinks;
 use crate::limits::RateLimits;
 use crate::models::whisper::WhisperModel;
 use crate::service::Core;
-use crate::service::speech::AdmissionPolicy;
 use crate::signing::AudioSigner;
 use crate::store;
 use crate::store::blobs::{BlobStore, PgBlobStore, RoutedBlobStore, S3BlobStore};
 use crate::store::embedded::{EmbeddedConfig, EmbeddedPostgres};
-use crate::store::read_pool::ReadPool;
 use crate::worker::asr::AsrService;
 use crate::worker::completions::Completions;
 use crate::worker::health::WorkerHealth;
@@ -179,42 +177,21 @@ pub async fn state(
     .with_redis(limits.redis());
     let csrf_key = signer.derive_key("console anonymous csrf");
     let flash_key = signer.derive_key("console key flash");
-    let reads = Arc::new(ReadPool::new(pool.clone()));
-    let core = Core::new(crate::service::core::Handles {
-        asr: asr(config)?,
-        blobs: blob_store(config, &pool)?,
-        blob_redirect: config.blob_redirect,
-        engines: engines(config),
-        completions,
-        streams: Streams::default(),
-        pool,
-        signer,
-        public_base_url: config.public_base_url.as_str().into(),
-        limits: Arc::new(limits),
-        request_timeout: Duration::from_secs(config.request_timeout_secs),
-        admission: AdmissionPolicy {
-            max_pending_per_account: i64::from(config.max_pending_per_account),
-            max_audio_per_request_ms: i64::try_from(config.max_audio_per_request_secs)
-                .unwrap_or(i64::MAX / 1000)
-                .saturating_mul(1000),
+    let core = Core::new(
+        config,
+        crate::service::core::Parts {
+            asr: asr(config)?,
+            blobs: blob_store(config, &pool)?,
+            engines: engines(config),
+            completions,
+            pool,
+            signer,
+            limits,
+            health,
+            shutdown_deadline,
+            oauth_clients: clients,
         },
-        health,
-        shutdown_deadline,
-        allow_loopback_fetch: config.oauth_allow_loopback_fetch,
-        oauth: Arc::new(crate::service::oauth::OAuthSettings::new(
-            &config.public_base_url,
-            clients,
-        )),
-        principals: Arc::default(),
-        reads,
-        downloads: Arc::new(crate::service::core::Slots::new(
-            config.downloads_per_link as usize,
-        )),
-        uploads: Arc::new(crate::service::core::Slots::new(
-            crate::service::core::MAX_UPLOADS_PER_ACCOUNT,
-        )),
-        webhooks_allow_private: config.webhooks_allow_private_addresses,
-    });
+    );
     Ok(AppState {
         core,
         links: Arc::new(ErrorLinks {
@@ -249,6 +226,22 @@ pub async fn state(
     })
 }
 
+/// The core of an operator's command (`voiced admin`): the operations the doors use, on the
+/// database `pool`. Nothing is started that the commands do not use (the recogniser and the
+/// engines load on first use, and no command uses them but `voice clone`).
+pub async fn operator_core(config: &Config, pool: PgPool) -> anyhow::Result<Core> {
+    let signer = AudioSigner::new(signing_secret(config)?);
+    let limits = RateLimits::real(
+        config.rate_limit_writes_per_hour,
+        config.rate_limit_reads_per_minute,
+    );
+    let (_, never) = tokio::sync::watch::channel(None);
+    Ok(state(config, pool, signer, limits, never)
+        .await?
+        .core
+        .clone())
+}
+
 /// Starts `count` generation workers; they drain, then stop, when `shutdown` says so.
 pub fn spawn_workers(
     config: &Config,
@@ -275,7 +268,7 @@ pub fn spawn_workers(
 }
 
 /// Starts the webhook delivery loop of a process that runs generation workers
-/// (`service::webhooks::run`); it stops when `shutdown` leaves `Running`. The payload's `data`
+/// (`worker::webhooks::run`); it stops when `shutdown` leaves `Running`. The payload's `data`
 /// is the REST read's object (`http::models`), with a fresh signed `audio_url`.
 pub fn spawn_webhooks(
     config: &Config,
@@ -283,10 +276,10 @@ pub fn spawn_webhooks(
     signer: &AudioSigner,
     shutdown: &tokio::sync::watch::Receiver<Shutdown>,
 ) -> tokio::task::JoinHandle<()> {
-    use crate::service::webhooks::{Dispatcher, Subject};
+    use crate::worker::webhooks::{Dispatcher, Subject};
     let link_signer = signer.clone();
     let base_url: Arc<str> = config.public_base_url.as_str().into();
-    let render: crate::service::webhooks::Render = Arc::new(move |subject| match subject {
+    let render: crate::worker::webhooks::Render = Arc::new(move |subject| match subject {
         Subject::Generation(row) => {
             serde_json::to_value(crate::http::models::Generation::present_with(row, |id| {
                 crate::service::audio::signed_link(&link_signer, &base_url, id)
@@ -299,13 +292,13 @@ pub fn spawn_webhooks(
     });
     let dispatcher = Dispatcher {
         pool: pool.clone(),
-        sealer: crate::service::webhooks::Sealer::new(signer),
+        sealer: crate::signing::Sealer::new(signer),
         render,
         allow_private: config.webhooks_allow_private_addresses,
         retry_base: Duration::from_millis(config.webhooks_retry_base_ms),
         in_flight: config.webhooks_deliveries_in_flight as usize,
     };
-    tokio::spawn(crate::service::webhooks::run(dispatcher, shutdown.clone()))
+    tokio::spawn(crate::worker::webhooks::run(dispatcher, shutdown.clone()))
 }
 
 /// Audio in PostgreSQL, and in S3 when `blob_store` is set (new audio then goes there).

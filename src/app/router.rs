@@ -81,7 +81,7 @@ pub fn router(state: &AppState) -> (Router, utoipa::openapi::OpenApi) {
                 .layer(cors)
                 .layer(TimeoutLayer::with_status_code(
                     StatusCode::REQUEST_TIMEOUT,
-                    state.request_timeout,
+                    state.request_timeout(),
                 ))
                 .layer(DefaultBodyLimit::max(http::DEFAULT_BODY_LIMIT)),
         );

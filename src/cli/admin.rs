@@ -8,13 +8,11 @@ mod webhooks;
 
 use clap::{Args, Subcommand};
 use serde_json::json;
-use sqlx::PgPool;
 
 use crate::app::Database;
 use crate::config::Config;
 use crate::domain::{CeilingMinutes, Email, EngineId, Feature, Plan, Scope, Seed, Temperature};
-use crate::engines::registry::EngineRegistry;
-use crate::store;
+use crate::service::Core;
 
 #[derive(Args)]
 #[command(after_help = "Examples:
@@ -311,7 +309,8 @@ pub async fn run(config: &Config, args: AdminArgs) -> anyhow::Result<()> {
         return presets(config, args.json);
     }
     let database = Database::open(config, 2).await?;
-    let registry = crate::app::engines(config);
+    // The operator's commands are the core's operations, with the console's validation.
+    let core = crate::app::operator_core(config, database.pool.clone()).await?;
     let limits = Limits {
         clones: crate::service::cloning::CloneLimits {
             max_voices: config.max_cloned_voices_per_account,
@@ -320,15 +319,13 @@ pub async fn run(config: &Config, args: AdminArgs) -> anyhow::Result<()> {
         max_keys: config.max_keys_per_account,
     };
     let result = match args.command {
-        AdminCommand::Webhook(command) => {
-            webhooks::run(config, &database.pool, args.json, command).await
-        }
+        AdminCommand::Webhook(command) => webhooks::run(&core, args.json, command).await,
         command => {
             let args = AdminArgs {
                 json: args.json,
                 command,
             };
-            execute(&database.pool, &registry, limits, args).await
+            execute(&core, limits, args).await
         }
     };
     database.close(false).await?;
@@ -336,9 +333,10 @@ pub async fn run(config: &Config, args: AdminArgs) -> anyhow::Result<()> {
 }
 
 /// The id of the account named by its id or email, or the operator's error.
-async fn resolve_account(pool: &PgPool, account: &str) -> anyhow::Result<String> {
-    store::accounts::find_id(pool, account.trim())
-        .await?
+async fn resolve_account(core: &Core, account: &str) -> anyhow::Result<String> {
+    crate::service::operator::find_account(core, account)
+        .await
+        .map_err(|e| anyhow::anyhow!("{}", e.detail))?
         .ok_or_else(|| anyhow::anyhow!("no account {account} (see `voiced admin account list`)"))
 }
 
@@ -351,25 +349,20 @@ struct Limits {
     max_keys: u32,
 }
 
-async fn execute(
-    pool: &PgPool,
-    registry: &EngineRegistry,
-    limits: Limits,
-    args: AdminArgs,
-) -> anyhow::Result<()> {
+async fn execute(core: &Core, limits: Limits, args: AdminArgs) -> anyhow::Result<()> {
     let as_json = args.json;
     match args.command {
         AdminCommand::Webhook(_) => unreachable!("`run` handles webhook commands"),
         AdminCommand::Account(AccountCommand::List { email_like }) => {
-            inspect::account_list(pool, as_json, email_like.as_deref()).await?;
+            inspect::account_list(core, as_json, email_like.as_deref()).await?;
         }
         AdminCommand::Account(AccountCommand::Show { account }) => {
-            let id = resolve_account(pool, &account).await?;
-            inspect::account_show(pool, as_json, &id).await?;
+            let id = resolve_account(core, &account).await?;
+            inspect::account_show(core, as_json, &id).await?;
         }
         AdminCommand::Key(KeyCommand::List { account }) => {
-            let id = resolve_account(pool, &account).await?;
-            inspect::key_list(pool, as_json, &id).await?;
+            let id = resolve_account(core, &account).await?;
+            inspect::key_list(core, as_json, &id).await?;
         }
         AdminCommand::Account(AccountCommand::Create {
             email,
@@ -380,7 +373,7 @@ async fn execute(
             let email = Email::parse(&email).map_err(|m| anyhow::anyhow!("--email: {m}"))?;
             let password = password_stdin.then(read_password_stdin).transpose()?;
             let gate = crate::service::accounts::PasswordGate::new(1, 0);
-            let id = crate::service::accounts::create(pool, &gate, email.as_str(), password, plan)
+            let id = crate::service::accounts::create(core, &gate, email.as_str(), password, plan)
                 .await
                 .map_err(|e| match e.param.as_deref() {
                     Some("email") => anyhow::anyhow!("an account with that email already exists"),
@@ -393,10 +386,10 @@ async fn execute(
             );
         }
         AdminCommand::Account(AccountCommand::SetPassword { account, .. }) => {
-            let account = resolve_account(pool, &account).await?;
+            let account = resolve_account(core, &account).await?;
             let password = read_password_stdin()?;
             anyhow::ensure!(
-                crate::service::accounts::set_password(pool, &account, password)
+                crate::service::accounts::set_password(core, &account, password)
                     .await
                     .map_err(|e| anyhow::anyhow!("{}", e.detail))?,
                 "no account {account}"
@@ -408,9 +401,11 @@ async fn execute(
             );
         }
         AdminCommand::Account(AccountCommand::SetPlan { account, plan }) => {
-            let account = resolve_account(pool, &account).await?;
+            let account = resolve_account(core, &account).await?;
             anyhow::ensure!(
-                store::accounts::set_plan(pool, &account, plan).await?,
+                crate::service::operator::set_plan(core, &account, plan)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{}", e.detail))?,
                 "no account {account}"
             );
             emit(
@@ -420,9 +415,11 @@ async fn execute(
             );
         }
         AdminCommand::Account(AccountCommand::SetFeatures { account, features }) => {
-            let account = resolve_account(pool, &account).await?;
+            let account = resolve_account(core, &account).await?;
             anyhow::ensure!(
-                store::accounts::set_features(pool, &account, &features.0).await?,
+                crate::service::operator::set_features(core, &account, &features.0)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{}", e.detail))?,
                 "no account {account}"
             );
             let names: Vec<&str> = features.0.iter().map(|f| f.as_str()).collect();
@@ -438,13 +435,13 @@ async fn execute(
             name,
             ceiling_minutes,
         }) => {
-            let account = resolve_account(pool, &account).await?;
+            let account = resolve_account(core, &account).await?;
             let ceiling = ceiling_minutes
                 .map(CeilingMinutes::new)
                 .transpose()
                 .map_err(|_| anyhow::anyhow!("The ceiling is too large."))?;
             let key = crate::service::keys::create(
-                pool,
+                core,
                 limits.max_keys,
                 &account,
                 &name,
@@ -465,7 +462,7 @@ async fn execute(
             );
         }
         AdminCommand::Key(KeyCommand::Revoke { key_id }) => {
-            crate::service::keys::revoke_any(pool, &key_id)
+            crate::service::keys::revoke_any(core, &key_id)
                 .await
                 .map_err(|e| not_found_as(e, &format!("no key {key_id}")))?;
             emit(
@@ -475,7 +472,7 @@ async fn execute(
             );
         }
         AdminCommand::Key(KeyCommand::SetCeiling { key_id, minutes }) => {
-            crate::service::keys::set_ceiling_any(pool, &key_id, minutes.0)
+            crate::service::keys::set_ceiling_any(core, &key_id, minutes.0)
                 .await
                 .map_err(|e| not_found_as(e, &format!("no key {key_id}")))?;
             let minutes = minutes.0.map(CeilingMinutes::get);
@@ -500,10 +497,9 @@ async fn execute(
             temperature,
             personality,
         }) => {
-            let account = resolve_account(pool, &account).await?;
+            let account = resolve_account(core, &account).await?;
             let id = crate::service::voices::create_preset(
-                pool,
-                registry,
+                core,
                 &account,
                 crate::service::voices::NewPresetVoice {
                     name: &name,
@@ -536,12 +532,11 @@ async fn execute(
             language,
             description,
         }) => {
-            let account = resolve_account(pool, &account).await?;
+            let account = resolve_account(core, &account).await?;
             let bytes = std::fs::read(&audio)
                 .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", audio.display()))?;
-            let voice = clone_voice(
-                pool,
-                registry,
+            let voice = crate::service::cloning::clone_now(
+                core,
                 &account,
                 limits.clones,
                 crate::service::cloning::NewClone {
@@ -553,7 +548,11 @@ async fn execute(
                     transcript: transcript.as_deref(),
                 },
             )
-            .await?;
+            .await
+            .map_err(|e| match e.param {
+                Some(param) => anyhow::anyhow!("--{param}: {}", e.detail),
+                None => anyhow::anyhow!("{}", e.detail),
+            })?;
             emit(
                 as_json,
                 json!({
@@ -573,48 +572,10 @@ async fn execute(
         }
         AdminCommand::Voice(VoiceCommand::Presets) => unreachable!("handled without a database"),
         AdminCommand::Pronunciation(command) => {
-            pronunciation::run(pool, as_json, command).await?;
+            pronunciation::run(core, as_json, command).await?;
         }
     }
     Ok(())
-}
-
-/// Checks the request and its reference audio, loads the engine here and computes the voice
-/// print, then stores the voice with it: the voice can speak as soon as this returns.
-async fn clone_voice(
-    pool: &PgPool,
-    registry: &EngineRegistry,
-    account: &str,
-    limits: crate::service::cloning::CloneLimits,
-    clone: crate::service::cloning::NewClone<'_>,
-) -> anyhow::Result<store::voices::VoiceRow> {
-    let refused = |e: crate::service::ServiceError| match e.param {
-        Some(param) => anyhow::anyhow!("--{param}: {}", e.detail),
-        None => anyhow::anyhow!("{}", e.detail),
-    };
-    // Plan, feature and the account's cap, before any engine is loaded.
-    crate::service::cloning::admit(&mut *pool.acquire().await?, account, limits)
-        .await
-        .map_err(refused)?;
-    let checked = crate::service::cloning::check(registry, &clone).map_err(refused)?;
-    let registry = registry.clone();
-    let (engine, audio, transcript, language) = (
-        checked.engine,
-        clone.audio.to_vec(),
-        checked.transcript.clone(),
-        checked.language.clone(),
-    );
-    let print = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<u8>> {
-        let mut loaded = registry
-            .load(engine)
-            .map_err(|e| anyhow::anyhow!("the {engine} engine cannot start here: {e}"))?;
-        crate::worker::compute_print(loaded.as_mut(), &audio, transcript.as_deref(), &language)
-            .map_err(|e| anyhow::anyhow!("computing the voice print failed: {e}"))
-    })
-    .await??;
-    crate::service::cloning::store(pool, account, limits, &checked, clone.audio, Some(&print))
-        .await
-        .map_err(refused)
 }
 
 /// Lists the presets of each installed engine (no model is loaded).

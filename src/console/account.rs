@@ -160,13 +160,8 @@ pub async fn sign_in(
     {
         return Err(PageError::TooManyAttempts(retry_after_secs(wait)));
     }
-    let signed_in = accounts::sign_in(
-        &state.pool,
-        &state.console.passwords,
-        &form.email,
-        form.password,
-    )
-    .await?;
+    let signed_in =
+        accounts::sign_in(&state, &state.console.passwords, &form.email, form.password).await?;
     match signed_in {
         Some(account_id) => {
             session::sign_in(&session, &account_id).await?;
@@ -230,7 +225,7 @@ pub async fn sign_up(
                 return Err(PageError::TooManySignUps(retry_after_secs(wait)));
             }
             accounts::sign_up(
-                &state.pool,
+                &state,
                 &state.console.passwords,
                 &form.email,
                 form.password,
@@ -314,7 +309,7 @@ pub async fn change_password(
         .map(|id| id.to_string())
         .ok_or_else(|| PageError::internal("a signed-in session without an id"))?;
     let outcome = accounts::change_password(
-        &state.pool,
+        &state,
         &state.console.passwords,
         &user.account_id,
         &current_session,

@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::page::{Chrome, ok, render};
+use crate::http::error::HttpStatus;
 use crate::service::ErrorCode;
 
 /// What a code means and what to do about it.

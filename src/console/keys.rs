@@ -15,8 +15,9 @@ use super::session::{CsrfOnly, SignedIn, check_csrf};
 use super::{format_minutes, format_time};
 use crate::console::ConsoleState;
 use crate::domain::{CeilingError, CeilingMinutes, Scope};
+use crate::http::error::HttpStatus;
+use crate::service::views::KeySummary;
 use crate::service::{ErrorCode, ServiceError, keys};
-use crate::store;
 
 /// A key as the list shows it.
 pub struct KeyView {
@@ -37,7 +38,7 @@ pub struct KeyView {
 }
 
 impl KeyView {
-    pub fn from_summary(key: store::keys::KeySummary) -> Self {
+    pub fn from_summary(key: KeySummary) -> Self {
         let used_min = key.month_audio_ms as f64 / 60_000.0;
         let (percent, over) = match key.ceiling_minutes {
             Some(0) => (100, true),
@@ -100,7 +101,7 @@ struct RevokePage {
 }
 
 async fn views(state: &ConsoleState, account_id: &str) -> Result<Vec<KeyView>, PageError> {
-    Ok(keys::list(&state.pool, account_id)
+    Ok(keys::list(state, account_id)
         .await?
         .into_iter()
         .rev() // newest first
@@ -171,7 +172,7 @@ pub async fn create(
     let created = match ceiling_field(&form.ceiling_minutes) {
         Ok(ceiling) => {
             keys::create(
-                &state.pool,
+                &state,
                 state.console.max_keys,
                 &user.account_id,
                 &form.name,
@@ -243,7 +244,7 @@ pub async fn revoke(
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
-    keys::revoke(&state.pool, &user.account_id, &key_id)
+    keys::revoke(&state, &user.account_id, &key_id)
         .await
         .map_err(not_owned)?;
     Ok(see_other("/console/keys"))
@@ -266,7 +267,7 @@ pub async fn set_ceiling(
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
     let ceiling = ceiling_field(&form.ceiling_minutes)?.map(CeilingMinutes::get);
-    keys::set_ceiling(&state.pool, &user.account_id, &key_id, ceiling)
+    keys::set_ceiling(&state, &user.account_id, &key_id, ceiling)
         .await
         .map_err(not_owned)?;
     Ok(see_other("/console/keys"))

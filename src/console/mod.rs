@@ -37,7 +37,6 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::domain::Plan;
 
-use crate::store::sessions::PgSessionStore;
 use limiter::{SignInLimiter, SignUpLimiter};
 
 /// The console's settings (`signup`, `signup_plan`, `billing_contact`), its limiters and keys.
@@ -86,7 +85,7 @@ pub const SESSION_IDLE_DAYS: i64 = 7;
 
 /// The `/console` and `/errors` routes, merged into the application by `app::router`.
 pub fn router(state: ConsoleState) -> Router {
-    let sessions = SessionManagerLayer::new(PgSessionStore::new(state.pool.clone()))
+    let sessions = SessionManagerLayer::new(crate::service::accounts::session_store(&state))
         .with_name(SESSION_COOKIE)
         .with_http_only(true)
         .with_same_site(SameSite::Lax)

@@ -94,7 +94,7 @@ fn describe(scope: Scope) -> &'static str {
 }
 
 fn describe_resource(state: &ConsoleState, resource: &str) -> String {
-    let oauth = &state.oauth;
+    let oauth = state.oauth();
     if resource == oauth.api_resource() {
         format!("the API ({resource})")
     } else if resource == oauth.mcp_resource() {
@@ -110,7 +110,7 @@ async fn checked(
     client: Option<std::net::IpAddr>,
     shown: Shown,
 ) -> Result<AuthorizationRequest, Response> {
-    authorize::validate(&state.oauth, &state.pool, query, client, shown)
+    authorize::validate(state, query, client, shown)
         .await
         .map_err(|err| match err {
             RequestError::Page(message) => error_page(&message),
@@ -212,11 +212,10 @@ pub async fn decide(
         Err(response) => return Ok(response),
     };
     if form.decision == "allow" {
-        let location =
-            authorize::allow(&state.oauth, &state.pool, &request, &user.account_id).await?;
+        let location = authorize::allow(&state, &request, &user.account_id).await?;
         return Ok(to_client(&location));
     }
-    match authorize::deny(&state.oauth, &request) {
+    match authorize::deny(&state, &request) {
         Ok(location) => Ok(to_client(&location)),
         Err(RequestError::Page(message)) => Ok(error_page(&message)),
         Err(RequestError::Redirect(location)) => Ok(to_client(&location)),
@@ -229,7 +228,7 @@ pub async fn applications(
     State(state): State<ConsoleState>,
     user: SignedIn,
 ) -> Result<Response, PageError> {
-    let applications = tokens::authorizations(&state.pool, &user.account_id)
+    let applications = tokens::authorizations(&state, &user.account_id)
         .await?
         .into_iter()
         .map(|a| ApplicationView {
@@ -265,7 +264,7 @@ pub async fn revoke(
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
-    tokens::revoke_authorization(&state.pool, &user.account_id, &id)
+    tokens::revoke_authorization(&state, &user.account_id, &id)
         .await
         .map_err(|err| match err.code {
             crate::service::ErrorCode::NotFound => PageError::NotFound,

@@ -7,6 +7,7 @@ use askama::Template;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 
+use crate::http::error::HttpStatus;
 use crate::service::ServiceError;
 
 /// What the header of every console page shows.

@@ -20,18 +20,18 @@ use super::upload::{self, FileRule};
 use crate::audio::AudioFormat;
 use crate::console::ConsoleState;
 use crate::domain::{
-    Feature, IdempotencyKey, RecognitionOptions, Seed, SpeechText, Task, Temperature, Timestamps,
+    IdempotencyKey, RecognitionOptions, Seed, SpeechText, Task, Temperature, Timestamps,
 };
-use crate::engines::text::timing::SpokenWord;
 use crate::http::error::ApiError;
+use crate::http::error::HttpStatus;
 use crate::http::models::Generation;
 use crate::http::speech_delivery;
-use crate::service::idempotency::{Keyed, Operation};
-use crate::service::principal::Requirement;
+use crate::service::idempotency::{KeyUse, Keyed};
+use crate::service::operations::Operation;
 use crate::service::speech::{self, Fields, SpeechRequest, SyncSpeechRequest, VoiceChoice};
 use crate::service::transcription::{self, Incoming};
+use crate::service::views::{GenerationRow, SpokenWord};
 use crate::service::{Principal, ServiceError, reads};
-use crate::store;
 
 /// Body limit of the transcription form: the API's clip limit and the other fields.
 pub const TRANSCRIBE_BODY_LIMIT: usize = 25 * 1024 * 1024 + 64 * 1024;
@@ -102,16 +102,13 @@ fn principal(state: &ConsoleState, user: &SignedIn) -> Result<Principal, Service
     )
 }
 
-fn allowed(principal: &Principal, feature: Feature) -> Result<(), ServiceError> {
-    principal.authorize(Requirement::generate(feature))
+/// The playground's refusal before a body is read: the operation's own requirement.
+fn allowed(principal: &Principal, operation: Operation) -> Result<(), ServiceError> {
+    operation.check(principal)
 }
 
 async fn voices(state: &ConsoleState, account_id: &str) -> Result<Vec<String>, PageError> {
-    Ok(store::voices::list(&state.pool, account_id)
-        .await?
-        .into_iter()
-        .map(|v| v.name)
-        .collect())
+    Ok(crate::service::voices::names(state, account_id).await?)
 }
 
 #[derive(Deserialize, Default)]
@@ -190,7 +187,7 @@ async fn page(
         heard: content.heard,
         error: content.error,
         error_code: content.error_code,
-        allowed: allowed(&principal, Feature::Speech).is_ok(),
+        allowed: allowed(&principal, Operation::CreateSpeech).is_ok(),
         free: principal.on_free_allowance(),
     };
     Ok(render(status, &page))
@@ -219,7 +216,7 @@ pub async fn show(
     page(&state, &user, StatusCode::OK, content).await
 }
 
-fn present(state: &ConsoleState, row: crate::store::generations::GenerationRow) -> Shown {
+fn present(state: &ConsoleState, row: GenerationRow) -> Shown {
     let generation = Generation::present(state, row);
     // The owner's own route, not the signed link: that one needs a plan, and the app's free
     // use plays what it made too.
@@ -295,7 +292,7 @@ async fn start(
     form: &SpeakForm,
 ) -> Result<String, ServiceError> {
     let principal = principal(state, user)?;
-    allowed(&principal, Feature::Speech)?;
+    allowed(&principal, Operation::CreateSpeech)?;
     let (text, seed, temperature) = parse_speech_fields(form)?;
     let request = SpeechRequest {
         text,
@@ -305,7 +302,7 @@ async fn start(
         format: AudioFormat::Mp3,
         word_timestamps: form.timestamps.is_some(),
     };
-    let keyed = Keyed::json(Operation::Speech, None, &serde_json::Value::Null);
+    let keyed = Keyed::json(KeyUse::Speech, None, &serde_json::Value::Null);
     Ok(speech::create(state, &principal, request, FIELDS, keyed)
         .await?
         .generation_id)
@@ -373,7 +370,7 @@ async fn streamed(
     form: &SpeakForm,
 ) -> Result<Response, ApiError> {
     let principal = principal(state, user)?;
-    allowed(&principal, Feature::Speech)?;
+    allowed(&principal, Operation::CreateSpeech)?;
     let (text, seed, temperature) = parse_speech_fields(form)?;
     let request = SyncSpeechRequest {
         text,
@@ -383,7 +380,7 @@ async fn streamed(
         temperature,
         format: AudioFormat::Mp3,
     };
-    let keyed = Keyed::json(Operation::SyncSpeech, None, &serde_json::Value::Null);
+    let keyed = Keyed::json(KeyUse::SyncSpeech, None, &serde_json::Value::Null);
     let accepted = speech::create_sync(state, &principal, request, FIELDS, keyed).await?;
     speech_delivery::deliver(state, &accepted.generation_id, None, accepted.replayed).await
 }
@@ -447,9 +444,8 @@ async fn previewed(
     voice: &str,
 ) -> Result<String, ServiceError> {
     let principal = principal(state, user)?;
-    allowed(&principal, Feature::Speech)?;
-    let profile =
-        speech::find_voice(&state.pool, &principal, VoiceChoice::Name(voice), "voice").await?;
+    allowed(&principal, Operation::CreateSpeech)?;
+    let profile = speech::find_voice(state, &principal, VoiceChoice::Name(voice), "voice").await?;
     let key = IdempotencyKey::parse(&format!("console-preview-{}", profile.id))
         .ok_or_else(|| ServiceError::internal("a preview key outside the key rule"))?;
     let body = serde_json::json!({ "voice_id": profile.id, "text": PREVIEW_TEXT });
@@ -461,7 +457,7 @@ async fn previewed(
         format: AudioFormat::Mp3,
         word_timestamps: profile.engine.reports_word_timings(),
     };
-    let keyed = Keyed::json(Operation::Speech, Some(key), &body);
+    let keyed = Keyed::json(KeyUse::Speech, Some(key), &body);
     Ok(speech::create(state, &principal, request, FIELDS, keyed)
         .await?
         .generation_id)
@@ -478,7 +474,7 @@ pub async fn transcribe(
 ) -> Result<Response, PageError> {
     let admitted = async {
         let principal = principal(&state, &user)?;
-        allowed(&principal, Feature::Transcription)?;
+        allowed(&principal, Operation::Transcribe)?;
         let place = transcription::take_place(&state, &principal).await?;
         Ok::<_, ServiceError>((principal, place))
     }
@@ -486,7 +482,7 @@ pub async fn transcribe(
     let (principal, place) = match admitted {
         Ok(admitted) => admitted,
         Err(err) => {
-            upload::refuse(request, TRANSCRIBE_BODY_LIMIT, state.request_timeout);
+            upload::refuse(request, TRANSCRIBE_BODY_LIMIT, state.request_timeout());
             return refused(&state, &user, err).await;
         }
     };
@@ -545,7 +541,7 @@ async fn hear(
         options,
         progress: None,
     };
-    let keyed = Keyed::json(Operation::Transcription, None, &serde_json::Value::Null);
+    let keyed = Keyed::json(KeyUse::Transcription, None, &serde_json::Value::Null);
     let done = transcription::run(state, principal, place, incoming, keyed).await?;
     let t = done.transcribed;
     // The stored capture, as the API reads it: the raw and the refined transcript.

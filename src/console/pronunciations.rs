@@ -15,7 +15,7 @@ use super::session::{CsrfOnly, SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::service::ErrorCode;
 use crate::service::pronunciations::{self, NewRule};
-use crate::store::pronunciations::PronunciationRow;
+use crate::service::views::PronunciationRow;
 
 /// A rule as the list shows it.
 pub struct RuleView {
@@ -80,7 +80,7 @@ struct PronunciationsPage {
 }
 
 async fn views(state: &ConsoleState, account_id: &str) -> Result<Vec<RuleView>, PageError> {
-    Ok(pronunciations::list_for(&state.pool, account_id)
+    Ok(pronunciations::list_for(state, account_id)
         .await?
         .into_iter()
         .map(RuleView::from)
@@ -115,7 +115,7 @@ pub async fn create(
         language: &form.language,
         case_sensitive: form.case_sensitive.is_some(),
     };
-    let error = match pronunciations::create_for(&state.pool, &user.account_id, rule).await {
+    let error = match pronunciations::create_for(&state, &user.account_id, rule).await {
         Ok(_) => return Ok(see_other("/console/pronunciations")),
         Err(err) if err.code == ErrorCode::InvalidRequest => err.detail,
         Err(err) => return Err(err.into()),
@@ -144,7 +144,7 @@ pub async fn delete(
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
-    pronunciations::delete_for(&state.pool, &user.account_id, &id)
+    pronunciations::delete_for(&state, &user.account_id, &id)
         .await
         .map_err(not_owned)?;
     Ok(see_other("/console/pronunciations"))

@@ -154,7 +154,7 @@ impl FromRequestParts<ConsoleState> for SignedIn {
             .await
             .map_err(PageError::internal)?
             .ok_or(PageError::SignIn)?;
-        let Some(account) = accounts::current(&state.pool, &account_id).await? else {
+        let Some(account) = accounts::current(state, &account_id).await? else {
             // The account is gone: the session means nothing any more.
             let _ = session.flush().await;
             return Err(PageError::SignIn);

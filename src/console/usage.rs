@@ -15,7 +15,7 @@ use super::session::SignedIn;
 use crate::console::ConsoleState;
 use crate::domain::Plan;
 use crate::service::usage;
-use crate::store;
+use crate::service::views::DayUsage;
 
 #[derive(Template)]
 #[template(path = "console/usage.html")]
@@ -56,7 +56,7 @@ fn days_in_month(first: NaiveDate) -> u32 {
 }
 
 /// A bar per day of the month, drawn by the server (no script). Only numbers go into it.
-pub fn chart_svg(month: NaiveDate, days: &[store::usage::DayUsage]) -> String {
+pub fn chart_svg(month: NaiveDate, days: &[DayUsage]) -> String {
     let count = days_in_month(month);
     let (bar, gap, height) = (14u32, 4u32, 120u32);
     let width = count * (bar + gap);
@@ -163,7 +163,7 @@ mod tests {
     #[test]
     fn the_chart_has_a_bar_per_day_and_only_numbers() {
         let feb = NaiveDate::from_ymd_opt(2026, 2, 1).unwrap();
-        let days = vec![store::usage::DayUsage {
+        let days = vec![DayUsage {
             day: NaiveDate::from_ymd_opt(2026, 2, 3).unwrap(),
             audio_ms: 90_000,
         }];

@@ -16,12 +16,12 @@ use super::session::{CsrfOnly, SignedIn, check_csrf};
 use super::upload::{self, FileRule, UploadForm};
 use crate::console::ConsoleState;
 use crate::domain::{EngineId, Seed, Temperature};
+use crate::http::error::HttpStatus;
 use crate::service::ServiceError;
 use crate::service::cloning::{self, CloneRequest};
 use crate::service::deletion;
+use crate::service::views::{MAX_REFERENCE_BYTES, PrintState, VoiceRow};
 use crate::service::voices::{self, NewPresetVoice};
-use crate::store;
-use crate::store::prints::PrintState;
 
 pub struct VoiceView {
     pub id: String,
@@ -65,7 +65,7 @@ async fn page(
         voices: rows,
         personalities: prompts,
         prints,
-    } = voices::studio(&state.pool, &user.account_id).await?;
+    } = voices::studio(state, &user.account_id).await?;
     let voices = rows
         .into_iter()
         .rev()
@@ -102,9 +102,7 @@ async fn page(
             language: v.language,
         })
         .collect();
-    let presets = state
-        .engines
-        .presets()
+    let presets = voices::presets(state)
         .into_iter()
         .flat_map(|(engine, presets)| {
             presets.into_iter().map(move |p| PresetOption {
@@ -119,9 +117,8 @@ async fn page(
             })
         })
         .collect();
-    let cloners = EngineId::ALL
+    let cloners = voices::cloners(state)
         .into_iter()
-        .filter(|e| e.can_clone() && state.engines.is_installed(*e))
         .map(|e| e.as_str().to_owned())
         .collect();
     Ok(render(
@@ -131,7 +128,7 @@ async fn page(
             voices,
             presets,
             cloners,
-            max_megabytes: crate::engines::reference::MAX_BYTES / (1024 * 1024),
+            max_megabytes: MAX_REFERENCE_BYTES / (1024 * 1024),
             error,
         },
     ))
@@ -169,8 +166,7 @@ pub async fn add(
         Some((engine, preset)) => match engine.parse::<EngineId>() {
             Ok(engine) => {
                 voices::create_preset(
-                    &state.pool,
-                    &state.engines,
+                    &state,
                     &user.account_id,
                     NewPresetVoice {
                         name: &form.name,
@@ -206,7 +202,7 @@ pub async fn add(
 }
 
 /// Body limit of the clone form: the largest reference file and the other fields.
-pub const CLONE_BODY_LIMIT: usize = crate::engines::reference::MAX_BYTES + 64 * 1024;
+pub const CLONE_BODY_LIMIT: usize = MAX_REFERENCE_BYTES + 64 * 1024;
 
 /// `POST /console/voices/clone`: admitted before the recording is read (one of the account's
 /// uploads in flight, the plan, the feature, the account's caps), then the form read in order,
@@ -222,16 +218,16 @@ pub async fn clone(
     let _slot = match cloning::admit_upload(&state, &user.account_id, limits).await {
         Ok(slot) => slot,
         Err(err) => {
-            upload::refuse(request, CLONE_BODY_LIMIT, state.request_timeout);
+            upload::refuse(request, CLONE_BODY_LIMIT, state.request_timeout());
             return refused(&state, &user, err).await;
         }
     };
     let rule = FileRule {
         field: "audio",
-        max_bytes: crate::engines::reference::MAX_BYTES,
+        max_bytes: MAX_REFERENCE_BYTES,
         too_large: format!(
             "The recording is larger than {} MiB; 30 seconds of speech fit well within it.",
-            crate::engines::reference::MAX_BYTES / (1024 * 1024)
+            MAX_REFERENCE_BYTES / (1024 * 1024)
         ),
     };
     let form = match upload::read(&user.session, request, &state, &rule).await {
@@ -262,7 +258,7 @@ async fn clone_from(
     state: &ConsoleState,
     user: &SignedIn,
     form: UploadForm,
-) -> Result<store::voices::VoiceRow, ServiceError> {
+) -> Result<VoiceRow, ServiceError> {
     if form.text("consent") != "yes" {
         return Err(ServiceError::invalid(
             "consent",
@@ -337,7 +333,7 @@ pub async fn update(
     let result = match pins(&form) {
         Ok((seed, temperature)) => {
             voices::set_pins(
-                &state.pool,
+                &state,
                 &user.account_id,
                 &voice_id,
                 seed,

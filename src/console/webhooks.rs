@@ -17,7 +17,7 @@ use super::page::{Chrome, PageError, not_owned, ok, render, see_other};
 use super::session::{CsrfOnly, SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::service::ErrorCode;
-use crate::service::webhooks::{self, Endpoint, NewEndpoint, Sealer};
+use crate::service::webhooks::{self, Endpoint, NewEndpoint};
 
 /// Deliveries shown per endpoint.
 const RECENT: i64 = 10;
@@ -63,7 +63,7 @@ struct WebhooksPage {
 
 async fn views(state: &ConsoleState, account_id: &str) -> Result<Vec<EndpointView>, PageError> {
     let mut views = Vec::new();
-    for endpoint in webhooks::list(&state.pool, account_id).await? {
+    for endpoint in webhooks::list(state, account_id).await? {
         let Endpoint {
             id,
             url,
@@ -73,7 +73,7 @@ async fn views(state: &ConsoleState, account_id: &str) -> Result<Vec<EndpointVie
             created_at,
             disabled_reason,
         } = endpoint;
-        let deliveries = webhooks::deliveries(&state.pool, account_id, &id, RECENT)
+        let deliveries = webhooks::deliveries(state, account_id, &id, RECENT)
             .await?
             .into_iter()
             .map(|d| DeliveryView {
@@ -193,9 +193,7 @@ pub async fn create(
     .map(|(_, e)| e.to_owned())
     .collect();
     let created = webhooks::create(
-        &state.pool,
-        &Sealer::new(&state.signer),
-        state.webhooks_allow_private,
+        &state,
         &user.account_id,
         NewEndpoint {
             url: &form.url,
@@ -225,7 +223,7 @@ pub async fn delete(
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
-    webhooks::delete(&state.pool, &user.account_id, &endpoint_id)
+    webhooks::delete(&state, &user.account_id, &endpoint_id)
         .await
         .map_err(not_owned)?;
     Ok(see_other("/console/webhooks"))
@@ -239,14 +237,9 @@ pub async fn rotate(
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
-    let secret = webhooks::rotate_secret(
-        &state.pool,
-        &Sealer::new(&state.signer),
-        &user.account_id,
-        &endpoint_id,
-    )
-    .await
-    .map_err(not_owned)?;
+    let secret = webhooks::rotate_secret(&state, &user.account_id, &endpoint_id)
+        .await
+        .map_err(not_owned)?;
     keep(&state, &user, &endpoint_id, &secret).await?;
     Ok(see_other("/console/webhooks"))
 }
@@ -259,7 +252,7 @@ pub async fn resend(
     Form(form): Form<CsrfOnly>,
 ) -> Result<Response, PageError> {
     check_csrf(&user.session, &form.csrf_token).await?;
-    webhooks::resend(&state.pool, &user.account_id, &delivery_id)
+    webhooks::resend(&state, &user.account_id, &delivery_id)
         .await
         .map_err(not_owned)?;
     Ok(see_other("/console/webhooks"))

@@ -109,7 +109,7 @@ pub async fn authenticate(State(state): State<Core>, mut request: Request, next:
         Err(err) => {
             let challenge = (err.code == ErrorCode::InvalidApiKey).then(|| {
                 www_authenticate(
-                    &state.public_base_url,
+                    state.public_base_url(),
                     AuthResource::Api,
                     credential_sent(request.headers()),
                 )
@@ -136,7 +136,7 @@ pub async fn authenticate(State(state): State<Core>, mut request: Request, next:
             .and_then(|err| err.required_scope)
     {
         let challenge =
-            www_authenticate_insufficient_scope(&state.public_base_url, AuthResource::Api, scope);
+            www_authenticate_insufficient_scope(state.public_base_url(), AuthResource::Api, scope);
         response
             .headers_mut()
             .insert(header::WWW_AUTHENTICATE, challenge);

@@ -18,6 +18,52 @@ use serde_json::{Map, Value, json};
 
 pub use crate::service::error::{ErrorCode, ServiceError, SettingsPage};
 
+/// The HTTP status of each stable code: the core names codes only; every HTTP door (REST, the
+/// console, MCP's problem objects, OAuth) answers with this status.
+pub trait HttpStatus {
+    fn status(self) -> StatusCode;
+}
+
+impl HttpStatus for ErrorCode {
+    fn status(self) -> StatusCode {
+        match self {
+            ErrorCode::InvalidApiKey => StatusCode::UNAUTHORIZED,
+            ErrorCode::ProPlanRequired
+            | ErrorCode::InsufficientScope
+            | ErrorCode::FeatureNotEnabled
+            | ErrorCode::InvalidSignature => StatusCode::FORBIDDEN,
+            ErrorCode::InvalidRequest => StatusCode::BAD_REQUEST,
+            ErrorCode::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::IdempotencyKeyInUse
+            | ErrorCode::Conflict
+            | ErrorCode::GenerationFinished
+            | ErrorCode::TimestampsUnavailable => StatusCode::CONFLICT,
+            ErrorCode::RateLimitExceeded
+            | ErrorCode::QuotaExhausted
+            | ErrorCode::KeyCeilingExceeded => StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::NotFound => StatusCode::NOT_FOUND,
+            ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::RangeNotSatisfiable => StatusCode::RANGE_NOT_SATISFIABLE,
+            ErrorCode::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            ErrorCode::ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+/// OpenAI's error `type` family for the `/v1/audio/speech` envelope (DECISIONS).
+pub fn openai_type(code: ErrorCode) -> &'static str {
+    match code.status().as_u16() {
+        401 => "authentication_error",
+        403 => "permission_error",
+        429 => "rate_limit_error",
+        500.. => "server_error",
+        _ => "invalid_request_error",
+    }
+}
+
 /// The HTTP layer's name for the service error.
 pub type ApiError = ServiceError;
 
@@ -221,7 +267,7 @@ pub fn openai_stream_error(error: &ApiError) -> Value {
 fn openai_envelope(error: &ApiError, links: &ErrorLinks) -> Value {
     let mut inner = json!({
         "message": error.detail,
-        "type": error.code.openai_type(),
+        "type": openai_type(error.code),
         "param": error.param,
         "code": error.code.as_str(),
     });

@@ -7,10 +7,7 @@ use utoipa::ToSchema;
 use crate::domain::{Segment, Word};
 
 use crate::service::Core;
-use crate::store::captures::CaptureRow;
-use crate::store::generations::GenerationRow;
-use crate::store::pronunciations::PronunciationRow;
-use crate::store::voices::VoiceRow;
+use crate::service::views::{CaptureRow, GenerationRow, PronunciationRow, VoiceRow};
 
 /// A pronunciation rule (item of `GET /v1/pronunciations`): exactly one of `alias` and
 /// `phonemes` is present.
@@ -217,10 +214,10 @@ pub struct CaptureDetail {
     pub words: Option<Vec<TranscriptWord>>,
 }
 
-impl TryFrom<crate::store::captures::CaptureDetail> for CaptureDetail {
+impl TryFrom<crate::service::views::CaptureDetail> for CaptureDetail {
     type Error = serde_json::Error;
 
-    fn try_from(d: crate::store::captures::CaptureDetail) -> Result<Self, Self::Error> {
+    fn try_from(d: crate::service::views::CaptureDetail) -> Result<Self, Self::Error> {
         Ok(Self {
             capture: d.capture.into(),
             task: d.task,

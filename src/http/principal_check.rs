@@ -44,13 +44,12 @@ pub async fn confirm_reads(State(state): State<Core>, request: Request, next: Ne
         Outcome::Unchecked | Outcome::Stale => {}
     }
     drop(first);
-    state.principals.remove(check.credential());
+    crate::service::auth::forget(&state, check.credential());
     let credential = SecretHash(*check.credential());
-    let (principal, fresh) =
-        match auth::resolve_key(&state.pool, &state.principals, &credential).await {
-            Ok(resolved) => resolved,
-            Err(err) => return err.into_response(),
-        };
+    let (principal, fresh) = match auth::resolve_key(&state, &credential).await {
+        Ok(resolved) => resolved,
+        Err(err) => return err.into_response(),
+    };
     let mut parts = parts;
     parts.extensions.insert(principal);
     parts.extensions.insert(fresh);
@@ -70,7 +69,7 @@ pub async fn confirm_refusals(State(state): State<Core>, request: Request, next:
                 && check.outcome() != Outcome::Confirmed =>
         {
             let credential = SecretHash(*check.credential());
-            match auth::resolve_key(&state.pool, &state.principals, &credential).await {
+            match auth::resolve_key(&state, &credential).await {
                 Ok(_) => response,
                 Err(err) => err.into_response(),
             }

@@ -273,7 +273,7 @@ async fn read_within(
 /// [`super::BODY_LIMIT`] bytes of it and within the request time limit, nothing kept (a client
 /// still sending would otherwise see its connection reset instead of the answer).
 fn discard(state: &McpState, body: Body) {
-    crate::http::body::discard(body, super::BODY_LIMIT, state.request_timeout);
+    crate::http::body::discard(body, super::BODY_LIMIT, state.request_timeout());
 }
 
 /// A `tools/call` of `transcribe` whose arguments' values are read as raw text (borrowed, no
@@ -338,7 +338,7 @@ fn unauthenticated(state: &McpState, headers: &HeaderMap, err: ApiError) -> Resp
         return err.into_response();
     }
     let challenge = www_authenticate(
-        &state.public_base_url,
+        state.public_base_url(),
         AuthResource::Mcp,
         credential_sent(headers),
     );
@@ -352,7 +352,7 @@ fn unauthenticated(state: &McpState, headers: &HeaderMap, err: ApiError) -> Resp
 /// 403 naming the scope the tool needs.
 fn insufficient_scope(state: &McpState, scope: Scope, err: ApiError) -> Response {
     let challenge =
-        www_authenticate_insufficient_scope(&state.public_base_url, AuthResource::Mcp, scope);
+        www_authenticate_insufficient_scope(state.public_base_url(), AuthResource::Mcp, scope);
     let mut response = err.into_response();
     response
         .headers_mut()

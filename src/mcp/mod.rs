@@ -62,7 +62,7 @@ pub fn router(state: McpState) -> Router {
     let service = StreamableHttpService::new(
         move || Ok(server::VoicedMcp::new(factory_state.clone())),
         Arc::new(NeverSessionManager::default()),
-        transport_config(&state.public_base_url),
+        transport_config(state.public_base_url()),
     );
     // Layers wrap what is above them: the gate runs first, then the rate limit, then admission
     // of the tool and its body.
@@ -70,7 +70,7 @@ pub fn router(state: McpState) -> Router {
         .route_service(PATH, service)
         .layer(from_fn_with_state(state.clone(), auth::admit))
         .layer(from_fn_with_state(
-            state.limits.clone(),
+            state.limits().clone(),
             rate_limit::rate_limit,
         ))
         .layer(from_fn_with_state(state.clone(), auth::gate))

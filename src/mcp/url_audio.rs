@@ -1,5 +1,5 @@
 //! Audio for `transcribe` given as an https URL, fetched through the SSRF guard that OAuth
-//! client metadata documents use ([`crate::service::fetch`]): https only, every address the host
+//! client metadata documents use ([`crate::fetch`]): https only, every address the host
 //! resolves to public (no private, loopback or link-local), the connection pinned to the vetted
 //! addresses, no redirects, at most the REST audio limit, one time limit for the whole exchange.
 //!
@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use crate::service::ServiceError;
-use crate::service::fetch::{FetchError, FetchPolicy, fetch};
+use crate::fetch::{FetchError, FetchPolicy, fetch};
 
 /// The whole exchange (connect, headers, body) within this time.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(30);

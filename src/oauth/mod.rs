@@ -46,20 +46,20 @@ pub fn router(core: Core, pages: Pages) -> Router {
         .route(
             "/.well-known/oauth-protected-resource",
             get(|State(state): State<Core>| async move {
-                protected_resource(&state, state.oauth.issuer.clone(), "voiced")
+                protected_resource(&state, state.oauth().issuer.clone(), "voiced")
             }),
         )
         .route(
             "/.well-known/oauth-protected-resource/v1",
             get(|State(state): State<Core>| async move {
-                let resource = AuthResource::Api.identifier(&state.public_base_url);
+                let resource = AuthResource::Api.identifier(state.public_base_url());
                 protected_resource(&state, resource, "voiced API")
             }),
         )
         .route(
             "/.well-known/oauth-protected-resource/mcp",
             get(|State(state): State<Core>| async move {
-                let resource = AuthResource::Mcp.identifier(&state.public_base_url);
+                let resource = AuthResource::Mcp.identifier(state.public_base_url());
                 protected_resource(&state, resource, "voiced agent interface (MCP)")
             }),
         )
@@ -87,7 +87,7 @@ fn document(value: Value) -> Response {
 }
 
 async fn authorization_server_metadata(State(state): State<Core>) -> Response {
-    let issuer = &state.oauth.issuer;
+    let issuer = &state.oauth().issuer;
     document(json!({
         "issuer": issuer,
         "authorization_endpoint": format!("{issuer}/oauth/authorize"),
@@ -111,7 +111,7 @@ fn protected_resource(state: &Core, resource: String, name: &str) -> Response {
     document(json!({
         "resource": resource,
         "resource_name": name,
-        "authorization_servers": [state.oauth.issuer],
+        "authorization_servers": [state.oauth().issuer],
         "scopes_supported": scopes_supported(),
         "bearer_methods_supported": ["header"],
     }))
@@ -132,10 +132,23 @@ fn no_store(status: StatusCode, value: &Value) -> Response {
     response
 }
 
+/// The HTTP status of an OAuth error code (RFC 6749 §5.2: 400 but for a client that failed to
+/// authenticate; RFC 7591 §3.2.2: 400), and of this server's own refusals.
+fn oauth_status(error: &str) -> StatusCode {
+    match error {
+        "invalid_client" => StatusCode::UNAUTHORIZED,
+        "rate_limit_exceeded" => StatusCode::TOO_MANY_REQUESTS,
+        "temporarily_unavailable" => StatusCode::SERVICE_UNAVAILABLE,
+        "server_error" => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::BAD_REQUEST,
+    }
+}
+
 impl IntoResponse for OAuthError {
     fn into_response(self) -> Response {
+        let status = oauth_status(self.error);
         let mut response = no_store(
-            self.status,
+            status,
             &json!({"error": self.error, "error_description": self.description}),
         );
         if let Some(secs) = self.retry_after_secs {
@@ -143,7 +156,7 @@ impl IntoResponse for OAuthError {
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
-        if self.status == StatusCode::UNAUTHORIZED {
+        if status == StatusCode::UNAUTHORIZED {
             response
                 .headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic"));
@@ -200,7 +213,7 @@ async fn token(State(state): State<Core>, headers: HeaderMap, body: Bytes) -> Re
     let result = async {
         form_content(&headers)?;
         let basic = basic_client_id(&headers)?;
-        tokens::token(&state.oauth, &state.pool, &body, basic).await
+        tokens::token(&state, &body, basic).await
     }
     .await;
     match result {
@@ -212,7 +225,7 @@ async fn token(State(state): State<Core>, headers: HeaderMap, body: Bytes) -> Re
 async fn revoke(State(state): State<Core>, headers: HeaderMap, body: Bytes) -> Response {
     let result = async {
         form_content(&headers)?;
-        tokens::revoke(&state.pool, &body).await
+        tokens::revoke(&state, &body).await
     }
     .await;
     match result {
@@ -226,12 +239,7 @@ async fn register(
     ClientAddr(client): ClientAddr,
     body: Bytes,
 ) -> Response {
-    match state
-        .oauth
-        .clients
-        .register(&state.pool, client, &body)
-        .await
-    {
+    match crate::service::oauth::clients::register(&state, client, &body).await {
         Ok(value) => no_store(StatusCode::CREATED, &value),
         Err(err) => err.into_response(),
     }
@@ -247,7 +255,7 @@ async fn authorize(
 ) -> Response {
     let query = query.unwrap_or_default();
     // The user has seen no consent page yet: every fault is told on the error page.
-    match authorize::validate(&state.oauth, &state.pool, &query, client, Shown::Nothing).await {
+    match authorize::validate(&state, &query, client, Shown::Nothing).await {
         Ok(_) => Redirect::to(&format!("{}?{query}", pages.consent_path)).into_response(),
         Err(RequestError::Page(message)) => (pages.error_page)(&message),
         Err(RequestError::Redirect(location)) => crate::http::found_no_store(&location)

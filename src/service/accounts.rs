@@ -12,6 +12,7 @@
 //! `Retry-After`) rather than queued, so a flood of anonymous forms cannot pile up 19 MiB
 //! hashes on the blocking pool.
 
+use crate::service::Core;
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -153,13 +154,13 @@ pub fn check_sign_up(email: &str, password: &str) -> Result<(), ServiceError> {
 /// Creates an account with a password on `plan`; returns its id. A taken email → 409-like
 /// `invalid_request` naming `email`.
 pub async fn sign_up(
-    pool: &PgPool,
+    core: &Core,
     gate: &PasswordGate,
     email: &str,
     password: String,
     plan: Plan,
 ) -> Result<String, ServiceError> {
-    create(pool, gate, email, Some(password), plan).await
+    create(core, gate, email, Some(password), plan).await
 }
 
 /// Creates an account on `plan`, with a password or (the operator's `voiced admin account
@@ -167,12 +168,13 @@ pub async fn sign_up(
 /// admin CLI, with the same rules for the email and the password. A taken email → 400
 /// `invalid_request` naming `email`.
 pub async fn create(
-    pool: &PgPool,
+    core: &Core,
     gate: &PasswordGate,
     email: &str,
     password: Option<String>,
     plan: Plan,
 ) -> Result<String, ServiceError> {
+    let pool = &core.pool;
     let email = valid_email(email)?;
     let email = email.as_str();
     if let Some(password) = &password {
@@ -212,11 +214,12 @@ fn email_taken() -> ServiceError {
 /// The account id when `password` is the password of the account with `email`; `None` for a
 /// wrong password, an unknown email, or an account without a password, after the same work.
 pub async fn sign_in(
-    pool: &PgPool,
+    core: &Core,
     gate: &PasswordGate,
     email: &str,
     password: String,
 ) -> Result<Option<String>, ServiceError> {
+    let pool = &core.pool;
     let found = store::accounts::credentials_by_email(pool, email.trim()).await?;
     let (id, phc) = match found {
         Some(store::accounts::Credentials {
@@ -247,13 +250,14 @@ pub async fn password_matches(
 /// the account (`keep_session`, the one that asked, stays signed in). `Ok(false)` when
 /// `current` is wrong.
 pub async fn change_password(
-    pool: &PgPool,
+    core: &Core,
     gate: &PasswordGate,
     account_id: &str,
     keep_session: &str,
     current: String,
     new: String,
 ) -> Result<bool, ServiceError> {
+    let pool = &core.pool;
     valid_password(&new)?;
     if !password_matches(pool, gate, account_id, current).await? {
         return Ok(false);
@@ -274,10 +278,11 @@ pub async fn change_password(
 /// set-password`) and ends every console session of the account. `Ok(false)` when there is no
 /// such account.
 pub async fn set_password(
-    pool: &PgPool,
+    core: &Core,
     account_id: &str,
     password: String,
 ) -> Result<bool, ServiceError> {
+    let pool = &core.pool;
     valid_password(&password)?;
     let hash = hash_password(password).await?;
     let mut tx = pool.begin().await?;
@@ -291,11 +296,17 @@ pub async fn set_password(
 /// The account `account_id` as of this month (its email, plan and the month's audio), or `None`
 /// when it no longer exists.
 pub async fn current(
-    pool: &PgPool,
+    core: &Core,
     account_id: &str,
 ) -> Result<Option<store::accounts::AccountDetail>, ServiceError> {
+    let pool = &core.pool;
     let month = store::usage::month_of(chrono::Utc::now());
     Ok(store::accounts::detail(pool, account_id, month).await?)
+}
+
+/// The console's session store (sessions live in the database beside the accounts).
+pub fn session_store(core: &Core) -> store::sessions::PgSessionStore {
+    store::sessions::PgSessionStore::new(core.pool.clone())
 }
 
 #[cfg(test)]

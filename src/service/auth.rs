@@ -9,7 +9,7 @@ use sqlx::PgPool;
 use crate::domain::SecretHash;
 use crate::domain::oauth::ACCESS_TOKEN_PREFIX;
 use crate::service::principal::{Credential, Principal};
-use crate::service::principal_cache::{CredentialCheck, PrincipalCache};
+use crate::service::principal_cache::CredentialCheck;
 use crate::service::{Core, ErrorCode, ServiceError};
 use crate::store;
 
@@ -98,15 +98,12 @@ pub async fn resolve(
         let check = CredentialCheck::cached(&hash, &entry);
         return Ok((entry.principal.clone(), Arc::new(check)));
     }
-    resolve_key(&state.pool, &state.principals, &hash).await
+    resolve_key(state, &hash).await
 }
 
 /// Looks the key up in the database and keeps the principal in `cache` for later reads.
-pub async fn resolve_key(
-    pool: &PgPool,
-    cache: &PrincipalCache,
-    hash: &SecretHash,
-) -> Result<Resolved, ServiceError> {
+pub async fn resolve_key(core: &Core, hash: &SecretHash) -> Result<Resolved, ServiceError> {
+    let (pool, cache) = (&core.pool, &*core.principals);
     let record = store::keys::find_by_hash(pool, hash).await?;
     // The lookup was by hash; compare again in constant time so that correctness never rests
     // on the database's comparison. A revoked key has no fingerprint.
@@ -159,4 +156,9 @@ fn touch(pool: &PgPool, key_id: &str) {
             tracing::warn!(error = %err, "recording a key's last use failed");
         }
     });
+}
+
+/// Forgets the principal kept for `credential` (its next use looks the key up again).
+pub fn forget(core: &Core, credential: &[u8; 32]) {
+    core.principals.remove(credential);
 }

@@ -310,6 +310,15 @@ pub async fn clone_voice(
     .await
 }
 
+/// One of the account's upload places ([`crate::service::core::MAX_UPLOADS_PER_ACCOUNT`]), or
+/// `None` when it has them all; given back when dropped.
+pub fn upload_slot(
+    core: &crate::service::Core,
+    account_id: &str,
+) -> Option<crate::service::core::Slot> {
+    core.uploads.take(account_id)
+}
+
 /// The console's clone upload, admitted before its recording is read: one of the account's
 /// [`super::core::MAX_UPLOADS_PER_ACCOUNT`] uploads in flight (429 `rate_limit_exceeded`
 /// beyond), then the plan, the feature and the account's caps ([`admit`]). Hold the slot until
@@ -319,7 +328,7 @@ pub async fn admit_upload(
     account_id: &str,
     limits: CloneLimits,
 ) -> Result<super::core::Slot, ServiceError> {
-    let slot = core.uploads.take(account_id).ok_or_else(|| {
+    let slot = upload_slot(core, account_id).ok_or_else(|| {
         ServiceError::new(
             ErrorCode::RateLimitExceeded,
             format!(
@@ -331,4 +340,51 @@ pub async fn admit_upload(
     })?;
     admit(&mut *core.pool.acquire().await?, account_id, limits).await?;
     Ok(slot)
+}
+
+/// Clones a voice at once, in this process (`voiced admin voice clone`): the same admission
+/// (plan, feature, the account's caps) before any engine is loaded, the same checks of the
+/// request and its reference audio; then the engine is loaded here and the voice print computed,
+/// and the voice is stored with it, so that it can speak as soon as this returns.
+pub async fn clone_now(
+    core: &crate::service::Core,
+    account_id: &str,
+    limits: CloneLimits,
+    clone: NewClone<'_>,
+) -> Result<VoiceRow, ServiceError> {
+    admit(&mut *core.pool.acquire().await?, account_id, limits).await?;
+    let checked = check(&core.engines, &clone)?;
+    let registry = core.engines.clone();
+    let (engine, audio, transcript, language) = (
+        checked.engine,
+        clone.audio.to_vec(),
+        checked.transcript.clone(),
+        checked.language.clone(),
+    );
+    let print = tokio::task::spawn_blocking(move || {
+        let mut loaded = registry.load(engine).map_err(|e| {
+            ServiceError::new(
+                ErrorCode::ServiceUnavailable,
+                format!("the {engine} engine cannot start here: {e}"),
+            )
+        })?;
+        crate::worker::compute_print(loaded.as_mut(), &audio, transcript.as_deref(), &language)
+            .map_err(|e| {
+                ServiceError::new(
+                    ErrorCode::InternalError,
+                    format!("computing the voice print failed: {e}"),
+                )
+            })
+    })
+    .await
+    .map_err(ServiceError::internal)??;
+    store(
+        &core.pool,
+        account_id,
+        limits,
+        &checked,
+        clone.audio,
+        Some(&print),
+    )
+    .await
 }

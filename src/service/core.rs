@@ -7,12 +7,13 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::FromRef;
 use sqlx::PgPool;
 
+use crate::config::Config;
 use crate::engines::registry::EngineRegistry;
 use crate::limits::RateLimits;
 use crate::service::oauth::OAuthSettings;
+use crate::service::oauth::clients::ClientDirectory;
 use crate::service::principal_cache::PrincipalCache;
 use crate::service::speech::AdmissionPolicy;
 use crate::signing::AudioSigner;
@@ -24,13 +25,64 @@ use crate::worker::health::WorkerHealth;
 use crate::worker::streams::Streams;
 
 /// Everything the operations share, whatever door called them. One `Arc`: extractors clone it
-/// for every request, so a clone is one reference count, not twenty.
+/// for every request, so a clone is one reference count, not twenty. Its handles are private to
+/// `service`: a door can only call the core's operations with it (`scripts/check-layers.py`).
 #[derive(Clone)]
 pub struct Core(Arc<Handles>);
 
+/// What the process builds below the core before it has one (`app` assembles them; the
+/// settings the core derives from configuration it reads itself, in [`Core::new`]).
+pub struct Parts {
+    pub pool: PgPool,
+    pub signer: AudioSigner,
+    pub limits: RateLimits,
+    pub blobs: Arc<dyn BlobStore>,
+    pub engines: Arc<EngineRegistry>,
+    pub completions: Completions,
+    pub asr: AsrService,
+    /// What this process's generation workers report (for `/readyz`).
+    pub health: Arc<WorkerHealth>,
+    /// Set when the process is shutting down: the moment by which requests that wait on a
+    /// generation must have answered.
+    pub shutdown_deadline: tokio::sync::watch::Receiver<Option<tokio::time::Instant>>,
+    /// The OAuth clients' directory (registrations and metadata documents).
+    pub oauth_clients: ClientDirectory,
+}
+
 impl Core {
-    pub fn new(handles: Handles) -> Self {
-        Self(Arc::new(handles))
+    pub fn new(config: &Config, parts: Parts) -> Self {
+        let reads = Arc::new(ReadPool::new(parts.pool.clone()));
+        Self(Arc::new(Handles {
+            reads,
+            pool: parts.pool,
+            signer: parts.signer,
+            public_base_url: config.public_base_url.as_str().into(),
+            limits: Arc::new(parts.limits),
+            request_timeout: Duration::from_secs(config.request_timeout_secs),
+            blobs: parts.blobs,
+            blob_redirect: config.blob_redirect,
+            engines: parts.engines,
+            completions: parts.completions,
+            streams: Streams::default(),
+            asr: parts.asr,
+            admission: AdmissionPolicy {
+                max_pending_per_account: i64::from(config.max_pending_per_account),
+                max_audio_per_request_ms: i64::try_from(config.max_audio_per_request_secs)
+                    .unwrap_or(i64::MAX / 1000)
+                    .saturating_mul(1000),
+            },
+            health: parts.health,
+            shutdown_deadline: parts.shutdown_deadline,
+            allow_loopback_fetch: config.oauth_allow_loopback_fetch,
+            oauth: Arc::new(OAuthSettings::new(
+                &config.public_base_url,
+                parts.oauth_clients,
+            )),
+            principals: Arc::default(),
+            downloads: Arc::new(Slots::new(config.downloads_per_link as usize)),
+            uploads: Arc::new(Slots::new(MAX_UPLOADS_PER_ACCOUNT)),
+            webhooks_allow_private: config.webhooks_allow_private_addresses,
+        }))
     }
 }
 
@@ -42,45 +94,96 @@ impl std::ops::Deref for Core {
     }
 }
 
-/// The handles themselves (reached through [`Core`]).
+/// The handles themselves (reached through [`Core`], by `service` only).
 pub struct Handles {
-    pub pool: PgPool,
-    pub signer: AudioSigner,
+    pub(in crate::service) pool: PgPool,
+    pub(in crate::service) signer: AudioSigner,
     /// Shared: the core is cloned for every request.
-    pub public_base_url: Arc<str>,
-    pub limits: Arc<RateLimits>,
-    pub request_timeout: Duration,
-    pub blobs: Arc<dyn BlobStore>,
+    pub(in crate::service) public_base_url: Arc<str>,
+    pub(in crate::service) limits: Arc<RateLimits>,
+    pub(in crate::service) request_timeout: Duration,
+    pub(in crate::service) blobs: Arc<dyn BlobStore>,
     /// Downloads of audio in S3 redirect to a presigned URL (`blob_redirect`).
-    pub blob_redirect: bool,
-    pub engines: Arc<EngineRegistry>,
-    pub completions: Completions,
+    pub(in crate::service) blob_redirect: bool,
+    pub(in crate::service) engines: Arc<EngineRegistry>,
+    pub(in crate::service) completions: Completions,
     /// The audio of generations this process's workers are rendering, as it is produced.
-    pub streams: Streams,
-    pub asr: AsrService,
-    pub admission: AdmissionPolicy,
-    /// What this process's generation workers report (for `/readyz`).
-    pub health: Arc<WorkerHealth>,
-    /// Set when the process is shutting down: the moment by which requests that wait on a
-    /// generation must have answered.
-    pub shutdown_deadline: tokio::sync::watch::Receiver<Option<tokio::time::Instant>>,
+    pub(in crate::service) streams: Streams,
+    pub(in crate::service) asr: AsrService,
+    pub(in crate::service) admission: AdmissionPolicy,
+    pub(in crate::service) health: Arc<WorkerHealth>,
+    pub(in crate::service) shutdown_deadline:
+        tokio::sync::watch::Receiver<Option<tokio::time::Instant>>,
     /// Test allowance of the fetches of URLs a client names (OAuth client metadata documents,
     /// `transcribe`'s `audio_url`): `http` and loopback addresses (`oauth_allow_loopback_fetch`).
-    pub allow_loopback_fetch: bool,
+    pub(in crate::service) allow_loopback_fetch: bool,
     /// The OAuth authorization server's settings and state (`/oauth`, docs/oauth.md).
-    pub oauth: Arc<OAuthSettings>,
+    pub(in crate::service) oauth: Arc<OAuthSettings>,
     /// Principals of recent keys, for reads (each read's statement confirms its principal).
-    pub principals: Arc<PrincipalCache>,
+    pub(in crate::service) principals: Arc<PrincipalCache>,
     /// Connections of the authenticated reads (one exchange per read).
-    pub reads: Arc<ReadPool>,
+    pub(in crate::service) reads: Arc<ReadPool>,
     /// Downloads in flight per audio link (`downloads_per_link`).
-    pub downloads: Arc<Slots>,
+    pub(in crate::service) downloads: Arc<Slots>,
     /// Uploads in flight per account on the doors that take a file without a recogniser place
     /// (the console's clone form): [`MAX_UPLOADS_PER_ACCOUNT`].
-    pub uploads: Arc<Slots>,
+    pub(in crate::service) uploads: Arc<Slots>,
     /// Webhook endpoints may be `http` and private addresses
     /// (`webhooks_allow_private_addresses`).
-    pub webhooks_allow_private: bool,
+    pub(in crate::service) webhooks_allow_private: bool,
+}
+
+/// The handles the composition root (`app`) hands to what it starts beside the doors: the
+/// generation workers, the webhook loop, the metrics listener, the recogniser's warm-up. Doors,
+/// `http` and the admin CLI never ask for them (`scripts/check-layers.py`).
+pub struct ProcessHandles {
+    pub pool: PgPool,
+    pub signer: AudioSigner,
+    pub blobs: Arc<dyn BlobStore>,
+    pub health: Arc<WorkerHealth>,
+    pub streams: Streams,
+    pub asr: AsrService,
+    pub completions: Completions,
+}
+
+impl Core {
+    pub fn process_handles(&self) -> ProcessHandles {
+        ProcessHandles {
+            pool: self.pool.clone(),
+            signer: self.signer.clone(),
+            blobs: self.blobs.clone(),
+            health: self.health.clone(),
+            streams: self.streams.clone(),
+            asr: self.asr.clone(),
+            completions: self.completions.clone(),
+        }
+    }
+
+    /// How long a request may take (`request_timeout_secs`): also the bound of reading and
+    /// discarding a refused body behind the answer.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// The service's public base URL (`public_base_url`), as clients reach it.
+    pub fn public_base_url(&self) -> &str {
+        &self.public_base_url
+    }
+
+    /// The rate limits every door counts against (its route layers take them).
+    pub fn limits(&self) -> &Arc<RateLimits> {
+        &self.limits
+    }
+
+    /// The OAuth authorization server's settings (issuer, resources, pages).
+    pub fn oauth(&self) -> &OAuthSettings {
+        &self.oauth
+    }
+
+    /// Whether URLs a client names may be `http` and loopback (`oauth_allow_loopback_fetch`).
+    pub fn allow_loopback_fetch(&self) -> bool {
+        self.allow_loopback_fetch
+    }
 }
 
 impl Core {
@@ -99,24 +202,6 @@ impl Core {
             };
             tokio::time::sleep_until(deadline).await;
         }
-    }
-}
-
-impl FromRef<Core> for PgPool {
-    fn from_ref(core: &Core) -> Self {
-        core.pool.clone()
-    }
-}
-
-impl FromRef<Core> for Arc<RateLimits> {
-    fn from_ref(core: &Core) -> Self {
-        core.limits.clone()
-    }
-}
-
-impl FromRef<Core> for Arc<ReadPool> {
-    fn from_ref(core: &Core) -> Self {
-        core.reads.clone()
     }
 }
 

@@ -8,6 +8,7 @@ use super::core::Core;
 use super::error::{ErrorCode, ServiceError};
 use super::principal::Principal;
 use crate::domain::CancelReason;
+use crate::service::operations::Operation;
 use crate::store;
 
 /// Deletes the account's capture `id` (its transcript and timings); 404 `not_found` when it has
@@ -17,6 +18,7 @@ pub async fn delete_capture(
     principal: &Principal,
     id: &str,
 ) -> Result<(), ServiceError> {
+    Operation::DeleteCapture.check(principal)?;
     if store::captures::delete(&core.pool, &principal.account_id, id).await? {
         tracing::info!(capture_id = %id, "capture deleted by its account");
         Ok(())
@@ -34,6 +36,7 @@ pub async fn delete_generation_audio(
     principal: &Principal,
     id: &str,
 ) -> Result<(), ServiceError> {
+    Operation::DeleteGenerationAudio.check(principal)?;
     let Some((generating, key)) =
         store::generations::audio_of(&core.pool, &principal.account_id, id).await?
     else {

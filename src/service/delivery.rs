@@ -102,7 +102,7 @@ pub async fn owned(
     principal: &super::Principal,
     id: &str,
 ) -> Result<Delivery, ServiceError> {
-    let row = super::reads::generation(core, principal, None, id).await?;
+    let row = super::reads::owned_generation(core, principal, None, id).await?;
     if row.status != GenerationStatus::Completed || !row.has_audio {
         return Err(ServiceError::not_found());
     }

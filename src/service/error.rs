@@ -1,9 +1,7 @@
 //! The one error type of the service core, shared by every transport (REST, the console, the
 //! agent interface). A [`ServiceError`] carries a stable [`ErrorCode`] and what the client needs
-//! to act on it; each transport renders it in its own format (`http::error` writes problem
-//! documents and OpenAI's envelope). Internal causes go to the log, never into `detail`.
-
-use axum::http::StatusCode;
+//! to act on it; each transport renders it in its own format and picks its HTTP status (`http::error` writes
+//! problem documents and OpenAI's envelope). Internal causes go to the log, never into `detail`.
 
 use crate::domain::Scope;
 
@@ -90,33 +88,6 @@ impl ErrorCode {
         }
     }
 
-    pub fn status(self) -> StatusCode {
-        match self {
-            ErrorCode::InvalidApiKey => StatusCode::UNAUTHORIZED,
-            ErrorCode::ProPlanRequired
-            | ErrorCode::InsufficientScope
-            | ErrorCode::FeatureNotEnabled
-            | ErrorCode::InvalidSignature => StatusCode::FORBIDDEN,
-            ErrorCode::InvalidRequest => StatusCode::BAD_REQUEST,
-            ErrorCode::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-            ErrorCode::IdempotencyKeyInUse
-            | ErrorCode::Conflict
-            | ErrorCode::GenerationFinished
-            | ErrorCode::TimestampsUnavailable => StatusCode::CONFLICT,
-            ErrorCode::RateLimitExceeded
-            | ErrorCode::QuotaExhausted
-            | ErrorCode::KeyCeilingExceeded => StatusCode::TOO_MANY_REQUESTS,
-            ErrorCode::NotFound => StatusCode::NOT_FOUND,
-            ErrorCode::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ErrorCode::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorCode::RangeNotSatisfiable => StatusCode::RANGE_NOT_SATISFIABLE,
-            ErrorCode::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
-            ErrorCode::ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-            ErrorCode::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-
     pub fn title(self) -> &'static str {
         match self {
             ErrorCode::InvalidApiKey => "Invalid API key",
@@ -141,17 +112,6 @@ impl ErrorCode {
             ErrorCode::RequestTimeout => "Request body too slow",
             ErrorCode::ServiceUnavailable => "Service unavailable",
             ErrorCode::InternalError => "Internal error",
-        }
-    }
-
-    /// OpenAI's error `type` family for the `/v1/audio/speech` envelope (DECISIONS).
-    pub fn openai_type(self) -> &'static str {
-        match self.status().as_u16() {
-            401 => "authentication_error",
-            403 => "permission_error",
-            429 => "rate_limit_error",
-            500.. => "server_error",
-            _ => "invalid_request_error",
         }
     }
 }

@@ -28,7 +28,7 @@ pub const MAX_KEY_CHARS: usize = 255;
 /// keys: `POST /v1/speech` and the agent's `speak`, `POST /v1/transcriptions` and the agent's
 /// `transcribe` of base64 audio.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
+pub enum KeyUse {
     /// Asynchronous speech (`POST /v1/speech`, `speak`).
     Speech,
     /// Synchronous speech (`POST /v1/audio/speech`).
@@ -48,17 +48,17 @@ pub enum Operation {
     AddPronunciation,
 }
 
-impl Operation {
+impl KeyUse {
     pub fn name(self) -> &'static str {
         match self {
-            Operation::Speech => "POST /v1/speech",
-            Operation::SyncSpeech => "POST /v1/audio/speech",
-            Operation::Transcription => "POST /v1/transcriptions",
-            Operation::TranscriptionFromUrl => "transcribe audio_url",
-            Operation::AddVoice => "POST /v1/voices",
-            Operation::AudioTranscription => "POST /v1/audio/transcriptions",
-            Operation::AudioTranslation => "POST /v1/audio/translations",
-            Operation::AddPronunciation => "POST /v1/pronunciations",
+            KeyUse::Speech => "POST /v1/speech",
+            KeyUse::SyncSpeech => "POST /v1/audio/speech",
+            KeyUse::Transcription => "POST /v1/transcriptions",
+            KeyUse::TranscriptionFromUrl => "transcribe audio_url",
+            KeyUse::AddVoice => "POST /v1/voices",
+            KeyUse::AudioTranscription => "POST /v1/audio/transcriptions",
+            KeyUse::AudioTranslation => "POST /v1/audio/translations",
+            KeyUse::AddPronunciation => "POST /v1/pronunciations",
         }
     }
 }
@@ -86,7 +86,7 @@ pub enum Outcome {
 /// fingerprint (empty without a key).
 #[derive(Clone)]
 pub struct Keyed {
-    pub operation: Operation,
+    pub operation: KeyUse,
     pub key: Option<IdempotencyKey>,
     pub fingerprint: Vec<u8>,
 }
@@ -94,11 +94,7 @@ pub struct Keyed {
 impl Keyed {
     /// A JSON request, fingerprinted in its canonical form ([`fingerprint_json`]) only when a
     /// key was sent.
-    pub fn json(
-        operation: Operation,
-        key: Option<IdempotencyKey>,
-        body: &serde_json::Value,
-    ) -> Self {
+    pub fn json(operation: KeyUse, key: Option<IdempotencyKey>, body: &serde_json::Value) -> Self {
         let fingerprint = match key {
             Some(_) => fingerprint_json(operation.name(), body),
             None => Vec::new(),
@@ -116,7 +112,7 @@ impl Keyed {
 pub struct Claim {
     account_id: String,
     key: String,
-    operation: Operation,
+    operation: KeyUse,
 }
 
 /// How [`run`] ended.
@@ -216,7 +212,7 @@ async fn begin(core: &Core, account_id: &str, keyed: Keyed) -> Result<Begun, Ser
 
 /// The outcome a record holds. The fingerprint matched, so the record is the same operation's;
 /// a record written before outcomes were stored holds REST's answer, read back here.
-fn decode(operation: Operation, stored: Stored) -> Result<Outcome, ServiceError> {
+fn decode(operation: KeyUse, stored: Stored) -> Result<Outcome, ServiceError> {
     let outcome = match stored {
         Stored::Outcome { outcome, .. } => serde_json::from_value(outcome).ok(),
         Stored::Legacy(legacy) => from_legacy(operation, legacy),
@@ -227,7 +223,7 @@ fn decode(operation: Operation, stored: Stored) -> Result<Outcome, ServiceError>
 /// The outcome of a record in the shape before migration 0014: `POST /v1/speech`'s 202 body,
 /// `POST /v1/transcriptions`' 200 body, `POST /v1/voices`' 201 body, or the generation id of a
 /// synchronous speech request. (Such records expire 48 h after they were written.)
-fn from_legacy(operation: Operation, legacy: LegacyResponse) -> Option<Outcome> {
+fn from_legacy(operation: KeyUse, legacy: LegacyResponse) -> Option<Outcome> {
     #[derive(Deserialize)]
     struct Accepted {
         id: String,
@@ -255,17 +251,17 @@ fn from_legacy(operation: Operation, legacy: LegacyResponse) -> Option<Outcome> 
         updated_at: chrono::DateTime<chrono::Utc>,
     }
     match operation {
-        Operation::SyncSpeech => legacy
+        KeyUse::SyncSpeech => legacy
             .generation_id
             .map(|generation_id| Outcome::SpeechSync { generation_id }),
-        Operation::Speech => {
+        KeyUse::Speech => {
             let a: Accepted = serde_json::from_slice(&legacy.body).ok()?;
             Some(Outcome::SpeechAccepted {
                 generation_id: a.id,
                 voice: a.voice,
             })
         }
-        Operation::Transcription | Operation::TranscriptionFromUrl => {
+        KeyUse::Transcription | KeyUse::TranscriptionFromUrl => {
             let c: Capture = serde_json::from_slice(&legacy.body).ok()?;
             Some(Outcome::Transcribed(Transcribed {
                 capture_id: c.id,
@@ -280,10 +276,8 @@ fn from_legacy(operation: Operation, legacy: LegacyResponse) -> Option<Outcome> 
             }))
         }
         // Introduced after records stopped holding HTTP answers.
-        Operation::AudioTranscription
-        | Operation::AudioTranslation
-        | Operation::AddPronunciation => None,
-        Operation::AddVoice => {
+        KeyUse::AudioTranscription | KeyUse::AudioTranslation | KeyUse::AddPronunciation => None,
+        KeyUse::AddVoice => {
             let v: Voice = serde_json::from_slice(&legacy.body).ok()?;
             Some(Outcome::VoiceCreated(Box::new(VoiceRow {
                 id: v.id,
@@ -308,7 +302,7 @@ fn from_legacy(operation: Operation, legacy: LegacyResponse) -> Option<Outcome> 
 
 impl Claim {
     /// The operation this key was claimed for.
-    pub fn operation(&self) -> Operation {
+    pub fn operation(&self) -> KeyUse {
         self.operation
     }
 

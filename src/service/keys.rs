@@ -6,7 +6,7 @@
 //! refused with 409 `conflict` (the account's state is in the way; revoking a key frees a
 //! place), counted under the account's lock so that concurrent creations cannot pass it.
 
-use sqlx::PgPool;
+use crate::service::Core;
 
 use super::error::{ErrorCode, ServiceError};
 use crate::domain::{ApiKeySecret, CeilingMinutes, Scope, new_id};
@@ -27,13 +27,14 @@ pub const MAX_NAME_CHARS: usize = 100;
 /// in whole minutes, unless the account already holds `max_per_account` live keys (409
 /// `conflict`).
 pub async fn create(
-    pool: &PgPool,
+    core: &Core,
     max_per_account: u32,
     account_id: &str,
     name: &str,
     scopes: &[Scope],
     ceiling_minutes: Option<CeilingMinutes>,
 ) -> Result<CreatedKey, ServiceError> {
+    let pool = &core.pool;
     let name = name.trim();
     if name.chars().count() > MAX_NAME_CHARS {
         return Err(ServiceError::invalid(
@@ -95,16 +96,18 @@ pub async fn create(
 
 /// The account's keys, oldest first, with what each used this month.
 pub async fn list(
-    pool: &PgPool,
+    core: &Core,
     account_id: &str,
 ) -> Result<Vec<store::keys::KeySummary>, ServiceError> {
+    let pool = &core.pool;
     let month = store::usage::month_of(chrono::Utc::now());
     Ok(store::keys::list(pool, account_id, month).await?)
 }
 
 /// Revokes the account's key `key_id` (from its next request); 404 `not_found` when the account
 /// has no such key.
-pub async fn revoke(pool: &PgPool, account_id: &str, key_id: &str) -> Result<(), ServiceError> {
+pub async fn revoke(core: &Core, account_id: &str, key_id: &str) -> Result<(), ServiceError> {
+    let pool = &core.pool;
     if !store::keys::revoke_owned(pool, account_id, key_id).await? {
         return Err(ServiceError::not_found());
     }
@@ -114,11 +117,12 @@ pub async fn revoke(pool: &PgPool, account_id: &str, key_id: &str) -> Result<(),
 /// Sets, changes or (`None`) removes the monthly ceiling of the account's key `key_id`; it
 /// takes effect on the key's next request. 404 `not_found` when the account has no such key.
 pub async fn set_ceiling(
-    pool: &PgPool,
+    core: &Core,
     account_id: &str,
     key_id: &str,
     ceiling_minutes: Option<i32>,
 ) -> Result<(), ServiceError> {
+    let pool = &core.pool;
     if !store::keys::set_ceiling_owned(pool, account_id, key_id, ceiling_minutes).await? {
         return Err(ServiceError::not_found());
     }
@@ -127,22 +131,24 @@ pub async fn set_ceiling(
 
 /// The operator's revocation (`voiced admin key revoke`): the key's own account's
 /// [`revoke`], so both doors share one operation. 404 `not_found` for an unknown key.
-pub async fn revoke_any(pool: &PgPool, key_id: &str) -> Result<(), ServiceError> {
+pub async fn revoke_any(core: &Core, key_id: &str) -> Result<(), ServiceError> {
+    let pool = &core.pool;
     let account = store::keys::owner(pool, key_id)
         .await?
         .ok_or_else(ServiceError::not_found)?;
-    revoke(pool, &account, key_id).await
+    revoke(core, &account, key_id).await
 }
 
 /// The operator's ceiling (`voiced admin key set-ceiling`): the key's own account's
 /// [`set_ceiling`]. 404 `not_found` for an unknown key.
 pub async fn set_ceiling_any(
-    pool: &PgPool,
+    core: &Core,
     key_id: &str,
     ceiling: Option<CeilingMinutes>,
 ) -> Result<(), ServiceError> {
+    let pool = &core.pool;
     let account = store::keys::owner(pool, key_id)
         .await?
         .ok_or_else(ServiceError::not_found)?;
-    set_ceiling(pool, &account, key_id, ceiling.map(CeilingMinutes::get)).await
+    set_ceiling(core, &account, key_id, ceiling.map(CeilingMinutes::get)).await
 }

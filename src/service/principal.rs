@@ -209,8 +209,15 @@ pub fn require_paid_plan(plan: Plan) -> Result<(), ServiceError> {
 
 impl Principal {
     /// Plan, then scope, then feature (docs/api.md, "Order of checks").
+    ///
+    /// The plan rule governs the API's credentials (keys, OAuth tokens). The console's owner
+    /// reaches the account's own data on any plan (reads, deletions, cancelling, pronunciation
+    /// rules: requirements without a feature); what generates needs the plan or, in the
+    /// console, the app's free allowance.
     pub fn authorize(&self, requirement: Requirement) -> Result<(), ServiceError> {
-        if !self.on_free_allowance() {
+        let owner_on_any_plan =
+            matches!(self.credential, Credential::Console { .. }) && requirement.feature.is_none();
+        if !self.on_free_allowance() && !owner_on_any_plan {
             require_paid_plan(self.plan)?;
         }
         if !self.scopes.contains(&requirement.scope) {

@@ -3,6 +3,7 @@
 //! Pronunciations page and `voiced admin pronunciation`. Speech admission writes the rules into
 //! the text a generation speaks ([`spoken_text`]).
 
+use crate::service::operations::Operation;
 use sqlx::PgPool;
 
 use super::core::Core;
@@ -14,7 +15,8 @@ use crate::domain::new_id;
 use crate::engines::text::phonemize;
 use crate::engines::text::pronounce::{self, MAX_PHONEMES_CHARS, MAX_WORD_CHARS, Rule, Say};
 use crate::store;
-use crate::store::pronunciations::{NewPronunciation, PronunciationRow};
+use crate::store::pronunciations::NewPronunciation;
+use crate::store::pronunciations::PronunciationRow;
 
 /// The most rules one account keeps.
 pub const MAX_RULES_PER_ACCOUNT: i64 = 500;
@@ -36,14 +38,16 @@ pub async fn list(
     core: &Core,
     principal: &Principal,
 ) -> Result<Vec<PronunciationRow>, ServiceError> {
-    list_for(&core.pool, &principal.account_id).await
+    Operation::ListPronunciations.check(principal)?;
+    list_for(core, &principal.account_id).await
 }
 
 /// [`list`] for an account the door already knows (the console's session, the operator).
 pub async fn list_for(
-    pool: &PgPool,
+    core: &Core,
     account_id: &str,
 ) -> Result<Vec<PronunciationRow>, ServiceError> {
+    let pool = &core.pool;
     Ok(store::pronunciations::list(pool, account_id).await?)
 }
 
@@ -56,6 +60,7 @@ pub async fn create(
     rule: NewRule<'_>,
     keyed: Keyed,
 ) -> Result<(PronunciationRow, bool), ServiceError> {
+    Operation::CreatePronunciation.check(principal)?;
     let ran = idempotency::run(core, principal, keyed, |claim| async move {
         insert(&core.pool, &principal.account_id, rule, claim.as_ref()).await
     })
@@ -72,10 +77,11 @@ pub async fn create(
 /// [`create`] for an account a door already knows without a key (the console's session, the
 /// operator's `voiced admin pronunciation create`).
 pub async fn create_for(
-    pool: &PgPool,
+    core: &Core,
     account_id: &str,
     rule: NewRule<'_>,
 ) -> Result<PronunciationRow, ServiceError> {
+    let pool = &core.pool;
     insert(pool, account_id, rule, None).await
 }
 
@@ -128,11 +134,13 @@ async fn insert(
 /// Deletes the account's rule `id`; 404 `not_found` when it has none by that id (another
 /// account's included).
 pub async fn delete(core: &Core, principal: &Principal, id: &str) -> Result<(), ServiceError> {
-    delete_for(&core.pool, &principal.account_id, id).await
+    Operation::DeletePronunciation.check(principal)?;
+    delete_for(core, &principal.account_id, id).await
 }
 
 /// [`delete`] for an account named by the operator.
-pub async fn delete_for(pool: &PgPool, account_id: &str, id: &str) -> Result<(), ServiceError> {
+pub async fn delete_for(core: &Core, account_id: &str, id: &str) -> Result<(), ServiceError> {
+    let pool = &core.pool;
     if store::pronunciations::delete(pool, account_id, id).await? {
         Ok(())
     } else {

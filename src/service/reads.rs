@@ -12,6 +12,7 @@ use super::principal::Principal;
 use super::principal_cache::CredentialCheck;
 use crate::domain::{CaptionFormat, GenerationStatus, Segment};
 use crate::engines::text::timing::SpokenWord;
+use crate::service::operations::Operation;
 use crate::store;
 use crate::store::captures::{CaptureDetail, CaptureRow};
 use crate::store::generations::{GenerationRow, ListFilter};
@@ -29,6 +30,7 @@ pub async fn voices(
     principal: &Principal,
     check: Option<&CredentialCheck>,
 ) -> Result<Vec<VoiceRow>, ServiceError> {
+    Operation::ListVoices.check(principal)?;
     let Some(check) = check else {
         return Ok(store::voices::list(&core.pool, &principal.account_id).await?);
     };
@@ -48,6 +50,7 @@ pub async fn captures(
     limit: i64,
     offset: i64,
 ) -> Result<CapturePage, ServiceError> {
+    Operation::ListCaptures.check(principal)?;
     let (rows, total) = match check {
         None => store::captures::page(&core.pool, &principal.account_id, limit, offset).await?,
         Some(check) => {
@@ -75,6 +78,7 @@ pub async fn capture(
     check: Option<&CredentialCheck>,
     id: &str,
 ) -> Result<CaptureDetail, ServiceError> {
+    Operation::GetCapture.check(principal)?;
     let found = match check {
         None => store::captures::find(&core.pool, &principal.account_id, id).await?,
         Some(check) => {
@@ -102,6 +106,7 @@ pub async fn captions(
     id: &str,
     format: CaptionFormat,
 ) -> Result<String, ServiceError> {
+    Operation::GetCaptions.check(principal)?;
     let detail = capture(core, principal, check, id).await?;
     let Some(stored) = detail.segments else {
         return Err(ServiceError::new(
@@ -119,6 +124,18 @@ pub async fn captions(
 /// The account's generation `id`; another account's is 404 `not_found`, exactly like a missing
 /// one.
 pub async fn generation(
+    core: &Core,
+    principal: &Principal,
+    check: Option<&CredentialCheck>,
+    id: &str,
+) -> Result<GenerationRow, ServiceError> {
+    Operation::GetGeneration.check(principal)?;
+    owned_generation(core, principal, check, id).await
+}
+
+/// The read of [`generation`] for the operations whose own requirement covers reading the
+/// generation they act on (cancelling it, delivering the audio `speak` made).
+pub(in crate::service) async fn owned_generation(
     core: &Core,
     principal: &Principal,
     check: Option<&CredentialCheck>,
@@ -158,6 +175,7 @@ pub async fn generation_captions(
     id: &str,
     format: CaptionFormat,
 ) -> Result<String, ServiceError> {
+    Operation::GetGenerationCaptions.check(principal)?;
     let row = generation(core, principal, check, id).await?;
     let words: Vec<SpokenWord> = match (&row.words, row.status) {
         (Some(words), GenerationStatus::Completed) => {
@@ -236,6 +254,7 @@ pub async fn generations(
     limit: i64,
     offset: i64,
 ) -> Result<GenerationPage, ServiceError> {
+    Operation::ListGenerations.check(principal)?;
     if let Some(voice) = filter.voice
         && (voice.is_empty() || voice.len() > VOICE_FILTER_MAX)
     {

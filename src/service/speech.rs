@@ -17,7 +17,7 @@ use sqlx::PgPool;
 
 use super::core::Core;
 use super::error::{ErrorCode, ServiceError, SettingsPage};
-use super::idempotency::{self, Claim, Keyed, Operation, Outcome, Ran, failpoint};
+use super::idempotency::{self, Claim, KeyUse, Keyed, Outcome, Ran, failpoint};
 use super::principal::Principal;
 use super::{pronunciations, reads};
 use crate::audio::AudioFormat;
@@ -115,8 +115,9 @@ pub async fn create(
     fields: Fields,
     keyed: Keyed,
 ) -> Result<Accepted, ServiceError> {
+    super::operations::Operation::CreateSpeech.check(principal)?;
     let ran = idempotency::run(core, principal, keyed, |claim| async move {
-        let voice = find_voice(&core.pool, principal, request.voice, fields.voice).await?;
+        let voice = find_voice(core, principal, request.voice, fields.voice).await?;
         let engine: EngineId = voice.engine;
         let order = SpeechOrder {
             text: request.text,
@@ -153,11 +154,12 @@ pub async fn create(
 /// The account's voice named by `choice`, or 400 `invalid_request` naming `field` (the one rule
 /// for every door's "voice by id or name").
 pub async fn find_voice(
-    pool: &PgPool,
+    core: &Core,
     principal: &Principal,
     choice: VoiceChoice<'_>,
     field: &'static str,
 ) -> Result<VoiceRow, ServiceError> {
+    let pool = &core.pool;
     // No profile's name or id holds a NUL, and PostgreSQL cannot take one as a parameter.
     let value = match choice {
         VoiceChoice::Name(v) | VoiceChoice::IdOrName(v) => v,
@@ -211,6 +213,7 @@ pub async fn create_sync(
     fields: Fields,
     keyed: Keyed,
 ) -> Result<Accepted, ServiceError> {
+    super::operations::Operation::CreateSpeech.check(principal)?;
     let key = keyed.key.clone();
     let keyed = || keyed.clone();
     let mut request = Some(request);
@@ -262,7 +265,7 @@ async fn admit_sync(
     claim: Option<&Claim>,
 ) -> Result<Admitted, ServiceError> {
     let voice = find_voice(
-        &core.pool,
+        core,
         principal,
         VoiceChoice::IdOrName(request.voice),
         fields.voice,
@@ -469,7 +472,7 @@ async fn admit(
     .await?;
     if let Some(claim) = claim {
         let outcome = match claim.operation() {
-            Operation::SyncSpeech => Outcome::SpeechSync {
+            KeyUse::SyncSpeech => Outcome::SpeechSync {
                 generation_id: admitted.id.clone(),
             },
             _ => Outcome::SpeechAccepted {
@@ -646,7 +649,8 @@ pub async fn cancel_by_request(
     principal: &Principal,
     id: &str,
 ) -> Result<Cancelled, ServiceError> {
-    let row = reads::generation(core, principal, None, id).await?;
+    super::operations::Operation::CancelGeneration.check(principal)?;
+    let row = reads::owned_generation(core, principal, None, id).await?;
     if row.status.is_finished() && !row.cancelled {
         return Err(finished(&row));
     }
@@ -659,7 +663,7 @@ pub async fn cancel_by_request(
         )
         .await;
     }
-    let row = reads::generation(core, principal, None, id).await?;
+    let row = reads::owned_generation(core, principal, None, id).await?;
     match row.status {
         GenerationStatus::Generating => Ok(Cancelled::Stopping(row)),
         GenerationStatus::Failed if row.cancelled => Ok(Cancelled::Stopped(row)),
@@ -678,4 +682,16 @@ fn finished(row: &GenerationRow) -> ServiceError {
         ),
     )
     .with_param("generationId")
+}
+
+/// The generation a speech request of this principal made (what MCP `speak` presents once it
+/// has waited), read under the speech requirement: a principal that may speak sees what it
+/// spoke without `voice:read`.
+pub async fn made(
+    core: &Core,
+    principal: &Principal,
+    id: &str,
+) -> Result<GenerationRow, ServiceError> {
+    super::operations::Operation::CreateSpeech.check(principal)?;
+    reads::owned_generation(core, principal, None, id).await
 }

@@ -9,7 +9,7 @@ use sqlx::PgPool;
 
 use super::core::Core;
 use super::error::{ErrorCode, ServiceError};
-use super::idempotency::{self, Claim, Keyed, Operation, Outcome, Ran, failpoint};
+use super::idempotency::{self, Claim, KeyUse, Keyed, Outcome, Ran, failpoint};
 use super::principal::Principal;
 use crate::audio::{self, Base64Error, DecodeError, DecodeLimits};
 use crate::domain::{RecognitionOptions, Segment, Task, Timestamps, Word, new_id};
@@ -41,6 +41,7 @@ const ACCOUNT_RETRY_AFTER_SECS: u64 = 5;
 /// (`POST /v1/transcriptions`, OpenAI's dialect, the agent's `transcribe`, the playground)
 /// takes its place here.
 pub async fn take_place(core: &Core, principal: &Principal) -> Result<Place, ServiceError> {
+    super::operations::Operation::Transcribe.check(principal)?;
     let asr = &core.asr;
     if !asr.is_installed() {
         tracing::error!("transcription requested but no Whisper model is installed");
@@ -159,7 +160,7 @@ pub struct Upload<'a> {
 /// The fingerprint of an upload's audio (its text as sent: base64, a URL, or the file's bytes)
 /// and its options. Options at their defaults add nothing, so a key answers for the same clip
 /// through every door that sends none.
-pub fn fingerprint(operation: Operation, audio: &[u8], options: &RecognitionOptions) -> Vec<u8> {
+pub fn fingerprint(operation: KeyUse, audio: &[u8], options: &RecognitionOptions) -> Vec<u8> {
     if *options == RecognitionOptions::default() {
         return idempotency::fingerprint(operation.name(), &[audio]);
     }
@@ -383,4 +384,9 @@ fn decode_audio(bytes: Vec<u8>, param: &str) -> Result<audio::DecodedAudio, Serv
             )
         }
     })
+}
+
+/// The name of the recogniser's model (`whisper_model`), as the file dialect reports it.
+pub fn model_name(core: &Core) -> String {
+    core.asr.model_name()
 }

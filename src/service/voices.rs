@@ -1,14 +1,12 @@
 //! Preset voice profiles: adding one (`POST /v1/voices`, the console and `voiced admin voice
 //! create`) and setting its pins and personality.
 
-use sqlx::PgPool;
-
 use super::core::Core;
 use super::error::{ErrorCode, ServiceError};
 use super::idempotency::{self, Claim, Keyed, Outcome, Ran};
 use super::principal::Principal;
 use crate::domain::{EngineId, Seed, Temperature, new_id};
-use crate::engines::registry::EngineRegistry;
+use crate::service::operations::Operation;
 use crate::store;
 
 /// Longest personality prompt.
@@ -48,12 +46,12 @@ pub fn valid_language(language: &str) -> bool {
 /// `name`. With a `claim`, the profile is stored as the key's outcome in the transaction that
 /// adds the voice.
 pub async fn create_preset(
-    pool: &PgPool,
-    registry: &EngineRegistry,
+    core: &Core,
     account_id: &str,
     voice: NewPresetVoice<'_>,
     claim: Option<&Claim>,
 ) -> Result<store::voices::VoiceRow, ServiceError> {
+    let (pool, registry) = (&core.pool, &*core.engines);
     let name = check_name(voice.name)?;
     let description = check_description(voice.description)?;
     let language = check_language(voice.language)?;
@@ -126,15 +124,9 @@ pub async fn add_preset(
     voice: NewPresetVoice<'_>,
     keyed: Keyed,
 ) -> Result<(store::voices::VoiceRow, bool), ServiceError> {
+    Operation::CreateVoice.check(principal)?;
     let ran = idempotency::run(core, principal, keyed, |claim| async move {
-        create_preset(
-            &core.pool,
-            &core.engines,
-            &principal.account_id,
-            voice,
-            claim.as_ref(),
-        )
-        .await
+        create_preset(core, &principal.account_id, voice, claim.as_ref()).await
     })
     .await?;
     match ran {
@@ -155,7 +147,8 @@ pub struct Studio {
     pub prints: Vec<(String, store::prints::PrintState)>,
 }
 
-pub async fn studio(pool: &PgPool, account_id: &str) -> Result<Studio, ServiceError> {
+pub async fn studio(core: &Core, account_id: &str) -> Result<Studio, ServiceError> {
+    let pool = &core.pool;
     Ok(Studio {
         voices: store::voices::list(pool, account_id).await?,
         personalities: store::voices::personalities(pool, account_id).await?,
@@ -251,13 +244,14 @@ fn personality(prompt: Option<&str>) -> Result<Option<&str>, ServiceError> {
 /// Sets (or with `None`, clears) the voice's pinned seed, temperature and personality prompt.
 /// `Ok(false)` when the account has no such voice.
 pub async fn set_pins(
-    pool: &PgPool,
+    core: &Core,
     account_id: &str,
     voice_id: &str,
     seed: Option<Seed>,
     temperature: Option<Temperature>,
     prompt: Option<&str>,
 ) -> Result<bool, ServiceError> {
+    let pool = &core.pool;
     let Some(voice) = store::voices::find(pool, account_id, voice_id).await? else {
         return Ok(false);
     };
@@ -273,4 +267,26 @@ pub async fn set_pins(
         prompt,
     )
     .await?)
+}
+
+/// The presets of each installed engine (no model is loaded).
+pub fn presets(core: &Core) -> Vec<(EngineId, Vec<crate::engines::Preset>)> {
+    core.engines.presets()
+}
+
+/// The engines installed here that can clone a voice.
+pub fn cloners(core: &Core) -> Vec<EngineId> {
+    EngineId::ALL
+        .into_iter()
+        .filter(|e| e.can_clone() && core.engines.is_installed(*e))
+        .collect()
+}
+
+/// The names of the account's voice profiles (the console's voice menu).
+pub async fn names(core: &Core, account_id: &str) -> Result<Vec<String>, ServiceError> {
+    Ok(store::voices::list(&core.pool, account_id)
+        .await?
+        .into_iter()
+        .map(|v| v.name)
+        .collect())
 }

@@ -11,6 +11,7 @@ mod engine_thread;
 pub mod health;
 pub mod pieces;
 pub mod streams;
+pub mod webhooks;
 
 use std::borrow::Cow;
 use std::sync::Arc;

@@ -16,7 +16,7 @@ async fn bad_credentials_get_401_invalid_api_key() {
     let app = TestApp::start().await;
     let (account, secret) = app.pro_user().await;
     let (revoked_id, revoked) = app.key(&account, &Scope::ALL).await;
-    voiced::service::keys::revoke_any(&app.pool, &revoked_id)
+    voiced::service::keys::revoke_any(&app.core, &revoked_id)
         .await
         .unwrap();
 
@@ -104,7 +104,7 @@ async fn revocation_takes_effect_on_the_next_request() {
         .await
         .unwrap();
     assert_eq!(first.status(), 200);
-    voiced::service::keys::revoke_any(&app.pool, &key_id)
+    voiced::service::keys::revoke_any(&app.core, &key_id)
         .await
         .unwrap();
     let second = app
@@ -222,7 +222,7 @@ async fn changes_apply_on_the_next_request_while_the_principal_is_in_memory() {
             other => panic!("{other}: {body}"),
         }
     }
-    voiced::service::keys::revoke_any(&app.pool, &key_id)
+    voiced::service::keys::revoke_any(&app.core, &key_id)
         .await
         .unwrap();
     for _ in 0..2 {
@@ -279,7 +279,7 @@ async fn the_stored_key_fingerprint_follows_every_change() {
         .await
         .unwrap();
     voiced::service::keys::set_ceiling_any(
-        &app.pool,
+        &app.core,
         &key_id,
         Some(voiced::domain::CeilingMinutes::new(30).unwrap()),
     )

@@ -135,7 +135,7 @@ async fn a_revoked_key_is_refused_on_its_next_request_while_others_are_in_flight
         }
     })
     .await;
-    voiced::service::keys::revoke_any(&app.pool, &key_id)
+    voiced::service::keys::revoke_any(&app.core, &key_id)
         .await
         .unwrap();
     let (status, body) = json(

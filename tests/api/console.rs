@@ -2,6 +2,7 @@
 //! sign-in limiter, keys made and managed in pages and used on /v1, and the error pages.
 
 use crate::common;
+use voiced::http::error::HttpStatus;
 
 use crate::common::browser::{Browser, PASSWORD, Page, csrf_of};
 use crate::common::{TestApp, json};
@@ -1230,25 +1231,25 @@ async fn live_keys_per_account_are_capped() {
     assert_eq!(page.status, 409, "{}", page.body);
     assert!(page.body.contains("(2)"), "{}", page.body);
     // The operator's command is the same operation.
-    let err = keys::create(&app.pool, 2, &account, "cli", &[Scope::VoiceRead], None)
+    let err = keys::create(&app.core, 2, &account, "cli", &[Scope::VoiceRead], None)
         .await
         .err()
         .expect("refused");
     assert_eq!(err.code, ErrorCode::Conflict, "{}", err.detail);
     assert_eq!(err.code.status(), 409);
-    let live = keys::list(&app.pool, &account).await.unwrap();
+    let live = keys::list(&app.core, &account).await.unwrap();
     assert_eq!(live.len(), 2);
 
     // Revoking one frees one place; of five racing creations exactly one takes it.
-    keys::revoke(&app.pool, &account, &live[0].id)
+    keys::revoke(&app.core, &account, &live[0].id)
         .await
         .unwrap();
     let racing: Vec<_> = (0..5)
         .map(|n| {
-            let (pool, account) = (app.pool.clone(), account.clone());
+            let (core, account) = (app.core.clone(), account.clone());
             tokio::spawn(async move {
                 keys::create(
-                    &pool,
+                    &core,
                     2,
                     &account,
                     &format!("race {n}"),

@@ -190,7 +190,7 @@ async fn cases(app: &TestApp) -> Vec<Case> {
 
     let revoked_account = paid(Plan::Pro).await;
     let (revoked_id, revoked) = app.key(&revoked_account, &Scope::ALL).await;
-    voiced::service::keys::revoke_any(&app.pool, &revoked_id)
+    voiced::service::keys::revoke_any(&app.core, &revoked_id)
         .await
         .unwrap();
 

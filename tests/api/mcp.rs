@@ -1102,7 +1102,7 @@ async fn the_sdk_oauth_client_authorizes_speaks_refreshes_and_is_revoked() {
     let app = TestApp::start_self_addressed_with(1, &[]).await;
     let mcp_url = format!("{}/mcp", app.base);
     let account = app.account(Plan::Pro).await;
-    voiced::service::accounts::set_password(&app.pool, &account, PASSWORD.into())
+    voiced::service::accounts::set_password(&app.core, &account, PASSWORD.into())
         .await
         .unwrap();
     let email = format!("{account}@example.com");

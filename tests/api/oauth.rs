@@ -32,7 +32,7 @@ fn http() -> reqwest::Client {
 /// An account on `plan` that can sign in; returns (account id, email).
 async fn user(app: &TestApp, plan: Plan) -> (String, String) {
     let account = app.account(plan).await;
-    voiced::service::accounts::set_password(&app.pool, &account, PASSWORD.into())
+    voiced::service::accounts::set_password(&app.core, &account, PASSWORD.into())
         .await
         .unwrap();
     let email = format!("{account}@example.com");

@@ -491,7 +491,7 @@ async fn allowance_and_key_ceiling_with_in_flight_overshoot() {
         )
         .await;
     assert_eq!(status, 202);
-    voiced::service::keys::set_ceiling_any(&app.pool, &key_id, None)
+    voiced::service::keys::set_ceiling_any(&app.core, &key_id, None)
         .await
         .unwrap();
     let (status, _) = app

@@ -2,6 +2,7 @@
 //! (`voiced models fetch kokoro` installs kokoro-js's 54).
 
 use crate::common;
+use voiced::http::error::HttpStatus;
 
 use crate::common::{TestApp, assert_problem, json};
 use serde_json::{Value, json};
@@ -573,7 +574,8 @@ async fn clone_uploads_in_flight_are_capped_per_account_before_the_form_is_read(
         .await
         .unwrap()
         .unwrap();
-    let held: Vec<_> = std::iter::from_fn(|| app.core.uploads.take(&account)).collect();
+    let held: Vec<_> =
+        std::iter::from_fn(|| voiced::service::cloning::upload_slot(&app.core, &account)).collect();
     assert_eq!(held.len(), voiced::service::core::MAX_UPLOADS_PER_ACCOUNT);
     let boundary = "----voiced-busy";
     let body = format!(

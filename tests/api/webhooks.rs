@@ -6,12 +6,15 @@
 //! receiver does not hold generation up.
 
 use std::time::Duration;
+use voiced::http::error::HttpStatus;
 
 use crate::common::webhooks::{Receiver, Tarpit, subject_of, verifier, verify_independently};
 use crate::common::{SIGNING_SECRET, TestApp, json, poll_until, skip, tone_wav_base64};
 use serde_json::{Value, json};
 use voiced::domain::{EngineId, GenerationStatus};
-use voiced::service::webhooks::{self, NewEndpoint, Sealer};
+use voiced::service::webhooks::{self, NewEndpoint};
+use voiced::signing::Sealer;
+use voiced::worker::webhooks as delivery;
 use voiced::signing::AudioSigner;
 
 const ALL: [&str; 3] = [
@@ -28,9 +31,7 @@ fn sealer() -> Sealer {
 async fn endpoint(app: &TestApp, account: &str, url: &str, events: &[&str]) -> (String, String) {
     let events: Vec<String> = events.iter().map(|e| e.to_string()).collect();
     let (endpoint, secret) = webhooks::create(
-        &app.pool,
-        &sealer(),
-        true,
+        &app.core,
         account,
         NewEndpoint {
             url,
@@ -144,7 +145,7 @@ async fn deliveries_are_signed_retried_isolated_and_verified_independently() {
     // Bob's receiver, whose secret was rotated: both secrets sign for a day.
     let bobs = Receiver::start().await;
     let (bob_hook, bob_old) = endpoint(&app, &bob, &bobs.url(), &ALL).await;
-    let bob_new = webhooks::rotate_secret(&app.pool, &sealer(), &bob, &bob_hook)
+    let bob_new = webhooks::rotate_secret(&app.core, &bob, &bob_hook)
         .await
         .unwrap();
     assert_ne!(bob_old, bob_new);
@@ -270,10 +271,10 @@ async fn deliveries_are_signed_retried_isolated_and_verified_independently() {
         Duration::from_secs(60),
         "the 410 endpoint to be disabled",
         || {
-            let pool = app.pool.clone();
+            let core = app.core.clone();
             let (alice, gone_hook) = (alice.clone(), gone_hook.clone());
             async move {
-                let listed = webhooks::list(&pool, &alice).await.unwrap();
+                let listed = webhooks::list(&core, &alice).await.unwrap();
                 listed
                     .iter()
                     .any(|e| e.id == gone_hook && !e.enabled)
@@ -416,7 +417,7 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
     assert_eq!(page.status, 403, "{}", page.body);
     assert!(page.body.contains("paid plan"), "{}", page.body);
     assert!(
-        webhooks::list(&app.pool, &account)
+        webhooks::list(&app.core, &account)
             .await
             .unwrap()
             .is_empty()
@@ -439,7 +440,7 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
     assert_eq!(page.status, 400, "{}", page.body);
     assert!(page.body.contains("https URL"), "{}", page.body);
     assert!(
-        webhooks::list(&app.pool, &account)
+        webhooks::list(&app.core, &account)
             .await
             .unwrap()
             .is_empty()
@@ -462,7 +463,7 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
     assert!(page.body.contains("Transcripts"));
     let again = browser.get("/console/webhooks").await;
     assert!(webhook_secret_of(&again.body).is_none(), "shown only once");
-    let listed = webhooks::list(&app.pool, &account).await.unwrap();
+    let listed = webhooks::list(&app.core, &account).await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].events, ["capture.created"]);
     let endpoint = listed[0].id.clone();
@@ -561,7 +562,7 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
         .await;
     assert_eq!(page.status, 400);
     assert!(page.body.contains("at most 10"), "{}", page.body);
-    assert_eq!(webhooks::list(&app.pool, &account).await.unwrap().len(), 10);
+    assert_eq!(webhooks::list(&app.core, &account).await.unwrap().len(), 10);
 
     let delete = format!("/console/webhooks/{endpoint}/delete");
     assert_eq!(
@@ -571,7 +572,7 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
             .status,
         303
     );
-    let left = webhooks::list(&app.pool, &account).await.unwrap();
+    let left = webhooks::list(&app.core, &account).await.unwrap();
     assert_eq!(left.len(), 9);
     assert!(left.iter().all(|e| e.id != endpoint));
 
@@ -589,7 +590,7 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
     .execute(&app.pool)
     .await
     .unwrap();
-    let purged = voiced::store::webhooks::purge(&app.pool, webhooks::KEEP_DAYS)
+    let purged = voiced::store::webhooks::purge(&app.pool, delivery::KEEP_DAYS)
         .await
         .unwrap();
     assert_eq!(purged, 8);
@@ -634,12 +635,12 @@ fn delivery_loop(
     in_flight: usize,
 ) -> tokio::sync::watch::Sender<voiced::worker::Shutdown> {
     let (stop, shutdown) = tokio::sync::watch::channel(voiced::worker::Shutdown::Running);
-    let render: webhooks::Render = std::sync::Arc::new(|subject| match subject {
-        webhooks::Subject::Generation(row) => Some(json!({ "id": row.id })),
-        webhooks::Subject::Capture(_) => None,
+    let render: delivery::Render = std::sync::Arc::new(|subject| match subject {
+        delivery::Subject::Generation(row) => Some(json!({ "id": row.id })),
+        delivery::Subject::Capture(_) => None,
     });
-    tokio::spawn(webhooks::run(
-        webhooks::Dispatcher {
+    tokio::spawn(delivery::run(
+        delivery::Dispatcher {
             pool: app.pool.clone(),
             sealer: sealer(),
             render,
@@ -787,7 +788,7 @@ async fn claims_take_turns_across_accounts_and_endpoints_within_the_caps() {
     event(other.clone(), "cap_other".into()).await;
 
     let mut turns = Vec::new();
-    while let Some(claimed) = claim_turn(&app.pool, 16, webhooks::IN_FLIGHT, 30.0)
+    while let Some(claimed) = claim_turn(&app.pool, 16, delivery::IN_FLIGHT, 30.0)
         .await
         .unwrap()
     {
@@ -818,7 +819,7 @@ async fn claims_take_turns_across_accounts_and_endpoints_within_the_caps() {
 
     // At its cap the busy account is not due; a delivery that ends frees one place.
     assert!(
-        claim_turn(&app.pool, 16, webhooks::IN_FLIGHT, 30.0)
+        claim_turn(&app.pool, 16, delivery::IN_FLIGHT, 30.0)
             .await
             .unwrap()
             .is_none()
@@ -827,7 +828,7 @@ async fn claims_take_turns_across_accounts_and_endpoints_within_the_caps() {
     delivered(&app.pool, &done.id, &done.endpoint_id, 204)
         .await
         .unwrap();
-    let next = claim_turn(&app.pool, 16, webhooks::IN_FLIGHT, 30.0)
+    let next = claim_turn(&app.pool, 16, delivery::IN_FLIGHT, 30.0)
         .await
         .unwrap()
         .expect("the account is due again");
@@ -849,14 +850,12 @@ async fn registering_an_endpoint_needs_a_paid_plan() {
         events: &events,
         description: "",
     };
-    let refused = webhooks::create(&app.pool, &sealer(), false, &free, new())
-        .await
-        .unwrap_err();
+    let refused = webhooks::create(&app.core, &free, new()).await.unwrap_err();
     assert_eq!(refused.code, ErrorCode::ProPlanRequired);
     assert_eq!(refused.code.status(), 403);
-    assert!(webhooks::list(&app.pool, &free).await.unwrap().is_empty());
+    assert!(webhooks::list(&app.core, &free).await.unwrap().is_empty());
     let trial = app.account(Plan::Trial).await;
-    webhooks::create(&app.pool, &sealer(), false, &trial, new())
+    webhooks::create(&app.core, &trial, new())
         .await
         .expect("a trial may register");
 }
@@ -891,7 +890,7 @@ async fn a_resend_keeps_the_events_window_and_is_rate_limited() {
             .fetch_one(&app.pool)
             .await
             .unwrap();
-    webhooks::resend(&app.pool, &account, &delivery)
+    webhooks::resend(&app.core, &account, &delivery)
         .await
         .unwrap();
 
@@ -927,11 +926,11 @@ async fn a_resend_keeps_the_events_window_and_is_rate_limited() {
 
     // 20 resends a minute per account (this minute has had 1); the 21st is refused with a wait.
     for n in 2..=20 {
-        webhooks::resend(&app.pool, &account, &delivery)
+        webhooks::resend(&app.core, &account, &delivery)
             .await
             .unwrap_or_else(|err| panic!("resend {n}: {err:?}"));
     }
-    let refused = webhooks::resend(&app.pool, &account, &delivery)
+    let refused = webhooks::resend(&app.core, &account, &delivery)
         .await
         .unwrap_err();
     assert_eq!(refused.code, ErrorCode::RateLimitExceeded);
@@ -942,7 +941,7 @@ async fn a_resend_keeps_the_events_window_and_is_rate_limited() {
     );
     // Another account cannot resend this account's delivery.
     let (stranger, _) = app.pro_user().await;
-    let not_found = webhooks::resend(&app.pool, &stranger, &delivery)
+    let not_found = webhooks::resend(&app.core, &stranger, &delivery)
         .await
         .unwrap_err();
     assert_eq!(not_found.code, ErrorCode::NotFound);
@@ -1016,7 +1015,7 @@ async fn pending_deliveries_are_capped_and_those_of_disabled_endpoints_purged() 
     voiced::store::webhooks::disable(&app.pool, &full, "gone")
         .await
         .unwrap();
-    webhooks::purge(&app.pool).await;
+    delivery::purge(&app.pool).await;
     assert_eq!(
         pending(full).await,
         0,

@@ -120,11 +120,8 @@ impl TestApp {
         .expect("application");
         let state = application.state();
         let core = state.core.clone();
-        let (completions, asr, streams) = (
-            state.completions.clone(),
-            state.asr.clone(),
-            state.streams.clone(),
-        );
+        let handles = state.process_handles();
+        let (completions, asr, streams) = (handles.completions, handles.asr, handles.streams);
         let board = application.worker_deps().board.clone();
         let router = application.router();
         let (tx, rx) = oneshot::channel();

@@ -578,9 +578,9 @@ async fn qwen_and_luxtts_speak_through_the_api() {
     let text = "Hello from the voiced engine.";
     let body = |name: &str| json!({ "text": text, "voice_name": name, "seed": 3, "response_format": "wav" });
     let set_personality = |name: &str, prompt: Option<&'static str>| {
-        let (pool, account, id) = (app.pool.clone(), account.clone(), ids[name].clone());
+        let (core, account, id) = (app.core.clone(), account.clone(), ids[name].clone());
         async move {
-            let found = voiced::service::voices::set_pins(&pool, &account, &id, None, None, prompt)
+            let found = voiced::service::voices::set_pins(&core, &account, &id, None, None, prompt)
                 .await
                 .unwrap();
             assert!(found);

@@ -147,11 +147,7 @@ async fn a_worker_killed_before_delivering_delivers_after_restart_under_one_webh
     let addr = receiver.addr;
     receiver.stop().await; // down until the worker has been killed
     let (endpoint, hook_secret) = voiced::service::webhooks::create(
-        &app.pool,
-        &voiced::service::webhooks::Sealer::new(&voiced::signing::AudioSigner::new(
-            common::SIGNING_SECRET.to_vec(),
-        )),
-        true,
+        &app.core,
         &account,
         voiced::service::webhooks::NewEndpoint {
             url: &format!("http://{addr}/hooks"),

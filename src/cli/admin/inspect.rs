@@ -3,11 +3,11 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use sqlx::PgPool;
 
 use super::emit;
 use crate::domain::Plan;
-use crate::store::{self, keys::KeySummary, usage::month_of};
+use crate::service::Core;
+use crate::service::operator::{self, KeySummary};
 
 /// A plain text without `%` or `_` matches anywhere in the email; a pattern is used as given.
 fn email_pattern(text: &str) -> String {
@@ -19,12 +19,14 @@ fn email_pattern(text: &str) -> String {
 }
 
 pub(super) async fn account_list(
-    pool: &PgPool,
+    core: &Core,
     as_json: bool,
     email_like: Option<&str>,
 ) -> anyhow::Result<()> {
     let pattern = email_like.map(email_pattern);
-    let accounts = store::accounts::list(pool, pattern.as_deref()).await?;
+    let accounts = operator::accounts(core, pattern.as_deref())
+        .await
+        .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
     let data: Vec<Value> = accounts
         .iter()
         .map(
@@ -48,12 +50,12 @@ pub(super) async fn account_list(
     Ok(())
 }
 
-pub(super) async fn account_show(pool: &PgPool, as_json: bool, id: &str) -> anyhow::Result<()> {
-    let month = month_of(Utc::now());
-    let account = store::accounts::detail(pool, id, month)
-        .await?
+pub(super) async fn account_show(core: &Core, as_json: bool, id: &str) -> anyhow::Result<()> {
+    let month = operator::this_month();
+    let (account, keys) = operator::account(core, id, month)
+        .await
+        .map_err(|e| anyhow::anyhow!("{}", e.detail))?
         .ok_or_else(|| anyhow::anyhow!("no account {id}"))?;
-    let keys = store::keys::list(pool, id, month).await?;
     let allowance_ms = account
         .plan
         .parse::<Plan>()
@@ -99,8 +101,10 @@ pub(super) async fn account_show(pool: &PgPool, as_json: bool, id: &str) -> anyh
     Ok(())
 }
 
-pub(super) async fn key_list(pool: &PgPool, as_json: bool, account_id: &str) -> anyhow::Result<()> {
-    let keys = store::keys::list(pool, account_id, month_of(Utc::now())).await?;
+pub(super) async fn key_list(core: &Core, as_json: bool, account_id: &str) -> anyhow::Result<()> {
+    let keys = operator::keys(core, account_id, operator::this_month())
+        .await
+        .map_err(|e| anyhow::anyhow!("{}", e.detail))?;
     let human = if keys.is_empty() {
         format!("account {account_id} has no keys")
     } else {

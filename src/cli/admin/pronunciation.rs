@@ -3,12 +3,12 @@
 
 use clap::Subcommand;
 use serde_json::{Value, json};
-use sqlx::PgPool;
 
 use super::{emit, resolve_account};
+use crate::service::Core;
 use crate::service::pronunciations::{self, NewRule};
+use crate::service::views::PronunciationRow;
 use crate::service::{ErrorCode, ServiceError};
-use crate::store::pronunciations::PronunciationRow;
 
 #[derive(Subcommand)]
 pub(super) enum PronunciationCommand {
@@ -105,7 +105,7 @@ fn as_line(row: &PronunciationRow) -> String {
 }
 
 pub(super) async fn run(
-    pool: &PgPool,
+    core: &Core,
     json_output: bool,
     command: PronunciationCommand,
 ) -> anyhow::Result<()> {
@@ -118,7 +118,7 @@ pub(super) async fn run(
             language,
             case_sensitive,
         } => {
-            let account = resolve_account(pool, &account).await?;
+            let account = resolve_account(core, &account).await?;
             let rule = NewRule {
                 text: &text,
                 alias: alias.as_deref(),
@@ -126,14 +126,14 @@ pub(super) async fn run(
                 language: &language,
                 case_sensitive,
             };
-            let row = pronunciations::create_for(pool, &account, rule)
+            let row = pronunciations::create_for(core, &account, rule)
                 .await
                 .map_err(refused)?;
             emit(json_output, as_json(&row), as_line(&row));
         }
         PronunciationCommand::List { account } => {
-            let account = resolve_account(pool, &account).await?;
-            let rows = pronunciations::list_for(pool, &account)
+            let account = resolve_account(core, &account).await?;
+            let rows = pronunciations::list_for(core, &account)
                 .await
                 .map_err(refused)?;
             if json_output {
@@ -148,8 +148,8 @@ pub(super) async fn run(
             }
         }
         PronunciationCommand::Delete { account, id } => {
-            let account = resolve_account(pool, &account).await?;
-            pronunciations::delete_for(pool, &account, id.trim())
+            let account = resolve_account(core, &account).await?;
+            pronunciations::delete_for(core, &account, id.trim())
                 .await
                 .map_err(|e| match e.code {
                     ErrorCode::NotFound => {

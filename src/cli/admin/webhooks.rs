@@ -3,12 +3,10 @@
 
 use clap::Subcommand;
 use serde_json::json;
-use sqlx::PgPool;
 
 use super::{emit, resolve_account};
-use crate::config::Config;
-use crate::service::webhooks::{self, Endpoint, NewEndpoint, Sealer};
-use crate::signing::AudioSigner;
+use crate::service::Core;
+use crate::service::webhooks::{self, Endpoint, NewEndpoint};
 
 #[derive(Subcommand)]
 pub enum WebhookCommand {
@@ -86,17 +84,7 @@ fn refused(err: crate::service::ServiceError) -> anyhow::Error {
     }
 }
 
-pub async fn run(
-    config: &Config,
-    pool: &PgPool,
-    as_json: bool,
-    command: WebhookCommand,
-) -> anyhow::Result<()> {
-    let sealer = || -> anyhow::Result<Sealer> {
-        Ok(Sealer::new(&AudioSigner::new(crate::app::signing_secret(
-            config,
-        )?)))
-    };
+pub async fn run(core: &Core, as_json: bool, command: WebhookCommand) -> anyhow::Result<()> {
     match command {
         WebhookCommand::Create {
             account,
@@ -104,11 +92,9 @@ pub async fn run(
             events,
             description,
         } => {
-            let account = resolve_account(pool, &account).await?;
+            let account = resolve_account(core, &account).await?;
             let (endpoint, secret) = webhooks::create(
-                pool,
-                &sealer()?,
-                config.webhooks_allow_private_addresses,
+                core,
                 &account,
                 NewEndpoint {
                     url: &url,
@@ -130,8 +116,8 @@ pub async fn run(
             );
         }
         WebhookCommand::List { account } => {
-            let account = resolve_account(pool, &account).await?;
-            let endpoints = webhooks::list(pool, &account).await.map_err(refused)?;
+            let account = resolve_account(core, &account).await?;
+            let endpoints = webhooks::list(core, &account).await.map_err(refused)?;
             let human = if endpoints.is_empty() {
                 format!("account {account} has no webhook endpoints")
             } else {
@@ -147,8 +133,8 @@ pub async fn run(
             endpoint_id,
             account,
         } => {
-            let account = resolve_account(pool, &account).await?;
-            webhooks::delete(pool, &account, &endpoint_id)
+            let account = resolve_account(core, &account).await?;
+            webhooks::delete(core, &account, &endpoint_id)
                 .await
                 .map_err(refused)?;
             emit(
@@ -161,8 +147,8 @@ pub async fn run(
             endpoint_id,
             account,
         } => {
-            let account = resolve_account(pool, &account).await?;
-            let secret = webhooks::rotate_secret(pool, &sealer()?, &account, &endpoint_id)
+            let account = resolve_account(core, &account).await?;
+            let secret = webhooks::rotate_secret(core, &account, &endpoint_id)
                 .await
                 .map_err(refused)?;
             emit(

@@ -21,22 +21,32 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::{Map, Value, json};
 
-use crate::domain::{Feature, IdempotencyKey, Scope};
+use crate::domain::IdempotencyKey;
+use crate::http::error::HttpStatus;
 use crate::http::error::{ServiceError, SettingsPage};
 use crate::http::json::{Field, JsonObject};
 use crate::mcp::McpState;
 use crate::service::Principal;
+use crate::service::operations::Operation;
 use crate::service::principal::Requirement;
+
+/// The core operation each tool performs: the gate refuses before the arguments are read by
+/// its requirement (`service::operations`), and the operation checks it again.
+pub fn operation(tool: &str) -> Option<Operation> {
+    match tool {
+        "list_voices" => Some(Operation::ListVoices),
+        "list_captures" => Some(Operation::ListCaptures),
+        "get_generation" => Some(Operation::GetGeneration),
+        "speak" => Some(Operation::CreateSpeech),
+        "transcribe" => Some(Operation::Transcribe),
+        "cancel_generation" => Some(Operation::CancelGeneration),
+        _ => None,
+    }
+}
 
 /// What a tool needs of the credential and the plan (the gate and the tools both ask).
 pub fn requirement(tool: &str) -> Option<Requirement> {
-    match tool {
-        "list_voices" | "list_captures" | "get_generation" => Some(Requirement::read()),
-        "speak" => Some(Requirement::generate(Feature::Speech)),
-        "transcribe" => Some(Requirement::generate(Feature::Transcription)),
-        "cancel_generation" => Some(Requirement::scope(Scope::VoiceGenerate)),
-        _ => None,
-    }
+    operation(tool).map(Operation::requirement)
 }
 
 /// The tools as `tools/list` shows them.

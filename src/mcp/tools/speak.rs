@@ -30,10 +30,9 @@ use crate::http::fields::{
 use crate::http::json::{Field, JsonObject};
 use crate::http::models::Generation;
 use crate::mcp::McpState;
-use crate::service::audio::StoredAudio;
-use crate::service::idempotency::{Keyed, Operation};
+use crate::service::Principal;
+use crate::service::idempotency::{KeyUse, Keyed};
 use crate::service::speech::{self as service, Fields, SpeechRequest, VoiceChoice};
-use crate::service::{Principal, reads};
 
 /// Largest audio returned inline (base64 in the result) when `inline_audio` is asked for.
 pub const MAX_INLINE_BYTES: u64 = 1024 * 1024;
@@ -97,7 +96,7 @@ pub async fn speak(
     let key = idempotency_key(arguments.idempotency_key)?;
     // Fingerprinted in `POST /v1/speech`'s form: one key answers for one request whichever door
     // sent it.
-    let keyed = Keyed::json(Operation::Speech, key, &rest_form(&args));
+    let keyed = Keyed::json(KeyUse::Speech, key, &rest_form(&args));
     let request = SpeechRequest {
         text,
         voice: VoiceChoice::IdOrName(&voice),
@@ -110,10 +109,10 @@ pub async fn speak(
     let (id, replayed) = (accepted.generation_id, accepted.replayed);
     // Never past the server's own request time limit.
     let wait = Duration::from_secs(wait).min(crate::service::delivery::sync_wait_limit(
-        state.request_timeout,
+        state.request_timeout(),
     ));
     wait_for(state, &id, wait, context).await?;
-    let row = reads::generation(state, principal, None, &id)
+    let row = service::made(state, principal, &id)
         .await
         .map_err(|err| match err.code {
             ErrorCode::NotFound => ServiceError::internal("admitted generation not found"),
@@ -261,19 +260,14 @@ async fn completed(
 
 /// The audio itself, base64, when it is small enough; a note otherwise.
 async fn inline_audio(state: &McpState, id: &str) -> Result<ContentBlock, ServiceError> {
-    let StoredAudio { key, head } = crate::service::audio::completed(state, id).await?;
-    if head.len > MAX_INLINE_BYTES {
-        return Ok(ContentBlock::text(format!(
-            "The audio is {} bytes, over the 1 MiB inline limit: download it from the audio_url.",
-            head.len
-        )));
-    }
-    let blob = state
-        .blobs
-        .get(&key)
-        .await
-        .map_err(ServiceError::internal)?
-        .ok_or_else(|| ServiceError::internal("audio blob missing"))?;
+    let blob = match crate::service::audio::small(state, id, MAX_INLINE_BYTES).await? {
+        Ok(blob) => blob,
+        Err(len) => {
+            return Ok(ContentBlock::text(format!(
+                "The audio is {len} bytes, over the 1 MiB inline limit: download it from the audio_url."
+            )));
+        }
+    };
     let data = base64::engine::general_purpose::STANDARD.encode(&blob.bytes);
     Ok(ContentBlock::audio(data, blob.content_type))
 }

@@ -19,7 +19,7 @@ use crate::http::models::{TranscriptSegment, TranscriptWord};
 use crate::mcp::McpState;
 use crate::mcp::url_audio::fetch_audio_url;
 use crate::service::Principal;
-use crate::service::idempotency::{Keyed, Operation};
+use crate::service::idempotency::{KeyUse, Keyed};
 use crate::service::transcription::{self as service, Incoming, Place};
 
 /// The capture `source` of everything this door transcribes.
@@ -49,7 +49,7 @@ pub async fn transcribe(
         ..RecognitionOptions::default()
     };
     let tag_options = options.clone();
-    let audio = source(&mut args, state.allow_loopback_fetch)?;
+    let audio = source(&mut args, state.allow_loopback_fetch())?;
     // Admission before work: the gate took the place before it read the audio (a call it did
     // not see as `transcribe` takes one here, still before the audio is decoded or fetched).
     let place = match reserved {
@@ -61,7 +61,7 @@ pub async fn transcribe(
         Audio::Base64(text) => {
             let (bytes, fingerprint) = tokio::task::spawn_blocking(move || {
                 let fingerprint = if wants_fingerprint {
-                    service::fingerprint(Operation::Transcription, text.as_bytes(), &tag_options)
+                    service::fingerprint(KeyUse::Transcription, text.as_bytes(), &tag_options)
                 } else {
                     Vec::new()
                 };
@@ -71,21 +71,21 @@ pub async fn transcribe(
             .map_err(ServiceError::internal)??;
             (
                 Fetch::Ready(bytes),
-                Operation::Transcription,
+                KeyUse::Transcription,
                 fingerprint,
                 "audio_base64",
             )
         }
         Audio::Url(url) => {
             let fingerprint = if wants_fingerprint {
-                service::fingerprint(Operation::TranscriptionFromUrl, url.as_bytes(), &options)
+                service::fingerprint(KeyUse::TranscriptionFromUrl, url.as_bytes(), &options)
             } else {
                 Vec::new()
             };
-            let allow_loopback = state.allow_loopback_fetch;
+            let allow_loopback = state.allow_loopback_fetch();
             (
                 Fetch::Url(url, allow_loopback),
-                Operation::TranscriptionFromUrl,
+                KeyUse::TranscriptionFromUrl,
                 fingerprint,
                 "audio_url",
             )

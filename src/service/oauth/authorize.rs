@@ -12,7 +12,7 @@
 //! flow, so redirecting on a registered (or once-redeemed) URI alone would make this server an
 //! open redirector (RFC 9700 §4.11.2).
 
-use sqlx::PgPool;
+use crate::service::Core;
 use url::Url;
 
 /// The page's sentence for a redirect URI that cannot be sent back as a header.
@@ -24,7 +24,7 @@ pub const NOT_SHOWN: &str = "This answer is not to a consent page this browser w
      application.";
 
 use super::clients::Client;
-use super::{CODE_LIFETIME, OAuthSettings, Params, parse_scope_param, scope_names};
+use super::{CODE_LIFETIME, Params, parse_scope_param, scope_names};
 use crate::domain::Scope;
 use crate::domain::oauth::{OAuthSecret, is_pkce_string};
 use crate::service::ServiceError;
@@ -68,12 +68,12 @@ pub enum Shown {
 /// address: a metadata document fetched for the request counts against it). `shown` decides
 /// whether a fault after the client check may redirect ([`Shown`]).
 pub async fn validate(
-    oauth: &OAuthSettings,
-    pool: &PgPool,
+    core: &Core,
     query: &str,
     from: Option<std::net::IpAddr>,
     shown: Shown,
 ) -> Result<AuthorizationRequest, RequestError> {
+    let (oauth, pool) = (&*core.oauth, &core.pool);
     let params = Params::parse(query);
     let client_id = params
         .single("client_id")
@@ -208,11 +208,11 @@ pub async fn validate(
 
 /// Issues a code for the signed-in `account_id` and returns where to send the browser.
 pub async fn allow(
-    oauth: &OAuthSettings,
-    pool: &PgPool,
+    core: &Core,
     request: &AuthorizationRequest,
     account_id: &str,
 ) -> Result<String, ServiceError> {
+    let (oauth, pool) = (&*core.oauth, &core.pool);
     if request.shown != Shown::ConsentPage {
         return Err(ServiceError::new(
             crate::service::ErrorCode::InvalidRequest,
@@ -250,7 +250,8 @@ pub async fn allow(
 
 /// Where to send the browser when the user refuses on the consent page it was shown (an
 /// error page otherwise: [`Shown`]).
-pub fn deny(oauth: &OAuthSettings, request: &AuthorizationRequest) -> Result<String, RequestError> {
+pub fn deny(core: &Core, request: &AuthorizationRequest) -> Result<String, RequestError> {
+    let oauth = &*core.oauth;
     if request.shown != Shown::ConsentPage {
         return Err(RequestError::Page(NOT_SHOWN.into()));
     }

@@ -1,6 +1,6 @@
 //! OAuth clients: dynamic registration (RFC 7591, public clients only) and client ID metadata
 //! documents (an `https` `client_id` URL whose JSON document describes the client, fetched
-//! through the SSRF-guarded [`crate::service::fetch`] and cached in memory).
+//! through the SSRF-guarded [`crate::fetch`] and cached in memory).
 //!
 //! Both are open to anyone, so both are bounded ([`ClientLimits`], keyed on the client address
 //! of `http::client_addr`): registrations per address per hour and per day and from everyone
@@ -22,7 +22,7 @@ use crate::domain::Ipv6RatePrefix;
 use crate::domain::new_id;
 use crate::limits::SharedGcra;
 use crate::limits::quota::{NamedQuota, address_key, retry_after_secs};
-use crate::service::fetch::{self, FetchPolicy};
+use crate::fetch::{self, FetchPolicy};
 use crate::store;
 
 /// A client as the authorization endpoint needs it.
@@ -523,6 +523,16 @@ fn client_from_document(client_id: &str, url: &Url, document: &Value) -> Result<
         redirect_uris,
         metadata_document: true,
     })
+}
+
+/// `POST /oauth/register` (RFC 7591): registers the client `body` describes, counted against the
+/// registration limits of `client`'s address and in all.
+pub async fn register(
+    core: &crate::service::Core,
+    client: Option<IpAddr>,
+    body: &[u8],
+) -> Result<Value, OAuthError> {
+    core.oauth.clients.register(&core.pool, client, body).await
 }
 
 #[cfg(test)]

@@ -14,8 +14,6 @@ pub mod tokens;
 
 use std::time::Duration;
 
-use axum::http::StatusCode;
-
 use crate::domain::Scope;
 
 /// Authorization codes live this long.
@@ -142,16 +140,15 @@ pub fn scope_names(scopes: &[Scope]) -> Vec<String> {
 /// (`{"error", "error_description"}`).
 #[derive(Debug)]
 pub struct OAuthError {
-    pub status: StatusCode,
+    /// The RFC's error code; the door picks the HTTP status from it.
     pub error: &'static str,
     pub description: String,
     pub retry_after_secs: Option<u64>,
 }
 
 impl OAuthError {
-    fn new(status: StatusCode, error: &'static str, description: impl Into<String>) -> Self {
+    fn new(error: &'static str, description: impl Into<String>) -> Self {
         Self {
-            status,
             error,
             description: description.into(),
             retry_after_secs: None,
@@ -159,48 +156,39 @@ impl OAuthError {
     }
 
     pub fn invalid_request(description: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_request", description)
+        Self::new("invalid_request", description)
     }
 
     pub fn invalid_grant(description: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_grant", description)
+        Self::new("invalid_grant", description)
     }
 
     pub fn invalid_client(description: impl Into<String>) -> Self {
-        Self::new(StatusCode::UNAUTHORIZED, "invalid_client", description)
+        Self::new("invalid_client", description)
     }
 
     pub fn invalid_scope(description: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_scope", description)
+        Self::new("invalid_scope", description)
     }
 
     pub fn invalid_target(description: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_target", description)
+        Self::new("invalid_target", description)
     }
 
     pub fn unsupported_grant_type(description: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::BAD_REQUEST,
-            "unsupported_grant_type",
-            description,
-        )
+        Self::new("unsupported_grant_type", description)
     }
 
     pub fn invalid_client_metadata(description: impl Into<String>) -> Self {
-        Self::new(
-            StatusCode::BAD_REQUEST,
-            "invalid_client_metadata",
-            description,
-        )
+        Self::new("invalid_client_metadata", description)
     }
 
     pub fn invalid_redirect_uri(description: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, "invalid_redirect_uri", description)
+        Self::new("invalid_redirect_uri", description)
     }
 
     pub fn rate_limited(retry_after_secs: u64) -> Self {
         let mut err = Self::new(
-            StatusCode::TOO_MANY_REQUESTS,
             "rate_limit_exceeded",
             format!(
                 "Too many client registrations from this address or in all; retry after \
@@ -217,18 +205,13 @@ impl From<sqlx::Error> for OAuthError {
         let service = crate::service::ServiceError::from(err);
         if service.code == crate::service::ErrorCode::ServiceUnavailable {
             let mut err = Self::new(
-                StatusCode::SERVICE_UNAVAILABLE,
                 "temporarily_unavailable",
                 "The service is temporarily unavailable; retry shortly.",
             );
             err.retry_after_secs = service.retry_after_secs;
             err
         } else {
-            Self::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "server_error",
-                service.detail,
-            )
+            Self::new("server_error", service.detail)
         }
     }
 }

@@ -6,6 +6,7 @@
 //! in the console revokes the authorization, and with it every token of the family, from the
 //! next request on (tokens are looked up in PostgreSQL on every request, like keys).
 
+use crate::service::Core;
 use serde_json::{Value, json};
 use sqlx::{PgConnection, PgPool};
 
@@ -28,11 +29,11 @@ const BAD_REFRESH: &str = "The refresh token is unknown, expired or revoked.";
 /// `POST /oauth/token`: `body` is the form; `basic_client_id` the client id of an HTTP Basic
 /// `Authorization` header, if one was sent (public clients have no secret to check).
 pub async fn token(
-    oauth: &OAuthSettings,
-    pool: &PgPool,
+    core: &Core,
     body: &[u8],
     basic_client_id: Option<String>,
 ) -> Result<Value, OAuthError> {
+    let (oauth, pool) = (&*core.oauth, &core.pool);
     let params = Params::parse(&String::from_utf8_lossy(body));
     for name in [
         "grant_type",
@@ -301,7 +302,8 @@ async fn issue(
 /// `POST /oauth/revoke` (RFC 7009): revoking a refresh token revokes its whole family; an access
 /// token only itself. Unknown tokens are not an error. Presenting a token is enough: holding it
 /// already allows using it, so revoking it grants nothing more.
-pub async fn revoke(pool: &PgPool, body: &[u8]) -> Result<(), OAuthError> {
+pub async fn revoke(core: &Core, body: &[u8]) -> Result<(), OAuthError> {
+    let pool = &core.pool;
     let params = Params::parse(&String::from_utf8_lossy(body));
     let token = params
         .single("token")
@@ -367,19 +369,21 @@ pub async fn authenticate(
 /// The applications `account_id` authorized that still hold a live token (the console's
 /// applications page).
 pub async fn authorizations(
-    pool: &sqlx::PgPool,
+    core: &Core,
     account_id: &str,
 ) -> Result<Vec<crate::store::oauth::AuthorizationSummary>, ServiceError> {
+    let pool = &core.pool;
     Ok(crate::store::oauth::list_authorizations(pool, account_id).await?)
 }
 
 /// Revokes the account's authorization `id`: every token of it is refused from its next
 /// request on. 404 `not_found` when the account has no such authorization.
 pub async fn revoke_authorization(
-    pool: &sqlx::PgPool,
+    core: &Core,
     account_id: &str,
     id: &str,
 ) -> Result<(), ServiceError> {
+    let pool = &core.pool;
     if !crate::store::oauth::revoke_owned(pool, account_id, id).await? {
         return Err(ServiceError::not_found());
     }
