@@ -1,11 +1,11 @@
 //! Signed, short-lived audio links: `sig` = `<expiry unix seconds>.<HMAC-SHA256(id, expiry)>`
 //! (base64url). Verification is constant-time (`hmac`'s `verify_slice`).
 
-use rand::RngCore;
-use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
+use rand::RngCore;
+use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use sha2::Sha256;
 
 /// How long an `audio_url` stays valid (spec: about 15 minutes).

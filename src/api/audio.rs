@@ -7,6 +7,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use super::docs;
 use crate::api::generations::check_id;
 use crate::http::error::{ApiError, ErrorCode};
 use crate::http::models::Problem;
@@ -25,12 +26,11 @@ use crate::service::audio::{self, Download};
         (status = 307, description = "Only where the operator set `blob_redirect` and the audio is in S3: `Location` is a presigned URL of the object, valid at most 5 minutes and never past the link's expiry. Clients follow it with the same request (a `Range` header included; the bucket answers 200, 206 or 416)",
             headers(("Location" = String, description = "Presigned URL of the audio object"))),
         (status = 416, description = "`range_not_satisfiable`: the range starts past the end (`Content-Range: bytes */<length>`)", body = Problem, content_type = "application/problem+json"),
-        (status = 400, description = "`invalid_request`: id longer than 200 characters", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "`invalid_signature` (missing, tampered or expired `sig`) or `pro_plan_required`", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "`not_found`", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "`rate_limit_exceeded`: this link already has `downloads_per_link` downloads in flight (4 by default); `Retry-After` says when to try again", body = Problem, content_type = "application/problem+json",
             headers(("Retry-After" = u64, description = "Seconds to wait"))),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Unavailable, docs::BadId,
     ))]
 pub async fn download_audio(
     State(state): State<Core>,

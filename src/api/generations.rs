@@ -9,6 +9,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 
+use super::docs;
 use super::reads::{CaptionFormatParam, caption_format, page_bound};
 use crate::domain::{GenerationId, GenerationStatus, Page};
 use crate::http::auth::Principal;
@@ -33,12 +34,7 @@ pub fn check_id(id: &str) -> Result<(), ApiError> {
     params(("generationId" = String, Path, min_length = 1, max_length = 200, description = "Id returned by speech creation")),
     responses(
         (status = 200, description = "The generation", body = Generation),
-        (status = 400, description = "`invalid_request`: id longer than 200 characters", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:read`)", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not_found`: no such generation in this account", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Read, docs::BadId, docs::NoSuchGeneration,
     ))]
 pub async fn get_generation(
     State(state): State<Core>,
@@ -64,10 +60,7 @@ pub async fn get_generation(
     responses(
         (status = 200, description = "One page of generations, newest first; each item is what GET /v1/generations/{generationId} returns", body = GenerationList),
         (status = 400, description = "`invalid_request` (`param` names limit, offset, status or voice)", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:read`)", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Read,
     ))]
 pub async fn list_generations(
     State(state): State<Core>,
@@ -108,13 +101,8 @@ pub async fn list_generations(
     responses(
         (status = 200, description = "Cancelled: the generation, now `failed` with `error: \"cancelled: by request\"` (also when it had already been cancelled)", body = Generation),
         (status = 202, description = "Its worker was told and has not stopped within 5 s: the generation, still `generating`; poll it", body = Generation),
-        (status = 400, description = "`invalid_request`: id longer than 200 characters", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:generate`)", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not_found`: no such generation in this account", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`generation_finished`: it had already completed or failed", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Write, docs::BadId, docs::NoSuchGeneration,
     ))]
 pub async fn cancel_generation(
     State(state): State<Core>,
@@ -146,12 +134,8 @@ pub async fn cancel_generation(
             (String = "application/x-subrip"),
         )),
         (status = 400, description = "`invalid_request` (`param: format`: not `srt` or `vtt`; `param: generationId`: longer than 200 characters)", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:read`)", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not_found`: no such generation in this account", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`timestamps_unavailable`: asked for without timestamps, failed, or still generating", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Read, docs::NoSuchGeneration,
     ))]
 pub async fn get_generation_captions(
     State(state): State<Core>,
@@ -174,13 +158,8 @@ pub async fn get_generation_captions(
     params(("generationId" = String, Path, min_length = 1, max_length = 200, description = "Id returned by speech creation")),
     responses(
         (status = 204, description = "The audio is deleted"),
-        (status = 400, description = "`invalid_request`: id longer than 200 characters", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:generate`)", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not_found`: no such generation in this account", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`conflict`: still generating (cancel it first)", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Write, docs::BadId, docs::NoSuchGeneration,
     ))]
 pub async fn delete_generation_audio(
     State(state): State<Core>,

@@ -4,6 +4,7 @@
 //! the core, and render; the rules are the core's (`crate::service`).
 
 pub mod audio;
+mod docs;
 pub mod generations;
 pub mod health;
 pub mod openai_speech;

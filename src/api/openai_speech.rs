@@ -11,7 +11,10 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Schema, Type};
 
+use super::docs;
 use crate::audio::AudioFormat;
 use crate::domain::{EngineId, Seed, SpeechText, Temperature};
 use crate::http::auth::Principal;
@@ -65,7 +68,7 @@ pub struct OpenAiSpeechRequest {
     response_format: Field<String>,
     /// Only 1.
     #[serde(default)]
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, minimum = 1, maximum = 1)]
     speed: Field<f64>,
     // Refused whenever sent: not in the document, as no value is accepted.
     #[serde(default)]
@@ -77,25 +80,50 @@ pub struct OpenAiSpeechRequest {
     stream_format: Field<String>,
     /// Extension: 0 to 2^53−1.
     #[serde(default)]
-    #[schema(value_type = Option<i64>)]
+    #[schema(value_type = Option<i64>, minimum = 0, maximum = 9007199254740991_i64)]
     seed: Field<u64>,
     /// Extension: 0.05 to 2, chatterbox engines only.
     #[serde(default)]
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, minimum = 0.05, maximum = 2)]
     temperature: Field<f64>,
 }
 
 /// How `voice` names a profile.
-#[derive(Debug, ToSchema)]
-#[serde(untagged)]
+#[derive(Debug)]
 enum VoiceRef {
     /// A profile's name or id.
     Name(String),
     /// OpenAI's object form.
-    Object {
-        #[schema(min_length = 1)]
-        id: String,
-    },
+    Object { id: String },
+}
+
+/// Written out because the derive cannot bound a tuple variant's string: both forms refuse an
+/// empty name ([`parse_voice`]).
+impl utoipa::PartialSchema for VoiceRef {
+    fn schema() -> RefOr<Schema> {
+        let name = || {
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+        };
+        OneOfBuilder::new()
+            .item(name().description(Some("A profile's name or id.")))
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::Object)
+                    .description(Some("OpenAI's object form."))
+                    .required("id")
+                    .property("id", name()),
+            )
+            .description(Some("How `voice` names a profile."))
+            .into()
+    }
+}
+
+impl ToSchema for VoiceRef {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "VoiceRef".into()
+    }
 }
 
 /// A string, or an object whose only member is a string `id` (serde's derive of an untagged
@@ -244,15 +272,9 @@ fn refuse_unsupported(
                 ("X-Service-Engine" = String, description = "The `model` value as sent"),
             )),
         (status = 400, description = "`invalid_request` (`error.param` names the field)", body = crate::http::models::OpenAiError),
-        (status = 401, description = "`invalid_api_key`", body = crate::http::models::OpenAiError),
-        (status = 403, description = "`pro_plan_required`, `insufficient_scope` or `feature_not_enabled`", body = crate::http::models::OpenAiError),
-        (status = 409, description = "`idempotency_key_in_use`", body = crate::http::models::OpenAiError),
-        (status = 413, description = "`payload_too_large`", body = crate::http::models::OpenAiError),
-        (status = 415, description = "`unsupported_media_type`", body = crate::http::models::OpenAiError),
-        (status = 422, description = "`idempotency_key_reused`", body = crate::http::models::OpenAiError),
-        (status = 429, description = "`rate_limit_exceeded`, `quota_exhausted` or `key_ceiling_exceeded`", body = crate::http::models::OpenAiError),
         (status = 500, description = "`internal_error`: the generation failed (the message names only the generation id)", body = crate::http::models::OpenAiError),
         (status = 503, description = "`service_unavailable`: database unavailable, or the generation ran past the server's time limit (it is cancelled)", body = crate::http::models::OpenAiError),
+        docs::OpenAi<docs::Speak>,
     ))]
 pub async fn create_openai_speech(
     State(state): State<Core>,

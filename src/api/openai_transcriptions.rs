@@ -18,6 +18,7 @@ use serde::Serialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
+use super::docs;
 use crate::audio::MAX_AUDIO_BYTES;
 use crate::domain::{CaptionFormat, RecognitionOptions, Task, Timestamps, captions};
 use crate::http::auth::Principal;
@@ -55,11 +56,13 @@ pub struct OpenAiTranscriptionForm {
     #[schema(example = "en")]
     language: Option<String>,
     /// Text to prime the decoder with (names, spelling, style); at most 2000 characters.
+    #[schema(max_length = 2000)]
     prompt: Option<String>,
     /// `json` (default), `text`, `srt`, `vtt` or `verbose_json`. `diarized_json` is refused.
     response_format: Option<String>,
     /// 0 to 1: the first sampling temperature; 0 (default) starts with beam search and falls
     /// back to higher temperatures when the text is repetitive or improbable.
+    #[schema(minimum = 0, maximum = 1)]
     temperature: Option<f64>,
     /// `segment` and/or `word`, only with `verbose_json` (sent as repeated
     /// `timestamp_granularities[]` fields). Default `segment`.
@@ -82,9 +85,11 @@ pub struct OpenAiTranslationForm {
     model: String,
     /// ISO 639-1 code of the language spoken (detected when absent).
     language: Option<String>,
+    #[schema(max_length = 2000)]
     prompt: Option<String>,
     /// `json` (default), `text`, `srt`, `vtt` or `verbose_json`.
     response_format: Option<String>,
+    #[schema(minimum = 0, maximum = 1)]
     temperature: Option<f64>,
 }
 
@@ -161,14 +166,7 @@ struct Form {
             (String = "text/event-stream"),
         )),
         (status = 400, description = "`invalid_request`, `error.param` naming the field (`file`, `model`, `language`, `prompt`, `temperature`, `response_format`, `timestamp_granularities[]`, `stream`, `include[]`, or any field not supported, e.g. `chunking_strategy`, `known_speaker_names[]`)", body = OpenAiError),
-        (status = 401, description = "`invalid_api_key`", body = OpenAiError),
-        (status = 403, description = "`pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled`", body = OpenAiError),
-        (status = 409, description = "`idempotency_key_in_use`", body = OpenAiError),
-        (status = 413, description = "`payload_too_large`: more than 25 MiB of audio", body = OpenAiError),
-        (status = 415, description = "`unsupported_media_type`: not multipart/form-data", body = OpenAiError),
-        (status = 422, description = "`idempotency_key_reused`", body = OpenAiError),
-        (status = 429, description = "`rate_limit_exceeded` (see `Retry-After`)", body = OpenAiError),
-        (status = 503, description = "`service_unavailable`: the recogniser's queue is full (see `Retry-After`), or no model is installed", body = OpenAiError),
+        docs::OpenAi<docs::Transcribe>, docs::OpenAi<docs::NotMultipart>, docs::OpenAi<docs::RecogniserBusy>,
     ))]
 pub async fn create_openai_transcription(
     State(state): State<Core>,
@@ -194,14 +192,7 @@ pub async fn create_openai_transcription(
             (String = "application/x-subrip"),
         )),
         (status = 400, description = "`invalid_request`, `error.param` naming the field (as for transcriptions; `timestamp_granularities[]` and `stream` are refused here; `model` when the recogniser is English-only)", body = OpenAiError),
-        (status = 401, description = "`invalid_api_key`", body = OpenAiError),
-        (status = 403, description = "`pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled`", body = OpenAiError),
-        (status = 409, description = "`idempotency_key_in_use`", body = OpenAiError),
-        (status = 413, description = "`payload_too_large`: more than 25 MiB of audio", body = OpenAiError),
-        (status = 415, description = "`unsupported_media_type`: not multipart/form-data", body = OpenAiError),
-        (status = 422, description = "`idempotency_key_reused`", body = OpenAiError),
-        (status = 429, description = "`rate_limit_exceeded` (see `Retry-After`)", body = OpenAiError),
-        (status = 503, description = "`service_unavailable`: the recogniser's queue is full (see `Retry-After`), or no model is installed", body = OpenAiError),
+        docs::OpenAi<docs::Transcribe>, docs::OpenAi<docs::NotMultipart>, docs::OpenAi<docs::RecogniserBusy>,
     ))]
 pub async fn create_openai_translation(
     State(state): State<Core>,

@@ -11,6 +11,7 @@ use axum::{Extension, Json};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
+use super::docs;
 use crate::domain::GenerationId;
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
@@ -57,10 +58,7 @@ pub struct CreatePronunciationRequest {
     security(("api_key" = []), ("bearer" = [])),
     responses(
         (status = 200, description = "The account's pronunciation rules", body = PronunciationList),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:read`)", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Read,
     ))]
 pub async fn list_pronunciations(
     State(state): State<Core>,
@@ -85,14 +83,7 @@ pub async fn list_pronunciations(
     responses(
         (status = 201, description = "The rule", body = Pronunciation),
         (status = 400, description = "`invalid_request` (`param` names the member: a text or alias out of bounds, both or neither of alias and phonemes, phonemes with symbols the voices do not know, a bad language), or the account already has 500 rules", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:generate`)", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`idempotency_key_in_use`", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`idempotency_key_reused`", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Write, docs::IdempotentJson,
     ))]
 pub async fn create_pronunciation(
     State(state): State<Core>,
@@ -138,12 +129,7 @@ fn optional_string(field: Field<String>, name: &str) -> Result<Option<String>, A
     params(("pronunciationId" = String, Path, min_length = 1, max_length = 200, description = "The rule's id (`pron_…`)")),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 400, description = "`invalid_request`: id longer than 200 characters", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:generate`)", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not_found`: no such rule in this account", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Write, docs::BadId, docs::NoSuchRule,
     ))]
 pub async fn delete_pronunciation(
     State(state): State<Core>,

@@ -8,6 +8,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 
+use super::docs;
 use crate::domain::{CaptionFormat, GenerationId, Page, PageBound};
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
@@ -21,10 +22,7 @@ use crate::service::reads;
     security(("api_key" = []), ("bearer" = [])),
     responses(
         (status = 200, description = "The account's voice profiles", body = VoiceList),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:read`)", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Read,
     ))]
 pub async fn list_voices(
     State(state): State<Core>,
@@ -63,10 +61,7 @@ pub(super) fn page_bound(
     responses(
         (status = 200, description = "One page of captures, newest first", body = CaptureList),
         (status = 400, description = "`invalid_request` (`param` names limit or offset)", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:read`)", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Read,
     ))]
 pub async fn list_captures(
     State(state): State<Core>,
@@ -99,12 +94,7 @@ fn check_capture_id(id: &str) -> Result<(), ApiError> {
     params(("captureId" = String, Path, min_length = 1, max_length = 200, description = "Id returned by a transcription")),
     responses(
         (status = 200, description = "The capture", body = CaptureDetail),
-        (status = 400, description = "`invalid_request`: id longer than 200 characters", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:read`)", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not_found`: no such capture in this account", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Read, docs::BadId, docs::NoSuchCapture,
     ))]
 pub async fn get_capture(
     State(state): State<Core>,
@@ -156,12 +146,8 @@ pub(super) fn caption_format(query: &HashMap<String, String>) -> Result<CaptionF
             (String = "application/x-subrip"),
         )),
         (status = 400, description = "`invalid_request` (`param: format`: not `srt` or `vtt`; `param: captureId`: longer than 200 characters)", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:read`)", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not_found`: no such capture in this account", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`timestamps_unavailable`: the capture was made without timestamps", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Read, docs::NoSuchCapture,
     ))]
 pub async fn get_captions(
     State(state): State<Core>,
@@ -183,12 +169,7 @@ pub async fn get_captions(
     params(("captureId" = String, Path, min_length = 1, max_length = 200, description = "Id returned by a transcription")),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 400, description = "`invalid_request`: id longer than 200 characters", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:generate`)", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "`not_found`: no such capture in this account", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Write, docs::BadId, docs::NoSuchCapture,
     ))]
 pub async fn delete_capture(
     State(state): State<Core>,

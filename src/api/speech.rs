@@ -10,6 +10,7 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::docs;
 use crate::audio::AudioFormat;
 use crate::domain::{Seed, SpeechText, Temperature};
 use crate::http::auth::Principal;
@@ -113,14 +114,7 @@ impl TryFrom<SpeechRequest> for SpeechInput {
         (status = 202, description = "Accepted; `Location` points at the generation", body = SpeechAccepted,
             headers(("Location" = String, description = "/v1/generations/{id}"))),
         (status = 400, description = "`invalid_request` (`param` names the field)", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled`", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`idempotency_key_in_use`", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`idempotency_key_reused`", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`, `quota_exhausted` or `key_ceiling_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Speak, docs::Unavailable,
     ))]
 pub async fn create_speech(
     State(state): State<Core>,

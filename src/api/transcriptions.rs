@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
+use super::docs;
 use crate::domain::{RecognitionOptions, Timestamps};
 use crate::http::auth::Principal;
 use crate::http::body::{discard, read_limited};
@@ -82,14 +83,9 @@ pub struct TranscriptionResult {
     responses(
         (status = 200, description = "The transcript; a capture was stored", body = TranscriptionResult),
         (status = 400, description = "`invalid_request` (`param: audio`: missing, not base64, undecodable, longer than 15 minutes; `param: timestamps`: not `segment` or `word`)", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled`", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`idempotency_key_in_use`", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "`payload_too_large`: more than 25 MiB of audio", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`idempotency_key_reused`", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "`rate_limit_exceeded`: the key's request rate, or the account already has `max_transcriptions_per_account` transcriptions in progress (answered before the upload is read; see `Retry-After`)", body = Problem, content_type = "application/problem+json"),
         (status = 503, description = "`service_unavailable`: the recogniser's queue is full (answered before the upload is decoded; see `Retry-After`), no model is installed, or the database is unavailable", body = Problem, content_type = "application/problem+json"),
+        docs::Transcribe, docs::NotJson,
     ))]
 pub async fn create_transcription(
     State(state): State<Core>,

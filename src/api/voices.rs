@@ -11,6 +11,7 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::docs;
 use crate::domain::EngineId;
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
@@ -116,14 +117,8 @@ fn is_reference_audio(field: &str) -> bool {
         (status = 201, description = "The voice profile added; `Location` points at the voice list", body = Voice,
             headers(("Location" = String, description = "/v1/voices"))),
         (status = 400, description = "`invalid_request` (`param` names the field: an unknown engine or preset, a bad language, or any reference-audio field)", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:generate`)", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "`conflict` (the account has a voice of that name; `param` is `name`) or `idempotency_key_in_use`", body = Problem, content_type = "application/problem+json"),
-        (status = 413, description = "`payload_too_large`", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "`unsupported_media_type`", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`idempotency_key_reused`", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Write, docs::KeyReused, docs::TooLarge, docs::NotJson,
     ))]
 pub async fn create_voice(
     State(state): State<Core>,
@@ -172,10 +167,7 @@ pub async fn create_voice(
     security(("api_key" = []), ("bearer" = [])),
     responses(
         (status = 200, description = "Every installed engine's presets", body = VoicePresetList),
-        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "`pro_plan_required` or `insufficient_scope` (needs `voice:read`)", body = Problem, content_type = "application/problem+json"),
-        (status = 429, description = "`rate_limit_exceeded`", body = Problem, content_type = "application/problem+json"),
-        (status = 503, description = "`service_unavailable`", body = Problem, content_type = "application/problem+json"),
+        docs::Read,
     ))]
 pub async fn list_presets(
     State(state): State<Core>,

@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use crate::service::ServiceError;
 use crate::fetch::{FetchError, FetchPolicy, fetch};
+use crate::service::ServiceError;
 
 /// The whole exchange (connect, headers, body) within this time.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(30);

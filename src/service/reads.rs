@@ -6,16 +6,19 @@
 //! read pool (docs/architecture.md). A door whose principal is already confirmed for this
 //! request (the agent interface, the console's session) reads without one.
 
+use crate::service::operations::Operation;
+use sqlx::PgConnection;
+
 use super::core::Core;
 use super::error::{ErrorCode, ServiceError};
 use super::principal::Principal;
 use super::principal_cache::CredentialCheck;
 use crate::domain::{CaptionFormat, GenerationStatus, Segment};
 use crate::engines::text::timing::SpokenWord;
-use crate::service::operations::Operation;
 use crate::store;
 use crate::store::captures::{CaptureDetail, CaptureRow};
 use crate::store::generations::{GenerationRow, ListFilter};
+use crate::store::keys::Checked;
 use crate::store::voices::VoiceRow;
 
 /// One page of the account's captures, newest first, and how many there are.
@@ -31,15 +34,55 @@ pub async fn voices(
     check: Option<&CredentialCheck>,
 ) -> Result<Vec<VoiceRow>, ServiceError> {
     Operation::ListVoices.check(principal)?;
-    let Some(check) = check else {
-        return Ok(store::voices::list(&core.pool, &principal.account_id).await?);
-    };
+    let account = principal.account_id.as_str();
+    read(
+        core,
+        check,
+        store::voices::list(&core.pool, account),
+        async |db, credential| store::voices::list_checked(db, credential, account).await,
+    )
+    .await
+}
+
+/// One read for a door. With a [`CredentialCheck`], the `checked` statement on the read pool
+/// reads and confirms the credential at once (its answer stands only if the credential still
+/// authorizes it); without one (the principal is confirmed for this request already), the
+/// `unchecked` statement on the main pool. `unchecked` is not run when there is a check.
+async fn read<T>(
+    core: &Core,
+    check: Option<&CredentialCheck>,
+    unchecked: impl Future<Output = sqlx::Result<T>>,
+    checked: impl AsyncFnOnce(&mut PgConnection, &[u8]) -> sqlx::Result<Checked<T>>,
+) -> Result<T, ServiceError> {
+    match check {
+        None => Ok(unchecked.await?),
+        Some(check) => read_checked(core, check, checked).await,
+    }
+}
+
+/// The `checked` statement on the read pool, its answer confirmed by `check`.
+async fn read_checked<T>(
+    core: &Core,
+    check: &CredentialCheck,
+    checked: impl AsyncFnOnce(&mut PgConnection, &[u8]) -> sqlx::Result<Checked<T>>,
+) -> Result<T, ServiceError> {
     let mut connection = core.reads.acquire().await?;
-    let listed =
-        store::voices::list_checked(connection.get(), check.credential(), &principal.account_id)
-            .await?;
+    let read = checked(connection.get(), check.credential()).await?;
     connection.finish();
-    check.confirm(listed)
+    check.confirm(read)
+}
+
+/// [`read`] of one row of the principal's account: a row of another account reads as none,
+/// and none is 404 `not_found`, so that another account's id and a missing one look alike.
+async fn read_owned<T>(
+    core: &Core,
+    check: Option<&CredentialCheck>,
+    unchecked: impl Future<Output = sqlx::Result<Option<T>>>,
+    checked: impl AsyncFnOnce(&mut PgConnection, &[u8]) -> sqlx::Result<Checked<Option<T>>>,
+) -> Result<T, ServiceError> {
+    read(core, check, unchecked, checked)
+        .await?
+        .ok_or_else(ServiceError::not_found)
 }
 
 /// One page of the account's captures (`limit` and `offset` already within their bounds).
@@ -51,22 +94,16 @@ pub async fn captures(
     offset: i64,
 ) -> Result<CapturePage, ServiceError> {
     Operation::ListCaptures.check(principal)?;
-    let (rows, total) = match check {
-        None => store::captures::page(&core.pool, &principal.account_id, limit, offset).await?,
-        Some(check) => {
-            let mut connection = core.reads.acquire().await?;
-            let page = store::captures::page_checked(
-                connection.get(),
-                check.credential(),
-                &principal.account_id,
-                limit,
-                offset,
-            )
-            .await?;
-            connection.finish();
-            check.confirm(page)?
-        }
-    };
+    let account = principal.account_id.as_str();
+    let (rows, total) = read(
+        core,
+        check,
+        store::captures::page(&core.pool, account, limit, offset),
+        async |db, credential| {
+            store::captures::page_checked(db, credential, account, limit, offset).await
+        },
+    )
+    .await?;
     Ok(CapturePage { rows, total })
 }
 
@@ -79,22 +116,14 @@ pub async fn capture(
     id: &str,
 ) -> Result<CaptureDetail, ServiceError> {
     Operation::GetCapture.check(principal)?;
-    let found = match check {
-        None => store::captures::find(&core.pool, &principal.account_id, id).await?,
-        Some(check) => {
-            let mut connection = core.reads.acquire().await?;
-            let found = store::captures::find_checked(
-                connection.get(),
-                check.credential(),
-                &principal.account_id,
-                id,
-            )
-            .await?;
-            connection.finish();
-            check.confirm(found)?
-        }
-    };
-    found.ok_or_else(ServiceError::not_found)
+    let account = principal.account_id.as_str();
+    read_owned(
+        core,
+        check,
+        store::captures::find(&core.pool, account, id),
+        async |db, credential| store::captures::find_checked(db, credential, account, id).await,
+    )
+    .await
 }
 
 /// The captions of the account's capture `id`, from its stored segments: 409
@@ -141,22 +170,14 @@ pub(in crate::service) async fn owned_generation(
     check: Option<&CredentialCheck>,
     id: &str,
 ) -> Result<GenerationRow, ServiceError> {
-    let found = match check {
-        None => store::generations::find(&core.pool, &principal.account_id, id).await?,
-        Some(check) => {
-            let mut connection = core.reads.acquire().await?;
-            let found = store::generations::find_checked(
-                connection.get(),
-                check.credential(),
-                &principal.account_id,
-                id,
-            )
-            .await?;
-            connection.finish();
-            check.confirm(found)?
-        }
-    };
-    found.ok_or_else(ServiceError::not_found)
+    let account = principal.account_id.as_str();
+    read_owned(
+        core,
+        check,
+        store::generations::find(&core.pool, account, id),
+        async |db, credential| store::generations::find_checked(db, credential, account, id).await,
+    )
+    .await
 }
 
 /// The most words in one caption cue of generated speech, and the most characters.
@@ -282,9 +303,8 @@ pub async fn generations(
 /// Confirms the request's credential when the read needs nothing else from the database
 /// (`GET /v1/voices/presets`: one round trip).
 pub async fn confirm_credential(core: &Core, check: &CredentialCheck) -> Result<(), ServiceError> {
-    let mut connection = core.reads.acquire().await?;
-    let fingerprint = store::keys::fingerprint(connection.get(), check.credential()).await?;
-    connection.finish();
-    check.confirm(fingerprint)?;
-    Ok(())
+    read_checked(core, check, async |db, credential| {
+        store::keys::fingerprint(db, credential).await
+    })
+    .await
 }

@@ -22,8 +22,8 @@ use serde::Serialize;
 use url::{Host, Url};
 
 use super::error::{ErrorCode, ServiceError};
-use crate::fetch::{self};
 use super::principal::require_paid_plan;
+use crate::fetch::{self};
 use crate::signing::Sealer;
 use crate::store;
 pub use crate::store::webhooks::MAX_PENDING_PER_ENDPOINT;

@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
-use super::queue::JOBS_CHANNEL;
+use super::queue::{JOBS_CHANNEL, as_lease_holder, give_up_exhausted, notify};
 
 /// Stores reference clip number `ordinal` of a cloned voice.
 pub async fn insert_sample(
@@ -53,9 +53,7 @@ pub async fn insert_print(
     .execute(&mut **tx)
     .await?;
     if print.is_none() {
-        sqlx::query!("SELECT pg_notify($1, $2)", JOBS_CHANNEL, voice_id)
-            .execute(&mut **tx)
-            .await?;
+        notify(tx, JOBS_CHANNEL, voice_id).await?;
     }
     Ok(())
 }
@@ -155,50 +153,46 @@ async fn finish(
         Ok(print) => (Some(print), None),
         Err(error) => (None, Some(error)),
     };
-    let mut tx = pool.begin().await?;
-    let result = sqlx::query!(
-        "UPDATE voice_prints
+    let write = async |db: &mut PgConnection| {
+        let result = sqlx::query!(
+            "UPDATE voice_prints
          SET print = $3, error = $4, computed_at = CASE WHEN $3::bytea IS NULL THEN NULL ELSE now() END,
              lease_owner = NULL, lease_expires_at = NULL
          WHERE voice_id = $1 AND lease_owner = $2 AND print IS NULL AND error IS NULL",
-        voice_id,
-        worker,
-        print,
-        error
-    )
-    .execute(&mut *tx)
-    .await?;
-    if result.rows_affected() == 0 {
-        return Ok(false);
-    }
-    sqlx::query!("SELECT pg_notify($1, $2)", JOBS_CHANNEL, voice_id)
-        .execute(&mut *tx)
+            voice_id,
+            worker,
+            print,
+            error
+        )
+        .execute(&mut *db)
         .await?;
-    tx.commit().await?;
-    Ok(true)
+        Ok(result.rows_affected() > 0)
+    };
+    as_lease_holder(pool, write, async |db| {
+        notify(db, JOBS_CHANNEL, voice_id).await
+    })
+    .await
 }
 
 /// Gives up on prints whose workers died on every attempt, so that their voices' generations
 /// fail instead of waiting for ever.
 pub async fn fail_exhausted(pool: &PgPool) -> sqlx::Result<Vec<String>> {
-    let mut tx = pool.begin().await?;
-    let ids = sqlx::query_scalar!(
-        "UPDATE voice_prints
+    let expire = async |db: &mut PgConnection| {
+        sqlx::query_scalar!(
+            "UPDATE voice_prints
          SET error = 'computing the voice print was interrupted ' || attempts || ' times (worker stopped)',
              lease_owner = NULL, lease_expires_at = NULL
          WHERE print IS NULL AND error IS NULL AND attempts >= max_attempts
            AND lease_expires_at < now()
          RETURNING voice_id"
-    )
-    .fetch_all(&mut *tx)
-    .await?;
-    for id in &ids {
-        sqlx::query!("SELECT pg_notify($1, $2)", JOBS_CHANNEL, id)
-            .execute(&mut *tx)
-            .await?;
-    }
-    tx.commit().await?;
-    Ok(ids)
+        )
+        .fetch_all(db)
+        .await
+    };
+    give_up_exhausted(pool, expire, async |db, id| {
+        notify(db, JOBS_CHANNEL, id).await
+    })
+    .await
 }
 
 /// The print state of each of the account's cloned voices (for the console's list).

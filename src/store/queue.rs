@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use chrono::Utc;
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use super::prints::PrintJob;
 use super::usage::month_of;
@@ -441,27 +441,69 @@ pub async fn complete(
 /// Marks the generation failed with `error` (nothing is charged), or with its cancellation reason
 /// when its caller cancelled it. `false` when the lease was lost.
 pub async fn fail(pool: &PgPool, id: &str, worker: &str, error: &str) -> sqlx::Result<bool> {
-    let mut tx = pool.begin().await?;
-    let result = sqlx::query!(
+    let write = async |db: &mut PgConnection| {
+        let result = sqlx::query!(
         "UPDATE generations
          SET status = 'failed', error = COALESCE(cancel_reason, $3), finished_at = now(), lease_owner = NULL,
              lease_expires_at = NULL, updated_at = now()
          WHERE id = $1 AND lease_owner = $2 AND status = 'generating'",
-        id,
-        worker,
-        error
-    )
-    .execute(&mut *tx)
-    .await?;
-    if result.rows_affected() == 0 {
+            id,
+            worker,
+            error
+        )
+        .execute(&mut *db)
+        .await?;
+        Ok(result.rows_affected() > 0)
+    };
+    as_lease_holder(pool, write, async |db| announce_failed(db, id).await).await
+}
+
+/// A lease holder's write to its job, in one transaction: `write` says whether the lease was
+/// still the worker's (`false`: nothing was written, and `false` is returned); then `announce`
+/// tells the waiters, delivered on commit.
+pub(super) async fn as_lease_holder(
+    pool: &PgPool,
+    write: impl AsyncFnOnce(&mut PgConnection) -> sqlx::Result<bool>,
+    announce: impl AsyncFnOnce(&mut PgConnection) -> sqlx::Result<()>,
+) -> sqlx::Result<bool> {
+    let mut tx = pool.begin().await?;
+    if !write(&mut *tx).await? {
         return Ok(false);
     }
-    super::webhooks::generation_event(&mut tx, id, super::webhooks::GENERATION_FAILED).await?;
-    sqlx::query!("SELECT pg_notify($1, $2)", DONE_CHANNEL, id)
-        .execute(&mut *tx)
-        .await?;
+    announce(&mut *tx).await?;
     tx.commit().await?;
     Ok(true)
+}
+
+/// Gives up on a queue's jobs whose workers died on every attempt, in one transaction: `expire`
+/// ends them and returns their ids, and `announce` tells each one's waiters on commit.
+pub(super) async fn give_up_exhausted(
+    pool: &PgPool,
+    expire: impl AsyncFnOnce(&mut PgConnection) -> sqlx::Result<Vec<String>>,
+    announce: impl AsyncFn(&mut PgConnection, &str) -> sqlx::Result<()>,
+) -> sqlx::Result<Vec<String>> {
+    let mut tx = pool.begin().await?;
+    let ids = expire(&mut *tx).await?;
+    for id in &ids {
+        announce(&mut *tx, id).await?;
+    }
+    tx.commit().await?;
+    Ok(ids)
+}
+
+/// Tells the waiters of generation `id` that it failed: its `generation.failed` webhook and
+/// [`DONE_CHANNEL`], both on commit.
+async fn announce_failed(db: &mut PgConnection, id: &str) -> sqlx::Result<()> {
+    super::webhooks::generation_event(db, id, super::webhooks::GENERATION_FAILED).await?;
+    notify(db, DONE_CHANNEL, id).await
+}
+
+/// Wakes the listeners of `channel` with `id` (delivered when the transaction commits).
+pub(super) async fn notify(db: &mut PgConnection, channel: &str, id: &str) -> sqlx::Result<()> {
+    sqlx::query!("SELECT pg_notify($1, $2)", channel, id)
+        .execute(db)
+        .await?;
+    Ok(())
 }
 
 /// Hands a claimed generation back to the queue (its worker is shutting down): the lease is
@@ -484,17 +526,11 @@ pub async fn release(pool: &PgPool, id: &str, worker: &str) -> sqlx::Result<bool
     )
     .fetch_optional(&mut *tx)
     .await?;
-    let channel = match status.as_deref() {
+    match status.as_deref() {
         None => return Ok(false),
-        Some("failed") => DONE_CHANNEL,
-        Some(_) => JOBS_CHANNEL,
-    };
-    if channel == DONE_CHANNEL {
-        super::webhooks::generation_event(&mut tx, id, super::webhooks::GENERATION_FAILED).await?;
+        Some("failed") => announce_failed(&mut tx, id).await?,
+        Some(_) => notify(&mut tx, JOBS_CHANNEL, id).await?,
     }
-    sqlx::query!("SELECT pg_notify($1, $2)", channel, id)
-        .execute(&mut *tx)
-        .await?;
     tx.commit().await?;
     Ok(true)
 }
@@ -503,8 +539,8 @@ pub async fn release(pool: &PgPool, id: &str, worker: &str) -> sqlx::Result<bool
 /// attempts left), or died while a cancellation was pending, so that they do not stay
 /// `generating` forever.
 pub async fn fail_exhausted(pool: &PgPool) -> sqlx::Result<Vec<String>> {
-    let mut tx = pool.begin().await?;
-    let ids = sqlx::query_scalar!(
+    let expire = async |db: &mut PgConnection| {
+        sqlx::query_scalar!(
         "UPDATE generations
          SET status = 'failed', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL,
              updated_at = now(),
@@ -513,17 +549,11 @@ pub async fn fail_exhausted(pool: &PgPool) -> sqlx::Result<Vec<String>> {
          WHERE status = 'generating' AND lease_expires_at < now()
            AND (attempts >= max_attempts OR cancel_reason IS NOT NULL)
          RETURNING id"
-    )
-    .fetch_all(&mut *tx)
-    .await?;
-    for id in &ids {
-        super::webhooks::generation_event(&mut tx, id, super::webhooks::GENERATION_FAILED).await?;
-        sqlx::query!("SELECT pg_notify($1, $2)", DONE_CHANNEL, id)
-            .execute(&mut *tx)
-            .await?;
-    }
-    tx.commit().await?;
-    Ok(ids)
+        )
+        .fetch_all(db)
+        .await
+    };
+    give_up_exhausted(pool, expire, announce_failed).await
 }
 
 /// Cancels a generation whose caller went away, recording `reason` in `cancel_reason` (what
@@ -560,17 +590,11 @@ pub async fn cancel(
     )
     .fetch_optional(&mut *tx)
     .await?;
-    let channel = match state {
+    match state {
         None => return Ok(()),
-        Some(GenerationStatus::Failed) => DONE_CHANNEL,
-        Some(_) => CANCEL_CHANNEL,
-    };
-    if channel == DONE_CHANNEL {
-        super::webhooks::generation_event(&mut tx, id, super::webhooks::GENERATION_FAILED).await?;
+        Some(GenerationStatus::Failed) => announce_failed(&mut tx, id).await?,
+        Some(_) => notify(&mut tx, CANCEL_CHANNEL, id).await?,
     }
-    sqlx::query!("SELECT pg_notify($1, $2)", channel, id)
-        .execute(&mut *tx)
-        .await?;
     tx.commit().await
 }
 

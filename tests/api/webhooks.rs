@@ -13,9 +13,9 @@ use crate::common::{SIGNING_SECRET, TestApp, json, poll_until, skip, tone_wav_ba
 use serde_json::{Value, json};
 use voiced::domain::{EngineId, GenerationStatus};
 use voiced::service::webhooks::{self, NewEndpoint};
+use voiced::signing::AudioSigner;
 use voiced::signing::Sealer;
 use voiced::worker::webhooks as delivery;
-use voiced::signing::AudioSigner;
 
 const ALL: [&str; 3] = [
     "generation.completed",

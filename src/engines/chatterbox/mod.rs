@@ -14,21 +14,18 @@ use std::path::{Path, PathBuf};
 
 use ort::session::Session;
 use ort::value::Tensor;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use tokenizers::Tokenizer;
 
 use crate::domain::{EngineId, EngineInfo};
 use crate::engines::chatterbox_shared::{
-    self as shared, Array, PieceTrace, Presets, SAMPLE_RATE, START_SPEECH, STOP_SPEECH, Trace,
-    VoicePrint, files,
+    self as shared, Array, Chatterbox, Graphs, PieceTrace, START_SPEECH, STOP_SPEECH, Variant,
+    VoicePrint,
 };
-use crate::engines::lm::LanguageModel;
-use crate::engines::onnx::{self, inference};
-use crate::engines::pieces;
+use crate::engines::onnx::inference;
 use crate::engines::sampling::{self, GuidedSampling};
-use crate::engines::text::split;
-use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
+use crate::engines::{EngineError, Preset, SynthesisInput};
 use text::Cangjie;
 
 /// The engine id, and the directory under the models dir.
@@ -59,22 +56,18 @@ pub fn dir(models_dir: &Path) -> PathBuf {
     models_dir.join(DIR)
 }
 
+/// Chatterbox multilingual: the `[lang]`-prefixed text in the upstream template, sampled with
+/// classifier-free guidance.
 #[derive(Debug, Clone)]
-pub struct ChatterboxConfig {
-    /// `<models_dir>/chatterbox`.
-    pub dir: PathBuf,
-    pub ort_library: PathBuf,
-    pub intra_threads: usize,
-}
+pub struct Multilingual;
 
-impl ChatterboxConfig {
-    pub fn from_models_dir(models_dir: &Path) -> Self {
-        Self {
-            dir: dir(models_dir),
-            ort_library: onnx::library_path(models_dir),
-            intra_threads: 1,
-        }
-    }
+pub type ChatterboxConfig = shared::Config<Multilingual>;
+pub type ChatterboxEngine = Chatterbox<Multilingual>;
+
+/// What the multilingual tokenizer needs besides its file.
+pub struct Prompting {
+    space_token: bool,
+    cangjie: Option<Cangjie>,
 }
 
 /// Lists the preset voices (reference clips) without loading a model.
@@ -99,36 +92,14 @@ pub fn readable(dir: &Path, language: &str, text: &str) -> Result<(), String> {
     Ok(())
 }
 
-pub struct ChatterboxEngine {
-    dir: PathBuf,
-    encoder: Session,
-    embed: Session,
-    lm: LanguageModel,
-    decoder: Session,
-    tokenizer: Tokenizer,
-    space_token: bool,
-    cangjie: Option<Cangjie>,
-    noise_channels: usize,
-    voices: Presets,
-}
+impl Variant for Multilingual {
+    const DIR: &'static str = DIR;
+    const INFO: &'static EngineInfo = INFO;
+    const MAX_TEXT_TOKENS: usize = MAX_TEXT_TOKENS;
+    type State = Prompting;
+    type Sampling = GuidedSampling;
 
-impl ChatterboxEngine {
-    pub fn load(config: &ChatterboxConfig) -> Result<Self, EngineError> {
-        let problems = files::problems(&config.dir, DIR);
-        if !problems.is_empty() {
-            return Err(EngineError::NotInstalled(format!(
-                "chatterbox in {}: {}",
-                config.dir.display(),
-                problems.join("; ")
-            )));
-        }
-        let env = onnx::environment(&config.ort_library)?;
-        let graph = |name| files::graph(&config.dir, name).expect("checked above");
-        let open = |path: &Path| onnx::session(&env, path, config.intra_threads);
-        let decoder_path = files::verify_seeded(&graph(files::CONDITIONAL_DECODER), DIR)
-            .map_err(EngineError::NotInstalled)?;
-        let encoder = open(&graph(files::SPEECH_ENCODER))?;
-        let embed = open(&graph(files::EMBED_TOKENS))?;
+    fn load(dir: &Path, embed: &Session, tokenizer: &Tokenizer) -> Result<Prompting, EngineError> {
         for name in ["input_ids", "position_ids", "exaggeration"] {
             if !embed.inputs().iter().any(|i| i.name() == name) {
                 return Err(EngineError::NotInstalled(format!(
@@ -136,60 +107,18 @@ impl ChatterboxEngine {
                 )));
             }
         }
-        let lm = LanguageModel::new(open(&graph(files::LANGUAGE_MODEL))?)?;
-        let decoder = open(&decoder_path)?;
-        let tokenizer = Tokenizer::from_file(config.dir.join(files::TOKENIZER))
-            .map_err(|e| EngineError::NotInstalled(format!("{}: {e}", files::TOKENIZER)))?;
-        let cangjie = Cangjie::load(&config.dir).map_err(EngineError::NotInstalled)?;
-        let noise_channels = shared::noise_channels(&decoder, DIR)?;
-        Ok(Self {
-            dir: config.dir.clone(),
-            encoder,
-            embed,
-            lm,
-            decoder,
+        Ok(Prompting {
             space_token: tokenizer.token_to_id("[SPACE]").is_some(),
-            tokenizer,
-            cangjie,
-            noise_channels,
-            voices: Presets::default(),
+            cangjie: Cangjie::load(dir).map_err(EngineError::NotInstalled)?,
         })
     }
 
-    /// Runs the speech encoder on a 24 kHz mono clip: the voice print of a cloned profile.
-    pub fn print_of(&mut self, reference: &[f32]) -> Result<VoicePrint, EngineError> {
-        shared::encode(&mut self.encoder, reference)
-    }
-
-    /// [`Engine::synthesize`], also returning what each piece went through.
-    pub fn synthesize_traced(
-        &mut self,
+    fn settings(
+        dir: &Path,
         input: &SynthesisInput<'_>,
-    ) -> Result<(Pcm, Trace), EngineError> {
-        if let Some(stored) = input.voice_print {
-            let print = VoicePrint::stored(stored)?;
-            return self.synthesize_with_print(input, &print);
-        }
-        let voice = self
-            .voices
-            .get(&self.dir, input.preset, &mut self.encoder)?;
-        let (print, reference) = (voice.print.clone(), voice.reference.clone());
-        let (pcm, mut trace) = self.synthesize_with_print(input, &print)?;
-        trace.reference = reference;
-        Ok((pcm, trace))
-    }
-
-    /// Synthesis in the voice of `print`: the speech encoder does not run.
-    pub fn synthesize_with_print(
-        &mut self,
-        input: &SynthesisInput<'_>,
-        print: &VoicePrint,
-    ) -> Result<(Pcm, Trace), EngineError> {
-        let text = input.text.trim();
-        if text.is_empty() {
-            return Err(EngineError::InvalidInput("the text is empty".into()));
-        }
-        readable(&self.dir, input.language, text).map_err(EngineError::InvalidInput)?;
+        text: &str,
+    ) -> Result<(GuidedSampling, &'static str), EngineError> {
+        readable(dir, input.language, text).map_err(EngineError::InvalidInput)?;
         let language = text::language(input.language).expect("checked by readable");
         let params = GuidedSampling {
             cfg_weight: CFG_WEIGHT,
@@ -198,45 +127,28 @@ impl ChatterboxEngine {
             min_p: MIN_P,
             top_p: TOP_P,
         };
-        let pieces = pieces::some(self.pieces(text, language)?)?;
-        let mut rng = ChaCha8Rng::seed_from_u64(input.seed);
-        let (pcm, pieces) = pieces::render(&pieces, input, SAMPLE_RATE, |_, piece| {
-            self.speak(print, &piece.tokens, params, &mut rng, input)
-        })?;
-        Ok((
-            pcm,
-            Trace {
-                pieces,
-                ..Trace::default()
-            },
-        ))
+        Ok((params, language))
     }
 
-    /// The text split into pieces, each tokenized with the upstream template
+    /// The text tokenized with the upstream template
     /// `[exaggeration, start text, …, stop text, start speech, start speech]`.
-    fn pieces(&self, text: &str, language: &str) -> Result<Vec<split::Piece>, EngineError> {
-        let (tokenizer, cangjie, space) =
-            (&self.tokenizer, self.cangjie.as_ref(), self.space_token);
-        let mut tokenize = |texts: &[&str]| -> Result<Vec<Vec<i64>>, EngineError> {
-            texts
-                .iter()
-                .map(|t| {
-                    let prepared = text::prepare(t, language, cangjie, space);
-                    let encoding = tokenizer
-                        .encode(prepared, true)
-                        .map_err(|e| EngineError::InvalidInput(e.to_string()))?;
-                    let ids: Vec<i64> =
-                        encoding.get_ids().iter().map(|&id| i64::from(id)).collect();
-                    Ok(templated(ids))
-                })
-                .collect()
-        };
-        split::split(text, MAX_TEXT_TOKENS, &mut tokenize)
+    fn prompt(
+        state: &Prompting,
+        tokenizer: &Tokenizer,
+        text: &str,
+        language: &str,
+    ) -> Result<Vec<i64>, EngineError> {
+        let prepared = text::prepare(text, language, state.cangjie.as_ref(), state.space_token);
+        let encoding = tokenizer
+            .encode(prepared, true)
+            .map_err(|e| EngineError::InvalidInput(e.to_string()))?;
+        let ids: Vec<i64> = encoding.get_ids().iter().map(|&id| i64::from(id)).collect();
+        Ok(templated(ids))
     }
 
     /// One piece: the guided language-model loop, then the decoder.
     fn speak(
-        &mut self,
+        graphs: &mut Graphs,
         print: &VoicePrint,
         ids: &[i64],
         params: GuidedSampling,
@@ -248,7 +160,7 @@ impl ChatterboxEngine {
             ..PieceTrace::default()
         };
         let positions = prompt_positions(ids);
-        let text = embed(&mut self.embed, ids, &positions)?;
+        let text = embed(&mut graphs.embed, ids, &positions)?;
         let width = *print.features.shape.last().unwrap_or(&0);
         if width == 0 || text.shape.last() != Some(&width) {
             return Err(inference(format!(
@@ -269,13 +181,13 @@ impl ChatterboxEngine {
         let mut rows = cond.len() / width;
         let mut embeds = cond;
         embeds.extend(uncond);
-        let mut cache = self.lm.start(2)?;
+        let mut cache = graphs.lm.start(2)?;
         let mut generated = vec![START_SPEECH];
         for step in 0..MAX_NEW_TOKENS {
             if input.is_cancelled() {
                 return Err(EngineError::Cancelled);
             }
-            let logits = self.lm.step(&mut cache, embeds, rows, width)?;
+            let logits = graphs.lm.step(&mut cache, embeds, rows, width)?;
             let uniform: f64 = rng.random();
             let next =
                 sampling::sample_guided(&logits[0], &logits[1], &generated, params, uniform) as i64;
@@ -285,7 +197,7 @@ impl ChatterboxEngine {
             if next == STOP_SPEECH {
                 break;
             }
-            let row = embed(&mut self.embed, &[next], &[step as i64 + 1])?.data;
+            let row = embed(&mut graphs.embed, &[next], &[step as i64 + 1])?.data;
             embeds = [row.clone(), row].concat();
             rows = 1;
         }
@@ -296,13 +208,13 @@ impl ChatterboxEngine {
             .collect();
         let mut speech = print.tokens.clone();
         speech.extend(&spoken);
-        trace.noise = shared::draw_noise(rng, self.noise_channels);
+        trace.noise = shared::draw_noise(rng, graphs.noise_channels);
         let mut waveform = shared::decode(
-            &mut self.decoder,
+            &mut graphs.decoder,
             print,
             speech,
             &trace.noise,
-            self.noise_channels,
+            graphs.noise_channels,
         )?;
         // Upstream drops the last token's audio: it comes just before the stop token with
         // degraded attention and decodes to about 40 ms of noise.
@@ -310,27 +222,6 @@ impl ChatterboxEngine {
         waveform.truncate(keep);
         trace.waveform = waveform;
         Ok(trace)
-    }
-}
-
-impl Engine for ChatterboxEngine {
-    fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
-        self.synthesize_traced(input).map(|(pcm, _)| pcm)
-    }
-
-    fn reference_rate(&self) -> Option<u32> {
-        INFO.can_clone.then_some(SAMPLE_RATE)
-    }
-
-    /// The speech encoder's four outputs, as [`VoicePrint::to_bytes`]; the transcript and the
-    /// language play no part (the print speaks every language).
-    fn voice_print(
-        &mut self,
-        reference: &[f32],
-        _transcript: Option<&str>,
-        _language: &str,
-    ) -> Result<Vec<u8>, EngineError> {
-        Ok(self.print_of(reference)?.to_bytes())
     }
 }
 
@@ -373,15 +264,7 @@ fn embed(session: &mut Session, ids: &[i64], positions: &[i64]) -> Result<Array,
             "exaggeration" => Tensor::from_array(([1usize], vec![EXAGGERATION])).map_err(inference)?,
         })
         .map_err(inference)?;
-    let (shape, data) = outputs
-        .get("inputs_embeds")
-        .ok_or_else(|| inference("embed_tokens has no output inputs_embeds"))?
-        .try_extract_tensor::<f32>()
-        .map_err(inference)?;
-    Ok(Array {
-        shape: shape.iter().map(|d| *d as usize).collect(),
-        data: data.to_vec(),
-    })
+    shared::embeddings(&outputs)
 }
 
 #[cfg(test)]

@@ -2,8 +2,12 @@
 //! encoder whose four outputs are a voice (its print), and the seeded conditional decoder (the
 //! language model's KV cache is [`crate::engines::lm`]).
 
+mod engine;
 pub mod files;
 mod print;
+
+pub(crate) use engine::embeddings;
+pub use engine::{Chatterbox, Config, Graphs, Variant};
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -10,22 +10,19 @@ use std::path::{Path, PathBuf};
 
 use ort::session::Session;
 use ort::value::Tensor;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use tokenizers::Tokenizer;
 
 use crate::domain::{EngineId, EngineInfo};
-use crate::engines::chatterbox_shared::{self as shared, Presets};
+use crate::engines::chatterbox_shared::{self as shared, Chatterbox, Graphs, Variant};
 pub use crate::engines::chatterbox_shared::{
     Array, NOISE_FRAMES, PieceTrace, SAMPLE_RATE, START_SPEECH, STOP_SPEECH, Trace, VoicePrint,
     files,
 };
-use crate::engines::lm::LanguageModel;
-use crate::engines::onnx::{self, inference};
-use crate::engines::pieces;
+use crate::engines::onnx::inference;
 use crate::engines::sampling::{self, Sampling};
-use crate::engines::text::split;
-use crate::engines::{Engine, EngineError, Pcm, Preset, SynthesisInput};
+use crate::engines::{EngineError, Preset, SynthesisInput};
 
 /// The engine id, and the directory under the models dir.
 pub const DIR: &str = "chatterbox_turbo";
@@ -49,148 +46,52 @@ pub fn dir(models_dir: &Path) -> PathBuf {
     models_dir.join(DIR)
 }
 
+/// Chatterbox Turbo: the text tokenized as it is, one language-model row per step.
 #[derive(Debug, Clone)]
-pub struct TurboConfig {
-    /// `<models_dir>/chatterbox_turbo`.
-    pub dir: PathBuf,
-    pub ort_library: PathBuf,
-    pub intra_threads: usize,
-}
+pub struct Turbo;
 
-impl TurboConfig {
-    pub fn from_models_dir(models_dir: &Path) -> Self {
-        Self {
-            dir: dir(models_dir),
-            ort_library: onnx::library_path(models_dir),
-            intra_threads: 1,
-        }
-    }
-}
-
-pub struct ChatterboxTurboEngine {
-    dir: PathBuf,
-    encoder: Session,
-    embed: Session,
-    lm: LanguageModel,
-    decoder: Session,
-    tokenizer: Tokenizer,
-    noise_channels: usize,
-    voices: Presets,
-}
+pub type TurboConfig = shared::Config<Turbo>;
+pub type ChatterboxTurboEngine = Chatterbox<Turbo>;
 
 /// Lists the preset voices (reference clips) without loading a model.
 pub fn presets(dir: &Path) -> Vec<Preset> {
     shared::presets(dir, "en", "")
 }
 
-impl ChatterboxTurboEngine {
-    pub fn load(config: &TurboConfig) -> Result<Self, EngineError> {
-        let problems = files::problems(&config.dir, DIR);
-        if !problems.is_empty() {
-            return Err(EngineError::NotInstalled(format!(
-                "chatterbox_turbo in {}: {}",
-                config.dir.display(),
-                problems.join("; ")
-            )));
-        }
-        let env = onnx::environment(&config.ort_library)?;
-        let graph = |name| files::graph(&config.dir, name).expect("checked above");
-        let open = |path: &Path| onnx::session(&env, path, config.intra_threads);
-        let decoder_path = files::verify_seeded(&graph(files::CONDITIONAL_DECODER), DIR)
-            .map_err(EngineError::NotInstalled)?;
-        let encoder = open(&graph(files::SPEECH_ENCODER))?;
-        let embed = open(&graph(files::EMBED_TOKENS))?;
-        let lm = LanguageModel::new(open(&graph(files::LANGUAGE_MODEL))?)?;
-        let decoder = open(&decoder_path)?;
-        let tokenizer = Tokenizer::from_file(config.dir.join(files::TOKENIZER))
-            .map_err(|e| EngineError::NotInstalled(format!("{}: {e}", files::TOKENIZER)))?;
-        let noise_channels = shared::noise_channels(&decoder, DIR)?;
-        Ok(Self {
-            dir: config.dir.clone(),
-            encoder,
-            embed,
-            lm,
-            decoder,
-            tokenizer,
-            noise_channels,
-            voices: Presets::default(),
-        })
+impl Variant for Turbo {
+    const DIR: &'static str = DIR;
+    const INFO: &'static EngineInfo = INFO;
+    const MAX_TEXT_TOKENS: usize = MAX_TEXT_TOKENS;
+    type State = ();
+    type Sampling = Sampling;
+
+    fn load(_: &Path, _: &Session, _: &Tokenizer) -> Result<(), EngineError> {
+        Ok(())
     }
 
-    /// Runs the speech encoder on a 24 kHz mono clip: the voice print of a cloned profile.
-    pub fn print_of(&mut self, reference: &[f32]) -> Result<VoicePrint, EngineError> {
-        shared::encode(&mut self.encoder, reference)
-    }
-
-    /// [`Engine::synthesize`], also returning what each piece went through.
-    pub fn synthesize_traced(
-        &mut self,
+    fn settings(
+        _: &Path,
         input: &SynthesisInput<'_>,
-    ) -> Result<(Pcm, Trace), EngineError> {
-        if let Some(stored) = input.voice_print {
-            let print = VoicePrint::stored(stored)?;
-            return self.synthesize_with_print(input, &print);
-        }
-        let voice = self
-            .voices
-            .get(&self.dir, input.preset, &mut self.encoder)?;
-        let (print, reference) = (voice.print.clone(), voice.reference.clone());
-        let (pcm, mut trace) = self.synthesize_with_print(input, &print)?;
-        trace.reference = reference;
-        Ok((pcm, trace))
-    }
-
-    /// Synthesis in the voice of `print` (a cloned profile's, stored): the speech encoder does
-    /// not run. `input.preset` and `input.voice_print` are not looked at.
-    pub fn synthesize_with_print(
-        &mut self,
-        input: &SynthesisInput<'_>,
-        print: &VoicePrint,
-    ) -> Result<(Pcm, Trace), EngineError> {
-        let text = input.text.trim();
-        if text.is_empty() {
-            return Err(EngineError::InvalidInput("the text is empty".into()));
-        }
-        let temperature = f64::from(input.temperature.unwrap_or(DEFAULT_TEMPERATURE));
-        let params = Sampling {
-            temperature,
+        _: &str,
+    ) -> Result<(Sampling, &'static str), EngineError> {
+        let sampling = Sampling {
+            temperature: f64::from(input.temperature.unwrap_or(DEFAULT_TEMPERATURE)),
             top_k: TOP_K,
             top_p: TOP_P,
             repetition_penalty: REPETITION_PENALTY,
         };
-        let pieces = pieces::some(self.pieces(text)?)?;
-        let mut rng = ChaCha8Rng::seed_from_u64(input.seed);
-        let (pcm, pieces) = pieces::render(&pieces, input, SAMPLE_RATE, |_, piece| {
-            self.speak(print, &piece.tokens, params, &mut rng, input)
-        })?;
-        Ok((
-            pcm,
-            Trace {
-                pieces,
-                ..Trace::default()
-            },
-        ))
+        Ok((sampling, ""))
     }
 
-    fn pieces(&self, text: &str) -> Result<Vec<split::Piece>, EngineError> {
-        let tokenizer = &self.tokenizer;
-        let mut tokenize = |texts: &[&str]| -> Result<Vec<Vec<i64>>, EngineError> {
-            texts
-                .iter()
-                .map(|t| {
-                    let encoding = tokenizer
-                        .encode(*t, true)
-                        .map_err(|e| EngineError::InvalidInput(e.to_string()))?;
-                    Ok(encoding.get_ids().iter().map(|&id| i64::from(id)).collect())
-                })
-                .collect()
-        };
-        split::split(text, MAX_TEXT_TOKENS, &mut tokenize)
+    fn prompt(_: &(), tokenizer: &Tokenizer, text: &str, _: &str) -> Result<Vec<i64>, EngineError> {
+        let encoding = tokenizer
+            .encode(text, true)
+            .map_err(|e| EngineError::InvalidInput(e.to_string()))?;
+        Ok(encoding.get_ids().iter().map(|&id| i64::from(id)).collect())
     }
 
-    /// One piece: the language model's loop, then the decoder.
     fn speak(
-        &mut self,
+        graphs: &mut Graphs,
         print: &VoicePrint,
         text_ids: &[i64],
         params: Sampling,
@@ -201,7 +102,7 @@ impl ChatterboxTurboEngine {
             text_ids: text_ids.to_vec(),
             ..PieceTrace::default()
         };
-        let text = embed(&mut self.embed, text_ids)?;
+        let text = embed(&mut graphs.embed, text_ids)?;
         let width = *print.features.shape.last().unwrap_or(&0);
         if width == 0 || text.shape.last() != Some(&width) {
             return Err(inference(format!(
@@ -212,13 +113,13 @@ impl ChatterboxTurboEngine {
         let mut embeds = print.features.data.clone();
         embeds.extend_from_slice(&text.data);
         let mut rows = embeds.len() / width;
-        let mut cache = self.lm.start(1)?;
+        let mut cache = graphs.lm.start(1)?;
         let mut generated = vec![START_SPEECH];
         for _ in 0..MAX_NEW_TOKENS {
             if input.is_cancelled() {
                 return Err(EngineError::Cancelled);
             }
-            let logits = self.lm.step(&mut cache, embeds, rows, width)?;
+            let logits = graphs.lm.step(&mut cache, embeds, rows, width)?;
             let uniform: f64 = rng.random();
             let next = sampling::sample(&logits[0], &generated, params, uniform) as i64;
             trace.uniforms.push(uniform);
@@ -227,7 +128,7 @@ impl ChatterboxTurboEngine {
             if next == STOP_SPEECH {
                 break;
             }
-            embeds = embed(&mut self.embed, &[next])?.data;
+            embeds = embed(&mut graphs.embed, &[next])?.data;
             rows = 1;
         }
         let mut speech = print.tokens.clone();
@@ -237,36 +138,15 @@ impl ChatterboxTurboEngine {
                 .filter(|&&t| t != START_SPEECH && t != STOP_SPEECH),
         );
         speech.extend([SILENCE; SILENCE_TOKENS]);
-        trace.noise = shared::draw_noise(rng, self.noise_channels);
+        trace.noise = shared::draw_noise(rng, graphs.noise_channels);
         trace.waveform = shared::decode(
-            &mut self.decoder,
+            &mut graphs.decoder,
             print,
             speech,
             &trace.noise,
-            self.noise_channels,
+            graphs.noise_channels,
         )?;
         Ok(trace)
-    }
-}
-
-impl Engine for ChatterboxTurboEngine {
-    fn synthesize(&mut self, input: &SynthesisInput<'_>) -> Result<Pcm, EngineError> {
-        self.synthesize_traced(input).map(|(pcm, _)| pcm)
-    }
-
-    fn reference_rate(&self) -> Option<u32> {
-        INFO.can_clone.then_some(SAMPLE_RATE)
-    }
-
-    /// The speech encoder's four outputs, as [`VoicePrint::to_bytes`]; the transcript and the
-    /// language play no part.
-    fn voice_print(
-        &mut self,
-        reference: &[f32],
-        _transcript: Option<&str>,
-        _language: &str,
-    ) -> Result<Vec<u8>, EngineError> {
-        Ok(self.print_of(reference)?.to_bytes())
     }
 }
 
@@ -275,13 +155,5 @@ fn embed(session: &mut Session, ids: &[i64]) -> Result<Array, EngineError> {
     let outputs = session
         .run(ort::inputs! { "input_ids" => ids })
         .map_err(inference)?;
-    let (shape, data) = outputs
-        .get("inputs_embeds")
-        .ok_or_else(|| inference("embed_tokens has no output inputs_embeds"))?
-        .try_extract_tensor::<f32>()
-        .map_err(inference)?;
-    Ok(Array {
-        shape: shape.iter().map(|d| *d as usize).collect(),
-        data: data.to_vec(),
-    })
+    shared::embeddings(&outputs)
 }

@@ -20,9 +20,9 @@ use url::{Host, Url};
 use super::OAuthError;
 use crate::domain::Ipv6RatePrefix;
 use crate::domain::new_id;
+use crate::fetch::{self, FetchPolicy};
 use crate::limits::SharedGcra;
 use crate::limits::quota::{NamedQuota, address_key, retry_after_secs};
-use crate::fetch::{self, FetchPolicy};
 use crate::store;
 
 /// A client as the authorization endpoint needs it.

@@ -1102,7 +1102,7 @@ export interface operations {
                     "application/json": components["schemas"]["OpenAiError"];
                 };
             };
-            /** @description `pro_plan_required`, `insufficient_scope` or `feature_not_enabled` */
+            /** @description `pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
