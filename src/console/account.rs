@@ -15,7 +15,7 @@ use tower_sessions::Session;
 
 use super::anonymous::AnonymousCsrf;
 use super::page::{Chrome, PageError, ok, render, see_other};
-use super::session::{self, CsrfOnly, SignedIn, check_csrf};
+use super::session::{self, CsrfForm, CsrfOnly, SignedIn, check_csrf};
 use crate::console::ConsoleState;
 use crate::http::client_addr::ClientAddr;
 use crate::limits::quota::retry_after_secs;
@@ -61,8 +61,6 @@ pub struct DeleteAccount {
     password: String,
     #[serde(default)]
     confirm: String,
-    #[serde(default)]
-    csrf_token: String,
 }
 
 #[derive(Deserialize)]
@@ -110,8 +108,6 @@ pub struct PasswordChange {
     current_password: String,
     #[serde(default)]
     new_password: String,
-    #[serde(default)]
-    csrf_token: String,
 }
 
 /// `?changed=1` of the account page: the password change it redirected from succeeded.
@@ -299,9 +295,8 @@ async fn password_attempt(state: &ConsoleState, user: &SignedIn) -> Result<(), P
 pub async fn change_password(
     State(state): State<ConsoleState>,
     user: SignedIn,
-    Form(form): Form<PasswordChange>,
+    CsrfForm(form): CsrfForm<PasswordChange>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     password_attempt(&state, &user).await?;
     let current_session = user
         .session
@@ -342,9 +337,8 @@ pub async fn change_password(
 pub async fn delete_account(
     State(state): State<ConsoleState>,
     user: SignedIn,
-    Form(form): Form<DeleteAccount>,
+    CsrfForm(form): CsrfForm<DeleteAccount>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     let delete_error = if form.confirm != "yes" {
         "Tick the box to confirm that everything in this account is to be deleted.".to_owned()
     } else {

@@ -3,14 +3,13 @@
 //! (the core's `service::deletion`, as `DELETE /v1/…` does).
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use serde::Deserialize;
 
 use super::format_time;
 use super::page::{Chrome, PageError, not_owned, ok, see_other};
-use super::session::{CsrfOnly, SignedIn, check_csrf};
+use super::session::{CsrfForm, CsrfOnly, SignedIn};
 use crate::console::ConsoleState;
 use crate::domain::GenerationStatus;
 use crate::service::usage::{self, HistoryPages};
@@ -165,9 +164,8 @@ pub async fn delete_audio(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    CsrfForm(_): CsrfForm<CsrfOnly>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     let principal = owner(&state, &user)?;
     deletion::delete_generation_audio(&state, &principal, &id)
         .await
@@ -180,9 +178,8 @@ pub async fn delete_capture(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    CsrfForm(_): CsrfForm<CsrfOnly>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     let principal = owner(&state, &user)?;
     deletion::delete_capture(&state, &principal, &id)
         .await

@@ -4,14 +4,13 @@
 //! session (`flash`) and the next keys page shows it once.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use serde::Deserialize;
 
 use super::flash;
 use super::page::{Chrome, PageError, not_owned, ok, render, see_other};
-use super::session::{CsrfOnly, SignedIn, check_csrf};
+use super::session::{CsrfForm, CsrfOnly, SignedIn};
 use super::{format_minutes, format_time};
 use crate::console::ConsoleState;
 use crate::domain::{CeilingError, CeilingMinutes, Scope};
@@ -132,8 +131,6 @@ pub struct CreateForm {
     scope_generate: Option<String>,
     #[serde(default)]
     ceiling_minutes: String,
-    #[serde(default)]
-    csrf_token: String,
 }
 
 /// Whole minutes from a form field ([`CeilingMinutes`]); empty means none.
@@ -159,9 +156,8 @@ fn ceiling_field(value: &str) -> Result<Option<CeilingMinutes>, ServiceError> {
 pub async fn create(
     State(state): State<ConsoleState>,
     user: SignedIn,
-    Form(form): Form<CreateForm>,
+    CsrfForm(form): CsrfForm<CreateForm>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     let mut scopes = Vec::new();
     if form.scope_read.is_some() {
         scopes.push(Scope::VoiceRead);
@@ -241,9 +237,8 @@ pub async fn revoke(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(key_id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    CsrfForm(_): CsrfForm<CsrfOnly>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     keys::revoke(&state, &user.account_id, &key_id)
         .await
         .map_err(not_owned)?;
@@ -254,8 +249,6 @@ pub async fn revoke(
 pub struct CeilingForm {
     #[serde(default)]
     ceiling_minutes: String,
-    #[serde(default)]
-    csrf_token: String,
 }
 
 /// Sets, changes or (empty field) removes the ceiling; takes effect on the key's next request.
@@ -263,9 +256,8 @@ pub async fn set_ceiling(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(key_id): Path<String>,
-    Form(form): Form<CeilingForm>,
+    CsrfForm(form): CsrfForm<CeilingForm>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     let ceiling = ceiling_field(&form.ceiling_minutes)?.map(CeilingMinutes::get);
     keys::set_ceiling(&state, &user.account_id, &key_id, ceiling)
         .await

@@ -8,7 +8,6 @@
 //! again on every step.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
@@ -16,7 +15,7 @@ use serde::Deserialize;
 
 use super::format_time;
 use super::page::{Chrome, PageError, ok, render, see_other};
-use super::session::{self, CsrfOnly, SignedIn, check_csrf};
+use super::session::{self, CsrfForm, CsrfOnly, SignedIn};
 use crate::console::ConsoleState;
 use crate::domain::Scope;
 use crate::http::client_addr::ClientAddr;
@@ -185,8 +184,6 @@ pub struct ConsentForm {
     request: String,
     #[serde(default)]
     decision: String,
-    #[serde(default)]
-    csrf_token: String,
 }
 
 /// `POST /console/authorize`: `decision=allow` issues a code and redirects to the client with
@@ -198,9 +195,8 @@ pub async fn decide(
     State(state): State<ConsoleState>,
     ClientAddr(client): ClientAddr,
     user: SignedIn,
-    Form(form): Form<ConsentForm>,
+    CsrfForm(form): CsrfForm<ConsentForm>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     if !matches!(form.decision.as_str(), "allow" | "deny") {
         return Ok(error_page("The answer must be allow or deny."));
     }
@@ -261,9 +257,8 @@ pub async fn revoke(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    CsrfForm(_): CsrfForm<CsrfOnly>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     tokens::revoke_authorization(&state, &user.account_id, &id)
         .await
         .map_err(|err| match err.code {

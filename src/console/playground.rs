@@ -6,7 +6,6 @@
 //! audio is ready; a clip uploaded as a file is transcribed into a capture with `source: "app"`.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -15,7 +14,7 @@ use serde::Deserialize;
 use super::page::{
     Chrome, PageError, not_owned, render, see_other, shown_on_page, with_retry_after,
 };
-use super::session::{SignedIn, check_csrf};
+use super::session::{CsrfForm, SignedIn};
 use super::upload::{self, FileRule};
 use crate::audio::AudioFormat;
 use crate::console::ConsoleState;
@@ -262,8 +261,6 @@ pub struct SpeakForm {
     #[serde(default)]
     temperature: String,
     timestamps: Option<String>,
-    #[serde(default)]
-    csrf_token: String,
 }
 
 /// Starts a generation as the API's `POST /v1/speech` does, and shows its page; a refusal shows
@@ -271,9 +268,8 @@ pub struct SpeakForm {
 pub async fn speak(
     State(state): State<ConsoleState>,
     user: SignedIn,
-    Form(form): Form<SpeakForm>,
+    CsrfForm(form): CsrfForm<SpeakForm>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     let started = start(&state, &user, &form).await;
     let sent = Page {
         timestamps: form.timestamps.is_some(),
@@ -353,11 +349,8 @@ fn parse_speech_fields(form: &SpeakForm) -> Result<Parsed, ServiceError> {
 pub async fn stream(
     State(state): State<ConsoleState>,
     user: SignedIn,
-    Form(form): Form<SpeakForm>,
+    CsrfForm(form): CsrfForm<SpeakForm>,
 ) -> Response {
-    if let Err(refused) = check_csrf(&user.session, &form.csrf_token).await {
-        return refused.into_response();
-    }
     match streamed(&state, &user, &form).await {
         Ok(response) => response,
         Err(err) => err.into_response(),
@@ -416,8 +409,6 @@ pub const PREVIEW_TEXT: &str = "Hello! This is how I sound. I can read your word
 pub struct PreviewForm {
     #[serde(default)]
     voice: String,
-    #[serde(default)]
-    csrf_token: String,
 }
 
 /// `POST /console/playground/preview`: one short sentence ([`PREVIEW_TEXT`]) in the voice, as
@@ -427,9 +418,8 @@ pub struct PreviewForm {
 pub async fn preview(
     State(state): State<ConsoleState>,
     user: SignedIn,
-    Form(form): Form<PreviewForm>,
+    CsrfForm(form): CsrfForm<PreviewForm>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     let started = previewed(&state, &user, form.voice.trim()).await;
     let sent = Page {
         voice: form.voice,

@@ -3,7 +3,6 @@
 //! pronunciation` do. Every form answers with a redirect, or the page with the reason.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -11,7 +10,7 @@ use serde::Deserialize;
 
 use super::format_time;
 use super::page::{Chrome, PageError, not_owned, ok, render, see_other};
-use super::session::{CsrfOnly, SignedIn, check_csrf};
+use super::session::{CsrfForm, CsrfOnly, SignedIn};
 use crate::console::ConsoleState;
 use crate::service::ErrorCode;
 use crate::service::pronunciations::{self, NewRule};
@@ -56,8 +55,6 @@ pub struct RuleForm {
     #[serde(default)]
     language: String,
     case_sensitive: Option<String>,
-    #[serde(default)]
-    csrf_token: String,
 }
 
 /// What the form shows again after a refusal.
@@ -104,9 +101,8 @@ pub async fn list(
 pub async fn create(
     State(state): State<ConsoleState>,
     user: SignedIn,
-    Form(form): Form<RuleForm>,
+    CsrfForm(form): CsrfForm<RuleForm>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     let phonemes = form.kind == "phonemes";
     let rule = NewRule {
         text: &form.text,
@@ -141,9 +137,8 @@ pub async fn delete(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    CsrfForm(_): CsrfForm<CsrfOnly>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     pronunciations::delete_for(&state, &user.account_id, &id)
         .await
         .map_err(not_owned)?;

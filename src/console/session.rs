@@ -97,6 +97,51 @@ pub struct CsrfOnly {
     pub csrf_token: String,
 }
 
+/// A signed-in console form, its `csrf_token` checked against the session before the handler
+/// runs (403 page when it is missing or is not this session's): the one CSRF rule of the
+/// console's forms. The form type `T` declares only its own fields.
+pub struct CsrfForm<T>(pub T);
+
+impl<S, T> axum::extract::FromRequest<S> for CsrfForm<T>
+where
+    S: Send + Sync,
+    T: serde::de::DeserializeOwned,
+{
+    type Rejection = axum::response::Response;
+
+    async fn from_request(
+        request: axum::extract::Request,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        use axum::extract::FromRequestParts;
+        use axum::response::IntoResponse;
+        let (mut parts, body) = request.into_parts();
+        let session = Session::from_request_parts(&mut parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        // Read once; the token's form and the handler's form are both parsed from the bytes.
+        let bytes = axum::body::Bytes::from_request(
+            axum::extract::Request::from_parts(parts.clone(), body),
+            state,
+        )
+        .await
+        .map_err(IntoResponse::into_response)?;
+        let again = |bytes: &axum::body::Bytes| {
+            axum::extract::Request::from_parts(parts.clone(), axum::body::Body::from(bytes.clone()))
+        };
+        let axum::Form(CsrfOnly { csrf_token }) = axum::Form::from_request(again(&bytes), state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        check_csrf(&session, &csrf_token)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let axum::Form(form) = axum::Form::from_request(again(&bytes), state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(CsrfForm(form))
+    }
+}
+
 /// Refuses (403 page) a form whose `csrf_token` is missing or is not this session's.
 pub async fn check_csrf(session: &Session, presented: &str) -> Result<(), PageError> {
     let expected = session

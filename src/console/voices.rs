@@ -3,7 +3,6 @@
 //! its pinned seed, temperature (engines that take one) and personality prompt.
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -12,7 +11,7 @@ use serde::Deserialize;
 use super::page::{
     Chrome, PageError, not_owned, render, see_other, shown_on_page, with_retry_after,
 };
-use super::session::{CsrfOnly, SignedIn, check_csrf};
+use super::session::{CsrfForm, CsrfOnly, SignedIn};
 use super::upload::{self, FileRule, UploadForm};
 use crate::console::ConsoleState;
 use crate::domain::{EngineId, Seed, Temperature};
@@ -152,16 +151,13 @@ pub struct AddForm {
     /// `engine:preset`
     #[serde(default)]
     preset: String,
-    #[serde(default)]
-    csrf_token: String,
 }
 
 pub async fn add(
     State(state): State<ConsoleState>,
     user: SignedIn,
-    Form(form): Form<AddForm>,
+    CsrfForm(form): CsrfForm<AddForm>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     let result = match form.preset.split_once(':') {
         Some((engine, preset)) => match engine.parse::<EngineId>() {
             Ok(engine) => {
@@ -296,8 +292,6 @@ pub struct PinsForm {
     temperature: String,
     #[serde(default)]
     personality: String,
-    #[serde(default)]
-    csrf_token: String,
 }
 
 fn pins(form: &PinsForm) -> Result<(Option<Seed>, Option<Temperature>), ServiceError> {
@@ -327,9 +321,8 @@ pub async fn update(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(voice_id): Path<String>,
-    Form(form): Form<PinsForm>,
+    CsrfForm(form): CsrfForm<PinsForm>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     let result = match pins(&form) {
         Ok((seed, temperature)) => {
             voices::set_pins(
@@ -361,9 +354,8 @@ pub async fn delete(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(voice_id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    CsrfForm(_): CsrfForm<CsrfOnly>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     deletion::delete_voice(&state, &user.account_id, &voice_id)
         .await
         .map_err(not_owned)?;

@@ -5,7 +5,6 @@
 //! redirect (POST/Redirect/GET), a new secret crossing it sealed in the session (`flash`).
 
 use askama::Template;
-use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -14,7 +13,7 @@ use serde::Deserialize;
 use super::flash;
 use super::format_time;
 use super::page::{Chrome, PageError, not_owned, ok, render, see_other};
-use super::session::{CsrfOnly, SignedIn, check_csrf};
+use super::session::{CsrfForm, CsrfOnly, SignedIn};
 use crate::console::ConsoleState;
 use crate::service::ErrorCode;
 use crate::service::webhooks::{self, Endpoint, NewEndpoint};
@@ -154,8 +153,6 @@ pub struct CreateForm {
     failed: Option<String>,
     #[serde(rename = "capture.created")]
     capture: Option<String>,
-    #[serde(default)]
-    csrf_token: String,
 }
 
 async fn keep(
@@ -180,9 +177,8 @@ async fn keep(
 pub async fn create(
     State(state): State<ConsoleState>,
     user: SignedIn,
-    Form(form): Form<CreateForm>,
+    CsrfForm(form): CsrfForm<CreateForm>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     let events: Vec<String> = [
         (form.completed.is_some(), "generation.completed"),
         (form.failed.is_some(), "generation.failed"),
@@ -220,9 +216,8 @@ pub async fn delete(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(endpoint_id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    CsrfForm(_): CsrfForm<CsrfOnly>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     webhooks::delete(&state, &user.account_id, &endpoint_id)
         .await
         .map_err(not_owned)?;
@@ -234,9 +229,8 @@ pub async fn rotate(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(endpoint_id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    CsrfForm(_): CsrfForm<CsrfOnly>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     let secret = webhooks::rotate_secret(&state, &user.account_id, &endpoint_id)
         .await
         .map_err(not_owned)?;
@@ -249,9 +243,8 @@ pub async fn resend(
     State(state): State<ConsoleState>,
     user: SignedIn,
     Path(delivery_id): Path<String>,
-    Form(form): Form<CsrfOnly>,
+    CsrfForm(_): CsrfForm<CsrfOnly>,
 ) -> Result<Response, PageError> {
-    check_csrf(&user.session, &form.csrf_token).await?;
     webhooks::resend(&state, &user.account_id, &delivery_id)
         .await
         .map_err(not_owned)?;
