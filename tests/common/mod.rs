@@ -254,30 +254,7 @@ impl TestApp {
     /// Charges `audio_ms` of completed audio on `voice` to the account (and the key, when
     /// given) this month: one completed generation and its ledger row.
     pub async fn charge(&self, account: &str, key_id: Option<&str>, voice: &str, audio_ms: i64) {
-        let generation = new_id("gen");
-        sqlx::query(
-            "INSERT INTO generations (id, account_id, api_key_id, voice_id, engine, text, seed, format, status, duration_ms, finished_at)
-             VALUES ($1, $2, $3, $4, 'kokoro', 'earlier', 1, 'wav', 'completed', $5, now())",
-        )
-        .bind(&generation)
-        .bind(account)
-        .bind(key_id)
-        .bind(voice)
-        .bind(audio_ms)
-        .execute(&self.pool)
-        .await
-        .expect("a charged generation");
-        sqlx::query(
-            "INSERT INTO usage_ledger (account_id, api_key_id, generation_id, month, audio_ms)
-             VALUES ($1, $2, $3, date_trunc('month', now() AT TIME ZONE 'UTC')::date, $4)",
-        )
-        .bind(account)
-        .bind(key_id)
-        .bind(&generation)
-        .bind(audio_ms)
-        .execute(&self.pool)
-        .await
-        .expect("its ledger row");
+        fixtures::charge(self, account, key_id, voice, audio_ms).await;
     }
 
     pub async fn voice(&self, account: &str, name: &str, engine: EngineId, preset: &str) -> String {
