@@ -1148,8 +1148,7 @@ async fn live_keys_per_account_are_capped() {
     // The operator's command is the same operation.
     let err = fixtures::create_key(&app, 2, &account, "cli")
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_eq!(err.code, ErrorCode::Conflict, "{}", err.detail);
     assert_eq!(err.code.status(), 409);
     let live = fixtures::keys_of(&app, &account).await;

@@ -88,13 +88,13 @@ async fn a_generations_audio_is_deleted_from_the_blob_store_and_the_row_stays() 
     let id = generation["id"].as_str().unwrap().to_owned();
     let link = generation["audio_url"].as_str().unwrap().to_owned();
     let key = format!("audio/{id}");
-    assert_eq!(fixtures::blob_exists(&app, &key).await, true);
+    assert!(fixtures::blob_exists(&app, &key).await);
     let path = format!("/v1/generations/{id}/audio");
 
     let (_, other) = app.pro_user().await;
     assert_eq!(delete(&app, &other, &path).await, 404);
     assert_eq!(delete(&app, &secret, &path).await, 204);
-    assert_eq!(fixtures::blob_exists(&app, &key).await, false);
+    assert!(!fixtures::blob_exists(&app, &key).await);
     let (status, after) = app.generation(&secret, &id).await;
     assert_eq!(status, 200);
     assert_eq!(after["status"], "completed");
@@ -354,7 +354,7 @@ async fn a_deleted_account_is_locked_out_at_once_and_purged_in_the_background() 
     })
     .await;
     let key = format!("audio/{generation}");
-    assert_eq!(fixtures::blob_exists(&app, &key).await, false);
+    assert!(!fixtures::blob_exists(&app, &key).await);
     let left = fixtures::leftovers(&app, &account).await;
     assert_eq!(left.captures, 0, "captures");
     assert_eq!(left.pronunciations, 0, "pronunciations");
