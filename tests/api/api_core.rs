@@ -5,6 +5,7 @@ use crate::common;
 
 use std::time::Duration;
 
+use crate::common::fixtures;
 use crate::common::{TestApp, assert_problem, json};
 use serde_json::Value;
 use voiced::domain::{EngineId, Feature, Plan, Scope, new_id};
@@ -16,9 +17,7 @@ async fn bad_credentials_get_401_invalid_api_key() {
     let app = TestApp::start().await;
     let (account, secret) = app.pro_user().await;
     let (revoked_id, revoked) = app.key(&account, &Scope::ALL).await;
-    voiced::service::keys::revoke_any(&app.core, &revoked_id)
-        .await
-        .unwrap();
+    fixtures::revoke_key(&app, &revoked_id).await;
 
     let cases: Vec<(&str, Vec<(&str, String)>)> = vec![
         ("no key", vec![]),
@@ -104,9 +103,7 @@ async fn revocation_takes_effect_on_the_next_request() {
         .await
         .unwrap();
     assert_eq!(first.status(), 200);
-    voiced::service::keys::revoke_any(&app.core, &key_id)
-        .await
-        .unwrap();
+    fixtures::revoke_key(&app, &key_id).await;
     let second = app
         .get("/v1/voices")
         .bearer_auth(&secret)
@@ -157,35 +154,23 @@ async fn changes_apply_on_the_next_request_while_the_principal_is_in_memory() {
     assert_eq!(voices["total"], 1, "{voices}");
 
     // Scopes narrowed: refused; widened again: served, each on the next request.
-    sqlx::query("UPDATE api_keys SET scopes = '{voice:generate}' WHERE id = $1")
-        .bind(&key_id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    fixtures::set_key_scopes(&app, &key_id, &["voice:generate"]).await;
     for (path, _) in READ_ROUTES {
         let (status, body, _) = read(path).await;
         assert_eq!(status, 403, "{path}: {body}");
         assert_problem(&body, 403, "insufficient_scope", path);
     }
-    sqlx::query("UPDATE api_keys SET scopes = '{voice:read,voice:generate}' WHERE id = $1")
-        .bind(&key_id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    fixtures::set_key_scopes(&app, &key_id, &["voice:read", "voice:generate"]).await;
     all_served().await;
 
     // The plan: none is refused, and a paid plan is served again.
-    voiced::store::accounts::set_plan(&app.pool, &account, Plan::None)
-        .await
-        .unwrap();
+    fixtures::set_plan(&app, &account, Plan::None).await;
     for (path, _) in READ_ROUTES {
         let (status, body, _) = read(path).await;
         assert_eq!(status, 403, "{path}: {body}");
         assert_problem(&body, 403, "pro_plan_required", path);
     }
-    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
-        .await
-        .unwrap();
+    fixtures::set_plan(&app, &account, Plan::Pro).await;
     all_served().await;
 
     // Features (only writes need them; writes always look the key up): speech removed while the
@@ -196,16 +181,12 @@ async fn changes_apply_on_the_next_request_while_the_principal_is_in_memory() {
             .json(&serde_json::json!({"text": "Hello.", "voice_name": "Narrator"}))
             .send()
     };
-    voiced::store::accounts::set_features(&app.pool, &account, &[Feature::Transcription])
-        .await
-        .unwrap();
+    fixtures::set_features(&app, &account, &[Feature::Transcription]).await;
     all_served().await;
     let (status, body) = json(speak().await.unwrap()).await;
     assert_eq!(status, 403, "{body}");
     assert_problem(&body, 403, "feature_not_enabled", "/v1/speech");
-    voiced::store::accounts::set_features(&app.pool, &account, &Feature::ALL)
-        .await
-        .unwrap();
+    fixtures::set_features(&app, &account, &Feature::ALL).await;
     all_served().await;
     let (status, body) = json(speak().await.unwrap()).await;
     assert_eq!(status, 202, "{body}");
@@ -222,9 +203,7 @@ async fn changes_apply_on_the_next_request_while_the_principal_is_in_memory() {
             other => panic!("{other}: {body}"),
         }
     }
-    voiced::service::keys::revoke_any(&app.core, &key_id)
-        .await
-        .unwrap();
+    fixtures::revoke_key(&app, &key_id).await;
     for _ in 0..2 {
         for (path, _) in READ_ROUTES {
             let (status, body, limited) = read(path).await;
@@ -248,18 +227,8 @@ async fn the_stored_key_fingerprint_follows_every_change() {
     let (second_id, _) = app.key(&account, &Scope::ALL).await;
     let (other_id, _) = app.key(&other, &Scope::ALL).await;
     let stored = |id: String| {
-        let pool = app.pool.clone();
-        async move {
-            sqlx::query_as::<_, (String, String)>(
-                "SELECT k.fingerprint, row(k.id, k.account_id, k.scopes, k.ceiling_minutes, \
-                 a.plan, a.features)::text FROM api_keys k JOIN accounts a ON a.id = k.account_id \
-                 WHERE k.id = $1",
-            )
-            .bind(id)
-            .fetch_one(&pool)
-            .await
-            .unwrap()
-        }
+        let app = &app;
+        async move { fixtures::key_fingerprint(app, &id).await }
     };
     let all_exact = || async {
         let mut seen = Vec::new();
@@ -273,13 +242,9 @@ async fn the_stored_key_fingerprint_follows_every_change() {
     let first = all_exact().await;
     assert!(first[0].contains("pro"), "{}", first[0]);
 
-    sqlx::query("UPDATE api_keys SET scopes = '{voice:read,voice:generate}' WHERE id = $1")
-        .bind(&key_id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    voiced::service::keys::set_ceiling_any(
-        &app.core,
+    fixtures::set_key_scopes(&app, &key_id, &["voice:read", "voice:generate"]).await;
+    fixtures::set_ceiling(
+        &app,
         &key_id,
         Some(voiced::domain::CeilingMinutes::new(30).unwrap()),
     )
@@ -289,36 +254,22 @@ async fn the_stored_key_fingerprint_follows_every_change() {
     assert_ne!(after_key[0], first[0]);
     assert_eq!(after_key[1..], first[1..]);
 
-    voiced::store::accounts::set_plan(&app.pool, &account, Plan::None)
-        .await
-        .unwrap();
+    fixtures::set_plan(&app, &account, Plan::None).await;
     let after_plan = all_exact().await;
     assert_ne!(after_plan[0], after_key[0]);
     assert_ne!(after_plan[1], after_key[1]);
     assert_eq!(after_plan[2], first[2], "another account's key moved");
 
-    voiced::store::accounts::set_features(&app.pool, &account, &[Feature::Transcription])
-        .await
-        .unwrap();
+    fixtures::set_features(&app, &account, &[Feature::Transcription]).await;
     let after_features = all_exact().await;
     assert_ne!(after_features[0], after_plan[0]);
 
     // Recording a use changes nothing it is made of.
-    sqlx::query("UPDATE api_keys SET last_used_at = now() WHERE id = $1")
-        .bind(&key_id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    fixtures::touch_key(&app, &key_id).await;
     assert_eq!(all_exact().await, after_features);
 
     // A key for an account that does not exist is still refused by the foreign key.
-    let missing = sqlx::query(
-        "INSERT INTO api_keys (id, account_id, name, prefix, secret_sha256, scopes) \
-         VALUES ('key_x', 'acct_missing', 'x', 'vk_x', '\\x00', '{voice:read}')",
-    )
-    .execute(&app.pool)
-    .await
-    .unwrap_err();
+    let missing = fixtures::key_of_missing_account(&app).await;
     let code = missing.as_database_error().and_then(|e| e.code());
     assert_eq!(code.as_deref(), Some("23503"), "{missing}");
     app.stop().await;
@@ -342,9 +293,7 @@ async fn plan_none_is_refused_on_every_v1_route_and_recovers_with_the_plan() {
         );
     }
     // The same key works again on the next request after the account returns to a paid plan.
-    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Trial)
-        .await
-        .unwrap();
+    fixtures::set_plan(&app, &account, Plan::Trial).await;
     let response = app
         .get("/v1/voices")
         .bearer_auth(&secret)
@@ -424,25 +373,9 @@ async fn voices_list_only_the_accounts_profiles() {
 
 async fn insert_capture(app: &TestApp, account: &str, text: &str) -> String {
     let id = new_id("cap");
-    voiced::store::captures::insert(
-        &app.pool,
-        voiced::store::captures::NewCapture {
-            id: &id,
-            account_id: account,
-            api_key_id: None,
-            source: "api",
-            language: "en",
-            duration_ms: 1200,
-            transcript_raw: text,
-            transcript_refined: text,
-            task: "transcribe",
-            timestamps: "none",
-            segments: None,
-            words: None,
-        },
-    )
-    .await
-    .unwrap();
+    fixtures::store_capture(app, account, &id, text)
+        .await
+        .expect("stored");
     id
 }
 
@@ -543,17 +476,12 @@ async fn generations_are_private_and_ids_are_bounded() {
     let (account, secret) = app.pro_user().await;
     let (other, other_secret) = app.pro_user().await;
     let voice = app.voice(&other, "v", EngineId::Kokoro, "jf_alpha").await;
-    let generation = new_id("gen");
-    sqlx::query(
-        "INSERT INTO generations (id, account_id, voice_id, engine, text, seed, format, status)
-         VALUES ($1, $2, $3, 'kokoro', 'hello', 7, 'wav', 'generating')",
+    let generation = fixtures::left_generation(
+        &app,
+        fixtures::LeftGeneration::running(&other, &voice),
+        false,
     )
-    .bind(&generation)
-    .bind(&other)
-    .bind(&voice)
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    .await;
     let _ = account;
 
     // The owner sees it.
@@ -631,18 +559,13 @@ async fn completed_generation_carries_a_fresh_signed_audio_url() {
     let app = TestApp::start().await;
     let (account, secret) = app.pro_user().await;
     let voice = app.voice(&account, "v", EngineId::Kokoro, "jf_alpha").await;
-    let generation = new_id("gen");
-    sqlx::query(
-        "INSERT INTO generations (id, account_id, voice_id, engine, text, seed, format, status,
-                                  duration_ms, audio_key, finished_at)
-         VALUES ($1, $2, $3, 'kokoro', 'hello', 7, 'wav', 'completed', 900, 'k', now())",
-    )
-    .bind(&generation)
-    .bind(&account)
-    .bind(&voice)
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    let completed = fixtures::LeftGeneration {
+        status: "completed",
+        duration_ms: Some(900),
+        audio_key: Some("k"),
+        ..fixtures::LeftGeneration::running(&account, &voice)
+    };
+    let generation = fixtures::left_generation(&app, completed, false).await;
     let (_, body) = json(
         app.get(&format!("/v1/generations/{generation}"))
             .bearer_auth(&secret)

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::common::fixtures;
 use crate::common::{TestApp, json, poll_until};
 use futures_util::StreamExt;
 use serde_json::json;
@@ -40,12 +41,7 @@ async fn fifty_identical_requests_with_one_key_generate_once() {
             other => panic!("unexpected {other}: {}", String::from_utf8_lossy(bytes)),
         }
     }
-    let generations: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM generations WHERE account_id = $1")
-            .bind(&account)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let generations = fixtures::generations_of(&app, &account).await.len();
     assert_eq!(generations, 1);
     app.stop().await;
 }
@@ -75,12 +71,7 @@ async fn fifty_different_requests_with_one_key_admit_one() {
             other => panic!("unexpected {other}: {body}"),
         }
     }
-    let generations: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM generations WHERE account_id = $1")
-            .bind(&account)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let generations = fixtures::generations_of(&app, &account).await.len();
     assert_eq!(generations, 1);
     app.stop().await;
 }
@@ -122,22 +113,19 @@ async fn a_revoked_key_is_refused_on_its_next_request_while_others_are_in_flight
         })
         .collect();
     poll_until(Duration::from_secs(60), "20 requests in flight", || {
-        let pool = app.pool.clone();
+        let app = &app;
         let key_id = key_id.clone();
         async move {
-            let n: i64 =
-                sqlx::query_scalar("SELECT count(*) FROM generations WHERE api_key_id = $1")
-                    .bind(key_id)
-                    .fetch_one(&pool)
-                    .await
-                    .ok()?;
+            let n = fixtures::all_generations(app)
+                .await
+                .iter()
+                .filter(|g| g.api_key_id.as_deref() == Some(key_id.as_str()))
+                .count();
             (n == 20).then_some(())
         }
     })
     .await;
-    voiced::service::keys::revoke_any(&app.core, &key_id)
-        .await
-        .unwrap();
+    fixtures::revoke_key(&app, &key_id).await;
     let (status, body) = json(
         app.get("/v1/voices")
             .bearer_auth(&secret)

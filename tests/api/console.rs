@@ -5,6 +5,7 @@ use crate::common;
 use voiced::http::error::HttpStatus;
 
 use crate::common::browser::{Browser, PASSWORD, Page, csrf_of};
+use crate::common::fixtures;
 use crate::common::{TestApp, json};
 use reqwest::header::{COOKIE, SET_COOKIE};
 use voiced::domain::Plan;
@@ -19,10 +20,7 @@ fn secret_of(html: &str) -> String {
 }
 
 async fn account_of(app: &TestApp, email: &str) -> String {
-    voiced::store::accounts::find_id(&app.pool, email)
-        .await
-        .unwrap()
-        .expect("account exists")
+    fixtures::account_id(app, email).await
 }
 
 #[tokio::test]
@@ -91,11 +89,7 @@ async fn sign_up_makes_a_key_that_works_until_revoked() {
         (status, body["code"].as_str()),
         (403, Some("pro_plan_required"))
     );
-    assert!(
-        voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
-            .await
-            .unwrap()
-    );
+    assert!(fixtures::set_plan(&app, &account, Plan::Pro).await);
     assert_eq!(voices(secret.clone()).await.0, 200);
 
     // Only voice:read was ticked.
@@ -114,12 +108,7 @@ async fn sign_up_makes_a_key_that_works_until_revoked() {
     );
 
     // Ceiling: change, then remove.
-    let month = voiced::store::usage::month_of(chrono::Utc::now());
-    let key_id = voiced::store::keys::list(&app.pool, &account, month)
-        .await
-        .unwrap()[0]
-        .id
-        .clone();
+    let key_id = fixtures::keys_of(&app, &account).await[0].id.clone();
     let ceiling_path = format!("/console/keys/{key_id}/ceiling");
     for (value, expected) in [("5", Some(5)), ("", None)] {
         let page = browser
@@ -130,9 +119,7 @@ async fn sign_up_makes_a_key_that_works_until_revoked() {
             )
             .await;
         assert_eq!(page.status, 303, "{}", page.body);
-        let keys = voiced::store::keys::list(&app.pool, &account, month)
-            .await
-            .unwrap();
+        let keys = fixtures::keys_of(&app, &account).await;
         assert_eq!(keys[0].ceiling_minutes, expected);
     }
 
@@ -147,9 +134,7 @@ async fn sign_up_makes_a_key_that_works_until_revoked() {
 
     // last_used_at was recorded by the successful request (off the request path).
     common::poll_until(std::time::Duration::from_secs(10), "last used", || async {
-        let keys = voiced::store::keys::list(&app.pool, &account, month)
-            .await
-            .unwrap();
+        let keys = fixtures::keys_of(&app, &account).await;
         keys[0].last_used_at.map(|_| ())
     })
     .await;
@@ -185,13 +170,7 @@ async fn forms_without_this_sessions_csrf_token_are_refused() {
         )
         .await;
     assert_eq!(page.status, 403);
-    let month = voiced::store::usage::month_of(chrono::Utc::now());
-    assert!(
-        voiced::store::keys::list(&app.pool, &account, month)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(fixtures::keys_of(&app, &account).await.is_empty());
     // Sign-in itself needs the token.
     let page = other
         .post(
@@ -261,9 +240,7 @@ async fn v1_ignores_the_console_session() {
     let mut browser = Browser::new(&app);
     assert_eq!(browser.sign_up("frank@example.com").await.status, 303);
     let account = account_of(&app, "frank@example.com").await;
-    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
-        .await
-        .unwrap();
+    fixtures::set_plan(&app, &account, Plan::Pro).await;
     let cookie = browser.cookie.clone().expect("signed in");
     let response = app
         .get("/v1/voices")
@@ -285,18 +262,9 @@ async fn password_change_sign_out_and_closed_sign_up() {
     assert!(page.body.contains("Sign-up is closed"));
 
     // An operator-made account with a password signs in.
-    let hash = voiced::service::accounts::hash_password(PASSWORD.into())
+    fixtures::create_account(&app, "gina@example.com", Some(PASSWORD), Plan::Trial)
         .await
         .unwrap();
-    voiced::store::accounts::insert_with_password(
-        &app.pool,
-        "acct_gina",
-        "gina@example.com",
-        Plan::Trial,
-        &hash,
-    )
-    .await
-    .unwrap();
     assert_eq!(
         browser.sign_in("gina@example.com", PASSWORD).await.status,
         303
@@ -352,12 +320,7 @@ async fn password_change_sign_out_and_closed_sign_up() {
 async fn keys_of_other_accounts_are_out_of_reach() {
     let app = TestApp::start().await;
     let (owner, secret) = app.pro_user().await;
-    let month = voiced::store::usage::month_of(chrono::Utc::now());
-    let key_id = voiced::store::keys::list(&app.pool, &owner, month)
-        .await
-        .unwrap()[0]
-        .id
-        .clone();
+    let key_id = fixtures::keys_of(&app, &owner).await[0].id.clone();
     let mut intruder = Browser::new(&app);
     assert_eq!(intruder.sign_up("mallory@example.com").await.status, 303);
     let path = format!("/console/keys/{key_id}/revoke");
@@ -376,9 +339,7 @@ async fn keys_of_other_accounts_are_out_of_reach() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let keys = voiced::store::keys::list(&app.pool, &owner, month)
-        .await
-        .unwrap();
+    let keys = fixtures::keys_of(&app, &owner).await;
     assert_eq!(keys[0].ceiling_minutes, None);
     app.stop().await;
 }
@@ -490,11 +451,11 @@ async fn operators_set_passwords_from_standard_input() {
         303
     );
     // Only the Argon2id hash is stored.
-    let (hash,): (String,) =
-        sqlx::query_as("SELECT password_hash FROM accounts WHERE email = 'hal@example.com'")
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let hal = fixtures::account_id(&app, "hal@example.com").await;
+    let hash = fixtures::stored_account(&app, &hal)
+        .await
+        .password_hash
+        .expect("a password hash");
     assert!(hash.starts_with("$argon2id$"), "{hash}");
     assert!(!hash.contains("operator chosen pass"));
     app.stop().await;
@@ -506,9 +467,7 @@ async fn voices_history_and_usage_follow_real_generations() {
     let mut browser = Browser::new(&app);
     assert_eq!(browser.sign_up("ivy@example.com").await.status, 303);
     let account = account_of(&app, "ivy@example.com").await;
-    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
-        .await
-        .unwrap();
+    fixtures::set_plan(&app, &account, Plan::Pro).await;
 
     // Add a preset voice; the page offers the installed engine's presets.
     let voices = browser.get("/console/voices").await;
@@ -544,10 +503,7 @@ async fn voices_history_and_usage_follow_real_generations() {
     assert!(duplicate.body.contains("already has a voice"));
 
     // Pin a seed and a personality; kokoro takes no temperature.
-    let voice = voiced::store::voices::find(&app.pool, &account, "Narrator")
-        .await
-        .unwrap()
-        .unwrap();
+    let voice = fixtures::voice_read(&app, &account, "Narrator").await;
     let path = format!("/console/voices/{}", voice.id);
     let page = browser
         .submit(
@@ -566,10 +522,7 @@ async fn voices_history_and_usage_follow_real_generations() {
         )
         .await;
     assert_eq!(page.status, 303);
-    let pinned = voiced::store::voices::find(&app.pool, &account, "Narrator")
-        .await
-        .unwrap()
-        .unwrap();
+    let pinned = fixtures::voice_read(&app, &account, "Narrator").await;
     assert_eq!(pinned.pinned_seed, Some(42));
     assert!(pinned.has_personality);
     let voices = browser.get("/console/voices").await;
@@ -602,7 +555,7 @@ async fn voices_history_and_usage_follow_real_generations() {
     let id = body["id"].as_str().unwrap().to_owned();
     tokio::time::timeout(
         std::time::Duration::from_secs(300),
-        app.completions.wait(&id, std::time::Duration::from_secs(5)),
+        app.completion(&id, std::time::Duration::from_secs(5)),
     )
     .await
     .expect("generation finishes")
@@ -671,10 +624,6 @@ async fn the_session_cookie_is_secure_behind_https() {
     app.stop().await;
 }
 
-async fn count(app: &TestApp, sql: &str) -> i64 {
-    sqlx::query_scalar(sql).fetch_one(&app.pool).await.unwrap()
-}
-
 /// A browser whose requests come through a proxy for `client` (X-Forwarded-For).
 fn behind_proxy(app: &TestApp, client: &str) -> Browser {
     let mut browser = Browser::new(app);
@@ -704,19 +653,13 @@ async fn anonymous_page_views_store_nothing() {
     for _ in 0..5 {
         assert_eq!(Browser::new(&app).get("/console/sign-in").await.status, 200);
     }
-    assert_eq!(
-        count(&app, "SELECT count(*) FROM console_sessions").await,
-        0
-    );
+    assert_eq!(fixtures::console_session_count(&app).await, 0);
     // A failed sign-in stores nothing either; the form works again with the same cookie.
     assert_eq!(
         browser.sign_in("nobody@example.com", PASSWORD).await.status,
         401
     );
-    assert_eq!(
-        count(&app, "SELECT count(*) FROM console_sessions").await,
-        0
-    );
+    assert_eq!(fixtures::console_session_count(&app).await, 0);
     // The anonymous token is refused without its cookie, and with another browser's cookie.
     let token = csrf_of(&browser.get("/console/sign-in").await.body);
     let mut other = Browser::new(&app);
@@ -737,10 +680,7 @@ async fn anonymous_page_views_store_nothing() {
     // The session row is made by the first sign-up that succeeds.
     assert_eq!(browser.sign_up("ivy@example.com").await.status, 303);
     assert!(browser.cookie_value("voiced_session").is_some());
-    assert_eq!(
-        count(&app, "SELECT count(*) FROM console_sessions").await,
-        1
-    );
+    assert_eq!(fixtures::console_session_count(&app).await, 1);
     assert_eq!(browser.get("/console/keys").await.status, 200);
     app.stop().await;
 }
@@ -756,7 +696,6 @@ async fn sign_ups_are_limited_per_address_and_in_all() {
         ],
     )
     .await;
-    let accounts = "SELECT count(*) FROM accounts";
     // A form with a typo is answered without counting.
     let mut first = behind_proxy(&app, "203.0.113.1");
     let page = first
@@ -782,11 +721,10 @@ async fn sign_ups_are_limited_per_address_and_in_all() {
     assert!(page.body.contains("Too many sign-ups"), "{}", page.body);
     let retry: u64 = page.retry_after.expect("Retry-After").parse().unwrap();
     assert!((1..=3600).contains(&retry), "{retry}");
-    assert_eq!(count(&app, accounts).await, 2);
+    assert_eq!(fixtures::accounts(&app).await.len(), 2);
     assert!(
-        voiced::store::accounts::find_id(&app.pool, "a2@example.com")
+        fixtures::find_account(&app, "a2@example.com")
             .await
-            .unwrap()
             .is_none()
     );
     // Another address makes the third of the hour; the fourth is refused whoever asks.
@@ -802,7 +740,7 @@ async fn sign_ups_are_limited_per_address_and_in_all() {
         .await;
     assert_eq!(page.status, 429, "{}", page.body);
     assert!(page.retry_after.is_some());
-    assert_eq!(count(&app, accounts).await, 3);
+    assert_eq!(fixtures::accounts(&app).await.len(), 3);
     app.stop().await;
 }
 
@@ -848,36 +786,21 @@ async fn a_password_change_ends_the_other_sessions_and_a_reload_repeats_nothing(
         .submit("/console/keys", "/console/keys", &[("scope_read", "on")])
         .await;
     assert_eq!(page.status, 303, "{}", page.body);
-    let stored: Vec<String> = sqlx::query_scalar(
-        "SELECT data::text FROM console_sessions WHERE data->>'account_id' = $1",
-    )
-    .bind(&account)
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
+    let stored = fixtures::console_sessions_of(&app, &account).await;
     assert!(stored.iter().any(|d| d.contains("new_key")), "{stored:?}");
     let shown = laptop.get("/console/keys").await;
     let secret = secret_of(&shown.body);
     // The record held the secret sealed: not the secret itself (a check for the bare `vk_`
     // prefix would fail by chance, about once in 2 700 runs, on the sealed text's base64).
     assert!(stored.iter().all(|d| !d.contains(&secret)), "{stored:?}");
-    let stored: Vec<String> = sqlx::query_scalar(
-        "SELECT data::text FROM console_sessions WHERE data->>'account_id' = $1",
-    )
-    .bind(&account)
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
+    let stored = fixtures::console_sessions_of(&app, &account).await;
     assert!(stored.iter().all(|d| !d.contains("new_key")), "{stored:?}");
     for _ in 0..2 {
         let reload = laptop.get("/console/keys").await;
         assert_eq!(reload.status, 200, "{}", reload.body);
         assert!(!reload.body.contains(&secret));
     }
-    let month = voiced::store::usage::month_of(chrono::Utc::now());
-    let keys = voiced::store::keys::list(&app.pool, &account, month)
-        .await
-        .unwrap();
+    let keys = fixtures::keys_of(&app, &account).await;
     assert_eq!(keys.len(), 1);
     assert!(secret.starts_with(&keys[0].prefix));
     app.stop().await;
@@ -1049,10 +972,9 @@ async fn a_session_ended_while_its_request_runs_is_not_saved_back() {
     use tower_sessions::Session;
     use tower_sessions::session::Id;
     use tower_sessions::session_store::SessionStore;
-    use voiced::store::sessions::PgSessionStore;
 
     let app = TestApp::start().await;
-    let store = Arc::new(PgSessionStore::new(app.pool.clone()));
+    let store = Arc::new(fixtures::session_store(&app));
     let session_of = |browser: &Browser| -> Id {
         browser
             .cookie_value("voiced_session")
@@ -1103,10 +1025,7 @@ async fn a_session_ended_while_its_request_runs_is_not_saved_back() {
     assert_eq!(page.status, 303, "{}", page.body);
     in_flight.save().await.unwrap();
     assert!(store.load(&own).await.unwrap().is_none());
-    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM console_sessions")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let left = fixtures::console_session_count(&app).await;
     assert_eq!(left, 0);
     // A live session is still saved (an update of its row).
     let mut again = Browser::new(&app);
@@ -1193,10 +1112,9 @@ async fn password_re_entry_forms_count_as_sign_in_attempts() {
     assert_eq!(page.status, 401, "{}", page.body);
     // Nothing was changed or deleted: the account still exists with its password.
     account_of(&app, "ola@example.com").await;
-    let stored = voiced::store::accounts::credentials_by_email(&app.pool, "ola@example.com")
-        .await
-        .unwrap();
-    assert!(stored.is_some());
+    let ola = fixtures::account_id(&app, "ola@example.com").await;
+    let stored = fixtures::stored_account(&app, &ola).await;
+    assert!(stored.password_hash.is_some(), "its password stays");
     app.stop().await;
 }
 
@@ -1205,8 +1123,6 @@ async fn password_re_entry_forms_count_as_sign_in_attempts() {
 /// create` share, also when creations race; revoking a key frees its place.
 #[tokio::test]
 async fn live_keys_per_account_are_capped() {
-    use voiced::domain::Scope;
-    use voiced::service::keys;
     let app = TestApp::start_with(0, &[("VOICED_MAX_KEYS_PER_ACCOUNT", "2")]).await;
     let mut browser = Browser::new(&app);
     assert_eq!(browser.sign_up("pia@example.com").await.status, 303);
@@ -1231,52 +1147,30 @@ async fn live_keys_per_account_are_capped() {
     assert_eq!(page.status, 409, "{}", page.body);
     assert!(page.body.contains("(2)"), "{}", page.body);
     // The operator's command is the same operation.
-    let err = keys::create(&app.core, 2, &account, "cli", &[Scope::VoiceRead], None)
+    let err = fixtures::create_key(&app, 2, &account, "cli")
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert_eq!(err.code, ErrorCode::Conflict, "{}", err.detail);
     assert_eq!(err.code.status(), 409);
-    let live = keys::list(&app.core, &account).await.unwrap();
+    let live = fixtures::keys_of(&app, &account).await;
     assert_eq!(live.len(), 2);
 
     // Revoking one frees one place; of five racing creations exactly one takes it.
-    keys::revoke(&app.core, &account, &live[0].id)
-        .await
-        .unwrap();
-    let racing: Vec<_> = (0..5)
-        .map(|n| {
-            let (core, account) = (app.core.clone(), account.clone());
-            tokio::spawn(async move {
-                keys::create(
-                    &core,
-                    2,
-                    &account,
-                    &format!("race {n}"),
-                    &[Scope::VoiceRead],
-                    None,
-                )
-                .await
-                .map(|_| ())
-                .map_err(|e| e.code)
-            })
-        })
-        .collect();
+    fixtures::revoke_own_key(&app, &account, &live[0].id).await;
+    let racing = fixtures::race_key_creations(&app, 2, &account, 5).await;
     let mut made = 0;
     for outcome in racing {
-        match outcome.await.unwrap() {
+        match outcome {
             Ok(()) => made += 1,
             Err(code) => assert_eq!(code, ErrorCode::Conflict),
         }
     }
     assert_eq!(made, 1);
-    let live: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM api_keys WHERE account_id = $1 AND revoked_at IS NULL",
-    )
-    .bind(&account)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let live = fixtures::keys(&app)
+        .await
+        .iter()
+        .filter(|k| k.account_id == account && !k.revoked)
+        .count();
     assert_eq!(live, 2);
     app.stop().await;
 }

@@ -1,7 +1,7 @@
 //! The per-test database helper: distinct databases, in-process and across processes.
 
 use crate::common::db::{fresh_database, stop_shared_cluster};
-use crate::common::{self, TempDir};
+use crate::common::{self, TempDir, fixtures};
 
 const CHILD_ENV: &str = "PGEMBED_TEST_CHILD";
 /// The test each child process runs (its full name in this binary).
@@ -11,16 +11,10 @@ const CHILD_TEST: &str = "db::child_uses_a_fresh_database";
 async fn two_databases_in_one_process_are_separate() {
     let ((pool_a, db_a), (pool_b, db_b)) = tokio::join!(fresh_database(), fresh_database());
     assert_ne!(db_a.name(), db_b.name());
-    sqlx::raw_sql("CREATE TABLE only_in_a (id int)")
-        .execute(&pool_a)
-        .await
-        .unwrap();
-    let in_b: Option<String> = sqlx::query_scalar("SELECT to_regclass('only_in_a')::text")
-        .fetch_one(&pool_b)
-        .await
-        .unwrap();
-    assert_eq!(
-        in_b, None,
+    fixtures::make_marker_table(&pool_a, "only_in_a").await;
+    assert!(fixtures::has_table(&pool_a, "only_in_a").await);
+    assert!(
+        !fixtures::has_table(&pool_b, "only_in_a").await,
         "a table made in one test database shows in another"
     );
     pool_a.close().await;
@@ -98,10 +92,7 @@ async fn child_uses_a_fresh_database() {
          VOICED_TEST_PGDATA"
     );
     let (pool, db) = fresh_database().await;
-    let name: String = sqlx::query_scalar("SELECT current_database()")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let name = fixtures::current_database(&pool).await;
     assert_eq!(name, db.name());
     pool.close().await;
     db.cleanup().await;

@@ -15,14 +15,12 @@ use crate::common;
 use std::time::Duration;
 
 use crate::common::client::mcp_tools_call;
+use crate::common::fixtures;
 use crate::common::{TestApp, json};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use chrono::Utc;
 use serde_json::{Value, json};
-use voiced::domain::oauth::{ACCESS_TOKEN_PREFIX, OAuthSecret};
-use voiced::domain::{EngineId, Plan, Scope, new_id};
-use voiced::store;
+use voiced::domain::{EngineId, Plan, Scope};
 
 /// The doors a case is sent through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,9 +188,7 @@ async fn cases(app: &TestApp) -> Vec<Case> {
 
     let revoked_account = paid(Plan::Pro).await;
     let (revoked_id, revoked) = app.key(&revoked_account, &Scope::ALL).await;
-    voiced::service::keys::revoke_any(&app.core, &revoked_id)
-        .await
-        .unwrap();
+    fixtures::revoke_key(app, &revoked_id).await;
 
     let token_account = paid(Plan::Pro).await;
     let read_token = access_token(app, &token_account, &[Scope::VoiceRead]).await;
@@ -413,69 +409,21 @@ async fn cases(app: &TestApp) -> Vec<Case> {
 /// A live access token of a fresh authorization of `account` for both resources (`/v1` and
 /// `/mcp`), holding `scopes`.
 async fn access_token(app: &TestApp, account: &str, scopes: &[Scope]) -> String {
-    let public = &app.config.public_base_url;
-    let client_id = new_id("client");
-    store::oauth::insert_client(
-        &app.pool,
-        &client_id,
-        "Parity",
-        &["http://127.0.0.1/callback".to_owned()],
-        None,
-    )
-    .await
-    .unwrap();
-    let scopes: Vec<String> = scopes.iter().map(|s| s.as_str().to_owned()).collect();
-    let resources = vec![format!("{public}/v1"), format!("{public}/mcp")];
-    let grant = store::oauth::Grant {
-        account_id: account,
-        client_id: &client_id,
-        client_name: "Parity",
-        scopes: &scopes,
-        resources: &resources,
-    };
-    let authorization = new_id("authz");
-    let token = OAuthSecret::generate(ACCESS_TOKEN_PREFIX);
-    let mut conn = app.pool.acquire().await.unwrap();
-    store::oauth::insert_authorization(&mut conn, &authorization, &grant)
-        .await
-        .unwrap();
-    store::oauth::insert_token(
-        &mut conn,
-        &token.hash(),
-        store::oauth::TokenKind::Access,
-        &authorization,
-        &scopes,
-        &resources,
-        Utc::now() + chrono::Duration::hours(1),
-    )
-    .await
-    .unwrap();
-    token.into_string()
+    fixtures::oauth_access_token(app, account, scopes).await
 }
 
 /// Charges `audio_ms` to the account (and the key, when given) on its first voice.
 async fn charge(app: &TestApp, account: &str, key_id: Option<&str>, audio_ms: i64) {
-    let voice: String =
-        sqlx::query_scalar("SELECT id FROM voice_profiles WHERE account_id = $1 LIMIT 1")
-            .bind(account)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let voice = fixtures::voices_of(app, account).await[0].id.clone();
     app.charge(account, key_id, &voice, audio_ms).await;
 }
 
 /// Generations and captures in the database.
 async fn counts(app: &TestApp) -> (i64, i64) {
-    let count = |table: &'static str| {
-        let pool = app.pool.clone();
-        async move {
-            sqlx::query_scalar::<_, i64>(&format!("SELECT count(*) FROM {table}"))
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-        }
-    };
-    (count("generations").await, count("captures").await)
+    (
+        fixtures::generation_count(app).await as i64,
+        fixtures::captures(app).await.len() as i64,
+    )
 }
 
 /// A short 16 kHz mono wav whose header claims `rate` samples a second.
@@ -556,18 +504,9 @@ async fn send(app: &TestApp, door: Door, credential: &str, input: &Input) -> Ref
 
 /// A console session of `account` (created without a password: one is set, then signed in).
 async fn session_of(app: &TestApp, account: &str) -> (String, String) {
-    let hash = voiced::service::accounts::hash_password(common::browser::PASSWORD.to_owned())
-        .await
-        .unwrap();
-    store::accounts::set_password_hash(&app.pool, account, &hash)
-        .await
-        .unwrap();
+    fixtures::set_password(app, account, common::browser::PASSWORD).await;
     let mut browser = common::browser::Browser::new(app);
-    let email: String = sqlx::query_scalar("SELECT email FROM accounts WHERE id = $1")
-        .bind(account)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let email = fixtures::stored_account(app, account).await.email;
     let signed_in = browser.sign_in(&email, common::browser::PASSWORD).await;
     assert_eq!(signed_in.status, 303, "{}", signed_in.body);
     let page = browser.get("/console/playground").await;
@@ -730,15 +669,10 @@ async fn a_hang_up_after_the_first_byte_is_charged_alike_on_every_streaming_door
             Duration::from_secs(120),
             "the generation to be cancelled",
             || {
-                let (pool, id) = (app.pool.clone(), id.clone());
+                let (app, id) = (&app, id.clone());
                 async move {
-                    let row: (String, Option<String>, Option<i64>, i64) = sqlx::query_as(
-                        "SELECT status, error, duration_ms, estimated_ms FROM generations WHERE id = $1",
-                    )
-                    .bind(&id)
-                    .fetch_one(&pool)
-                    .await
-                    .unwrap();
+                    let g = fixtures::generation(app, &id).await;
+                    let row = (g.status, g.error, g.duration_ms, g.estimated_ms);
                     (row.0 != "generating").then_some(row)
                 }
             },
@@ -750,13 +684,12 @@ async fn a_hang_up_after_the_first_byte_is_charged_alike_on_every_streaming_door
             error.starts_with("cancelled: the client disconnected") && error.contains("charged"),
             "{door:?}: {error}"
         );
-        let charged: Vec<(i64, Option<String>)> = sqlx::query_as(
-            "SELECT audio_ms, api_key_id FROM usage_ledger WHERE generation_id = $1",
-        )
-        .bind(&id)
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
+        let charged: Vec<(i64, Option<String>)> = fixtures::ledger(&app)
+            .await
+            .into_iter()
+            .filter(|row| row.generation_id == id)
+            .map(|row| (row.audio_ms, row.api_key_id))
+            .collect();
         assert_eq!(charged.len(), 1, "{door:?}: charged once");
         let (audio_ms, charged_key) = charged[0].clone();
         assert_eq!(Some(audio_ms), duration_ms, "{door:?}");

@@ -5,7 +5,7 @@ use crate::common;
 
 use std::path::PathBuf;
 
-use crate::common::TempDir;
+use crate::common::{TempDir, fixtures};
 use sqlx::{Connection, PgConnection};
 use voiced::store::embedded::{APP_DATABASE, EmbeddedConfig, EmbeddedError, EmbeddedPostgres};
 
@@ -42,20 +42,10 @@ async fn first_start_then_restart_keeps_data() {
     );
     assert!(!pg.reused());
     let mut conn = connect(&pg).await;
-    let one: i32 = sqlx::query_scalar("SELECT 1")
-        .fetch_one(&mut conn)
-        .await
-        .unwrap();
+    let (one, listen) = fixtures::server_answer_and_listen_addresses(&mut conn).await;
     assert_eq!(one, 1);
-    let listen: String = sqlx::query_scalar("SHOW listen_addresses")
-        .fetch_one(&mut conn)
-        .await
-        .unwrap();
     assert_eq!(listen, "", "the server must not listen on TCP");
-    sqlx::raw_sql("CREATE TABLE kept (v text); INSERT INTO kept VALUES ('still here')")
-        .execute(&mut conn)
-        .await
-        .unwrap();
+    fixtures::leave_kept_value(&mut conn, "still here").await;
     conn.close().await.unwrap();
     pg.stop().await.expect("stop");
 
@@ -68,10 +58,7 @@ async fn first_start_then_restart_keeps_data() {
     assert!(pg.timings().create_database.is_none());
     assert!(!pg.reused(), "it was stopped, so this start started it");
     let mut conn = connect(&pg).await;
-    let kept: String = sqlx::query_scalar("SELECT v FROM kept")
-        .fetch_one(&mut conn)
-        .await
-        .unwrap();
+    let kept = fixtures::kept_value(&mut conn).await;
     assert_eq!(kept, "still here");
     conn.close().await.unwrap();
     pg.stop().await.expect("second stop");

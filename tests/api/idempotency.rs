@@ -2,13 +2,12 @@
 //! `operation`/`outcome` columns; older records hold REST's HTTP answer) still replay during
 //! their 48 h life, through every door that shares the key.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use voiced::domain::EngineId;
 use voiced::service::idempotency::fingerprint_json;
-use voiced::store::idempotency::{self, Begin, LegacyResponse};
+use voiced::store::idempotency::LegacyResponse;
 
+use crate::common::fixtures;
 use crate::common::{TestApp, json};
 
 /// Writes a completed record in the old shape for `key`, as the code before migration 0014 did.
@@ -21,36 +20,17 @@ async fn legacy_record(
     response: LegacyResponse,
 ) {
     let fingerprint = fingerprint_json(operation, body);
-    let begun = idempotency::begin(
-        &app.pool,
-        account,
-        key,
-        &fingerprint,
-        Duration::from_secs(60),
-    )
-    .await
-    .unwrap();
-    assert!(matches!(begun, Begin::Proceed), "a fresh key");
-    idempotency::complete_legacy(&app.pool, account, key, &response)
-        .await
-        .unwrap();
-    let (operation, outcome): (Option<String>, Option<Value>) = sqlx::query_as(
-        "SELECT operation, outcome FROM idempotency_records WHERE account_id = $1 AND key = $2",
-    )
-    .bind(account)
-    .bind(key)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
-    assert_eq!((operation, outcome), (None, None), "the old shape");
+    fixtures::legacy_idempotency_record(app, account, key, &fingerprint, &response).await;
+    let stored = fixtures::idempotency_record(app, account, key).await;
+    assert_eq!(
+        (stored.operation, stored.outcome),
+        (None, None),
+        "the old shape"
+    );
 }
 
-async fn generations(app: &TestApp, account: &str) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM generations WHERE account_id = $1")
-        .bind(account)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
+async fn generations(app: &TestApp, account: &str) -> usize {
+    fixtures::generations_of(app, account).await.len()
 }
 
 #[tokio::test]
@@ -208,16 +188,8 @@ async fn new_records_hold_the_outcome() {
         .unwrap();
     let (status, accepted) = json(response).await;
     assert_eq!(status, 202, "{accepted}");
-    let (operation, outcome, body): (Option<String>, Option<Value>, Option<Vec<u8>>) =
-        sqlx::query_as(
-            "SELECT operation, outcome, response_body FROM idempotency_records
-             WHERE account_id = $1 AND key = $2",
-        )
-        .bind(&account)
-        .bind("new-speech")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let stored = fixtures::idempotency_record(&app, &account, "new-speech").await;
+    let (operation, outcome, body) = (stored.operation, stored.outcome, stored.response_body);
     assert_eq!(operation.as_deref(), Some("POST /v1/speech"));
     assert_eq!(
         outcome,

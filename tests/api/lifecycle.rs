@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::common::fixtures;
 use crate::common::{TestApp, assert_problem, json};
 use serde_json::{Value, json};
 use voiced::domain::{CancelReason, EngineId, Plan, Scope};
@@ -29,12 +30,8 @@ async fn cancel(app: &TestApp, secret: &str, id: &str) -> (u16, Value) {
     .await
 }
 
-async fn ledger_rows(app: &TestApp, account: &str) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM usage_ledger WHERE account_id = $1")
-        .bind(account)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
+async fn ledger_rows(app: &TestApp, account: &str) -> usize {
+    fixtures::ledger_of(app, account).await.len()
 }
 
 async fn accepted(app: &TestApp, secret: &str, voice: &str, text: &str) -> String {
@@ -195,13 +192,11 @@ async fn a_queued_generation_cancelled_never_runs_and_costs_nothing() {
     assert_eq!((status, &again), (200, &cancelled));
     // Nothing charged, nothing pending: its reservation ended with it.
     assert_eq!(ledger_rows(&app, &account).await, 0);
-    let pending: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM generations WHERE account_id = $1 AND status = 'generating'",
-    )
-    .bind(&account)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let pending = fixtures::generations_of(&app, &account)
+        .await
+        .iter()
+        .filter(|g| g.status == "generating")
+        .count();
     assert_eq!(pending, 0);
     app.stop().await;
 }
@@ -239,13 +234,11 @@ async fn a_running_generation_stops_and_a_finished_one_is_409() {
         let app = &app;
         let id = id.clone();
         async move {
-            let started: Option<bool> =
-                sqlx::query_scalar("SELECT started_at IS NOT NULL FROM generations WHERE id = $1")
-                    .bind(&id)
-                    .fetch_optional(&app.pool)
-                    .await
-                    .unwrap();
-            started.unwrap_or(false).then_some(())
+            let started = fixtures::all_generations(app)
+                .await
+                .iter()
+                .any(|g| g.id == id && g.started_at.is_some());
+            started.then_some(())
         }
     })
     .await;

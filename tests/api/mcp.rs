@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::common::browser::{Browser, PASSWORD, consent_page, csrf_of, field_of};
 use crate::common::client::{McpClient, mcp_call, mcp_tools_call};
+use crate::common::fixtures;
 use crate::common::{TestApp, assert_problem, json};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -327,10 +328,7 @@ async fn every_tool_on_both_revisions_with_real_audio() {
     let queued = structured(&queued).clone();
     assert_eq!(queued["audio_url"], Value::Null, "{queued}");
     let id = queued["generation_id"].as_str().unwrap().to_owned();
-    app.completions
-        .wait(&id, Duration::from_secs(5))
-        .await
-        .unwrap();
+    app.completion(&id, Duration::from_secs(5)).await.unwrap();
     let polled = mcp_call(&client, "get_generation", json!({"generation_id": id})).await;
     assert_eq!(structured(&polled)["status"], "completed");
     // A completed generation cannot be cancelled; a queued one can (the core's rule, as on
@@ -407,18 +405,10 @@ async fn one_idempotency_key_one_generation_one_charge_across_doors() {
 
     // Metered once each: the usage page's ledger holds one row per generation, summing to the
     // audio made.
-    let month = voiced::store::usage::month_of(chrono::Utc::now());
-    let days = voiced::store::usage::daily(&app.pool, &account, month)
-        .await
-        .unwrap();
-    let charged: i64 = days.iter().map(|d| d.audio_ms).sum();
+    let charged = fixtures::usage_this_month_ms(&app, &account).await;
     let made = first["duration_ms"].as_i64().unwrap() + via_mcp["duration_ms"].as_i64().unwrap();
     assert_eq!(charged, made);
-    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM usage_ledger WHERE account_id = $1")
-        .bind(&account)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let rows = fixtures::ledger_of(&app, &account).await.len();
     assert_eq!(rows, 2);
     client.cancel().await.unwrap();
     app.stop().await;
@@ -1102,9 +1092,7 @@ async fn the_sdk_oauth_client_authorizes_speaks_refreshes_and_is_revoked() {
     let app = TestApp::start_self_addressed_with(1, &[]).await;
     let mcp_url = format!("{}/mcp", app.base);
     let account = app.account(Plan::Pro).await;
-    voiced::service::accounts::set_password(&app.core, &account, PASSWORD.into())
-        .await
-        .unwrap();
+    fixtures::set_password(&app, &account, PASSWORD).await;
     let email = format!("{account}@example.com");
     app.voice(&account, "Agent Voice", EngineId::Kokoro, "af_heart")
         .await;
@@ -1163,12 +1151,8 @@ async fn the_sdk_oauth_client_authorizes_speaks_refreshes_and_is_revoked() {
     let path = url.strip_prefix(&app.base).expect("a link on this server");
     let wav = app.get(path).send().await.unwrap().bytes().await.unwrap();
     assert!(wav_ms(&wav) > 500, "{} ms", wav_ms(&wav));
-    let generation: (String, Option<String>) =
-        sqlx::query_as("SELECT account_id, api_key_id FROM generations WHERE id = $1")
-            .bind(out["generation_id"].as_str().unwrap())
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let stored = fixtures::generation(&app, out["generation_id"].as_str().unwrap()).await;
+    let generation = (stored.account_id, stored.api_key_id);
     assert_eq!(generation, (account.clone(), None), "the account's, no key");
 
     // 4. Refresh through rmcp: a new pair, and the client goes on with it.

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 use crate::common::browser::{Browser, PASSWORD, Page, consent_page, csrf_of, field_of};
+use crate::common::fixtures;
 use crate::common::{TestApp, json};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -32,9 +33,7 @@ fn http() -> reqwest::Client {
 /// An account on `plan` that can sign in; returns (account id, email).
 async fn user(app: &TestApp, plan: Plan) -> (String, String) {
     let account = app.account(plan).await;
-    voiced::service::accounts::set_password(&app.core, &account, PASSWORD.into())
-        .await
-        .unwrap();
+    fixtures::set_password(app, &account, PASSWORD).await;
     let email = format!("{account}@example.com");
     (account, email)
 }
@@ -683,10 +682,7 @@ async fn an_attackers_client_cannot_bounce_a_victim_off_this_server() {
         assert_eq!(page.status, 400, "{decision}: {}", page.body);
         assert!(page.location.is_none(), "{decision} redirected");
     }
-    let codes: i64 = sqlx::query_scalar("SELECT count(*) FROM oauth_codes")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let codes = fixtures::row_count(&app, "oauth_codes").await;
     assert_eq!(codes, 1, "only the attacker's own code");
 
     // Shown the consent page, the victim's answer goes back (deny here), and only once.
@@ -948,12 +944,9 @@ async fn audience_scopes_plan_and_limits_of_tokens_on_v1() {
     let (status, body) = speak(("token", writer.access.clone())).await;
     assert_eq!(status, 202, "{body}");
     // The generation records no key.
-    let key_of: Option<String> =
-        sqlx::query_scalar("SELECT api_key_id FROM generations WHERE id = $1")
-            .bind(body["id"].as_str().unwrap())
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let key_of = fixtures::generation(&app, body["id"].as_str().unwrap())
+        .await
+        .api_key_id;
     assert_eq!(key_of, None);
     app.charge(&account, Some(&key_id), &voice, 120 * 60_000)
         .await;
@@ -964,9 +957,7 @@ async fn audience_scopes_plan_and_limits_of_tokens_on_v1() {
     );
 
     // Plan none: 403 pro_plan_required for tokens too; nothing revoked.
-    voiced::store::accounts::set_plan(&app.pool, &account, Plan::None)
-        .await
-        .unwrap();
+    fixtures::set_plan(&app, &account, Plan::None).await;
     let (status, body) = json(get_with(&app, "/v1/voices", &writer.access).await).await;
     assert_eq!(
         (status, body["code"].as_str()),
@@ -1212,19 +1203,9 @@ async fn tenants_are_isolated_and_the_console_lists_and_revokes_applications() {
     assert_eq!(page.status, 200);
     assert!(page.body.contains("Shared Agent"), "{}", page.body);
     assert!(page.body.contains("voice:read, voice:generate"));
-    let authorization: String =
-        sqlx::query_scalar("SELECT id FROM oauth_authorizations WHERE account_id = $1")
-            .bind(&alice)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let authorization = fixtures::oauth_authorizations_of(&app, &alice).await[0].clone();
     assert!(page.body.contains(&authorization));
-    let bob_authorization: String =
-        sqlx::query_scalar("SELECT id FROM oauth_authorizations WHERE account_id = $1")
-            .bind(&bob)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let bob_authorization = fixtures::oauth_authorizations_of(&app, &bob).await[0].clone();
 
     // Alice cannot revoke Bob's authorization, nor without the form's token.
     let page = alice_browser
@@ -1312,7 +1293,6 @@ async fn registrations_are_capped_per_address_and_per_day_in_all() {
         ("VOICED_OAUTH_REGISTRATIONS_PER_DAY", "3"),
     ])
     .await;
-    let clients = "SELECT count(*) FROM oauth_clients";
     for _ in 0..2 {
         assert_eq!(register_from(&app, "203.0.113.1").await.status(), 201);
     }
@@ -1331,10 +1311,7 @@ async fn registrations_are_capped_per_address_and_per_day_in_all() {
     let response = register_from(&app, "203.0.113.3").await;
     assert_eq!(response.status(), 429);
     assert!(response.headers().get("retry-after").is_some());
-    let n: i64 = sqlx::query_scalar(clients)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let n = fixtures::row_count(&app, "oauth_clients").await;
     assert_eq!(n, 3);
     app.stop().await;
 }

@@ -1,6 +1,7 @@
 //! `POST /v1/audio/speech` (OpenAI-compatible): refusals by name in OpenAI's error envelope, and
 //! the synchronous answer with real audio.
 
+use crate::common::fixtures;
 use crate::common::{TestApp, json};
 use serde_json::{Value, json};
 use voiced::audio::{DecodeLimits, decode_for_asr};
@@ -297,12 +298,7 @@ async fn synchronous_speech_returns_audio_and_a_readable_generation() {
         assert_eq!(generation["seed"], 11);
     }
     // Metered like /v1/speech.
-    let charged: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM usage_ledger WHERE account_id = $1")
-            .bind(&account)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let charged = fixtures::ledger_of(&app, &account).await.len();
     assert_eq!(charged, 3);
     app.stop().await;
 }
@@ -339,12 +335,7 @@ async fn an_idempotency_key_answers_with_the_first_requests_audio() {
         "idempotency_key_reused",
         Some("Idempotency-Key"),
     );
-    let generated: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM generations WHERE account_id = $1")
-            .bind(&account)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let generated = fixtures::generations_of(&app, &account).await.len();
     assert_eq!(generated, 1, "generated once");
     app.stop().await;
 }
@@ -361,12 +352,7 @@ async fn read_streamed(app: &TestApp, mut response: reqwest::Response) -> (Vec<u
         .unwrap()
         .to_owned();
     let first = response.chunk().await.unwrap().expect("a first chunk");
-    let status_at_first: String =
-        sqlx::query_scalar("SELECT status FROM generations WHERE id = $1")
-            .bind(&id)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let status_at_first = fixtures::generation(app, &id).await.status;
     let mut bytes = first.to_vec();
     while let Some(chunk) = response.chunk().await.unwrap() {
         bytes.extend_from_slice(&chunk);
@@ -438,19 +424,14 @@ async fn speech_streams_while_it_is_rendered_and_the_stored_file_is_the_stream_f
             assert_eq!(&streamed[40..44], &[0xFF; 4]);
         }
     }
-    let charged: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM usage_ledger WHERE account_id = $1")
-            .bind(&account)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let charged = fixtures::ledger_of(&app, &account).await.len();
     assert_eq!(charged, 3);
     assert!(
-        app.board.helped() > 0,
+        app.helped_pieces() > 0,
         "the idle worker's session rendered sentences of the lone requests"
     );
-    assert_eq!(app.streams.open(), 0, "nothing left behind");
-    assert_eq!(app.completions.waiting(), 0);
+    assert_eq!(app.open_streams(), 0, "nothing left behind");
+    assert_eq!(app.completion_waiters(), 0);
     app.stop().await;
 }
 
@@ -581,8 +562,7 @@ async fn stored_audio_is_a_finished_file_in_one_piece_or_many() {
             assert_eq!(status, 202, "{accepted}");
             let id = accepted["id"].as_str().unwrap();
             let done = app
-                .completions
-                .wait(id, std::time::Duration::from_secs(5))
+                .completion(id, std::time::Duration::from_secs(5))
                 .await
                 .unwrap();
             assert_eq!(done, voiced::domain::GenerationStatus::Completed);
@@ -636,7 +616,7 @@ async fn the_same_seed_gives_the_same_bytes_whatever_the_parallelism() {
             assert_eq!(response.status(), 200);
             take.push(read_streamed(&app, response).await.0);
         }
-        assert_eq!(app.board.helped() > 0, workers == 2, "{workers} workers");
+        assert_eq!(app.helped_pieces() > 0, workers == 2, "{workers} workers");
         if workers == 1 {
             // The asynchronous door stores the same file.
             let (status, accepted) = json(
@@ -651,8 +631,7 @@ async fn the_same_seed_gives_the_same_bytes_whatever_the_parallelism() {
             assert_eq!(status, 202, "{accepted}");
             let id = accepted["id"].as_str().unwrap();
             let status = app
-                .completions
-                .wait(id, std::time::Duration::from_secs(5))
+                .completion(id, std::time::Duration::from_secs(5))
                 .await
                 .unwrap();
             assert_eq!(status, voiced::domain::GenerationStatus::Completed);
@@ -725,15 +704,7 @@ async fn replays_stream_the_stored_file_from_the_blob_store() {
         .to_owned();
     first.bytes().await.unwrap();
     let big = patterned(32 * 1024 * 1024 + 3);
-    let swapped = sqlx::query(
-        "UPDATE blobs SET bytes = $2 WHERE key = (SELECT audio_key FROM generations WHERE id = $1)",
-    )
-    .bind(&id)
-    .bind(&big)
-    .execute(&app.pool)
-    .await
-    .unwrap();
-    assert_eq!(swapped.rows_affected(), 1);
+    fixtures::corrupt_audio(&app, &id, &big).await;
 
     let replay = send().await.unwrap();
     assert_eq!(replay.status(), 200);
@@ -747,11 +718,7 @@ async fn replays_stream_the_stored_file_from_the_blob_store() {
     let mut replay = send().await.unwrap();
     assert_eq!(replay.status(), 200);
     let mut received = replay.chunk().await.unwrap().expect("a first chunk").len();
-    sqlx::query("DELETE FROM blobs WHERE key = (SELECT audio_key FROM generations WHERE id = $1)")
-        .bind(&id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    fixtures::lose_audio(&app, &id).await;
     let broke = loop {
         match replay.chunk().await {
             Ok(Some(chunk)) => received += chunk.len(),

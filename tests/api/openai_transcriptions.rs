@@ -4,6 +4,7 @@
 //! stores a capture). The OpenAI SDKs run the same calls in tests/sdk.
 
 use crate::asr;
+use crate::common::fixtures;
 use crate::common::{TestApp, json};
 use serde_json::Value;
 use voiced::domain::{Plan, Scope};
@@ -55,11 +56,8 @@ async fn post(
         .unwrap()
 }
 
-async fn captures(app: &TestApp) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM captures")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
+async fn captures(app: &TestApp) -> usize {
+    fixtures::captures(app).await.len()
 }
 
 fn assert_envelope(body: &Value, code: &str, param: Option<&str>) {
@@ -263,10 +261,12 @@ async fn every_format_granularity_stream_and_translation() {
         english.contains("morning") || english.contains("weather") || english.contains("park"),
         "{english}"
     );
-    let id: String = sqlx::query_scalar("SELECT id FROM captures WHERE task = 'translate'")
-        .fetch_one(&app.pool)
+    let id = fixtures::captures(&app)
         .await
-        .unwrap();
+        .into_iter()
+        .find(|c| c.task == "translate")
+        .expect("the translation's capture")
+        .id;
     let (_, capture) = json(
         app.get(&format!("/v1/captures/{id}"))
             .bearer_auth(&secret)
@@ -479,17 +479,13 @@ async fn admission_and_plan_as_on_the_native_route() {
     drop(holds);
     assert_eq!(captures(&app).await, 0);
 
-    voiced::store::accounts::set_features(&app.pool, &account, &[voiced::domain::Feature::Speech])
-        .await
-        .unwrap();
+    fixtures::set_features(&app, &account, &[voiced::domain::Feature::Speech]).await;
     let (status, body) =
         json(post(&app, "/v1/audio/transcriptions", &secret, &m, Some(&wav)).await).await;
     assert_eq!(status, 403, "{body}");
     assert_envelope(&body, "feature_not_enabled", None);
 
-    voiced::store::accounts::set_features(&app.pool, &account, &voiced::domain::Feature::ALL)
-        .await
-        .unwrap();
+    fixtures::set_features(&app, &account, &voiced::domain::Feature::ALL).await;
     let (status, body) =
         json(post(&app, "/v1/audio/transcriptions", &secret, &m, Some(&wav)).await).await;
     assert_eq!(status, 200, "{body}");

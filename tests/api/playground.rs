@@ -6,14 +6,12 @@ use std::time::Duration;
 
 use crate::asr;
 use crate::common::browser::{Browser, csrf_of};
+use crate::common::fixtures;
 use crate::common::{TestApp, poll_until};
 use voiced::domain::{EngineId, Plan};
 
 async fn account_of(app: &TestApp, email: &str) -> String {
-    voiced::store::accounts::find_id(&app.pool, email)
-        .await
-        .unwrap()
-        .expect("account exists")
+    fixtures::account_id(app, email).await
 }
 
 fn attribute<'a>(html: &'a str, marker: &str) -> &'a str {
@@ -82,11 +80,7 @@ async fn the_playground_speaks_and_transcribes_through_the_core() {
         (403, Some("pro_plan_required"))
     );
     // The free minutes run out: the page says so, with quota_exhausted's meaning.
-    let voice = voiced::store::voices::list(&app.pool, &account)
-        .await
-        .unwrap()[0]
-        .id
-        .clone();
+    let voice = fixtures::voices_of(&app, &account).await[0].id.clone();
     app.charge(&account, None, &voice, 10 * 60_000).await;
     let spent = browser
         .submit(
@@ -105,9 +99,7 @@ async fn the_playground_speaks_and_transcribes_through_the_core() {
     );
     let usage = browser.get("/console/usage").await;
     assert!(usage.body.contains("free in the"), "{}", usage.body);
-    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
-        .await
-        .unwrap();
+    fixtures::set_plan(&app, &account, Plan::Pro).await;
 
     // A bad form shows the reason and starts nothing.
     let refused = browser
@@ -172,14 +164,9 @@ async fn the_playground_speaks_and_transcribes_through_the_core() {
     assert!(done.contains("data-start="), "word timings: {done}");
     assert!(done.contains(">playground</span>"), "{done}");
     // The same metering as the API, without a key.
-    let (charged, keyless): (i64, i64) = sqlx::query_as(
-        "SELECT count(*), count(*) FILTER (WHERE api_key_id IS NULL) FROM usage_ledger
-         WHERE account_id = $1",
-    )
-    .bind(&account)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let ledger = fixtures::ledger_of(&app, &account).await;
+    let charged = ledger.len();
+    let keyless = ledger.iter().filter(|row| row.api_key_id.is_none()).count();
     // The free generation, the charge that used the free minutes up, and this one.
     assert_eq!((charged, keyless), (3, 3));
 
@@ -202,21 +189,14 @@ async fn the_playground_speaks_and_transcribes_through_the_core() {
         "{}",
         heard.body
     );
-    let source: String = sqlx::query_scalar("SELECT source FROM captures WHERE account_id = $1")
-        .bind(&account)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-    assert_eq!(source, "app");
+    let captures = fixtures::captures_of(&app, &account).await;
+    let sources: Vec<&str> = captures.iter().map(|c| c.source.as_str()).collect();
+    assert_eq!(sources, ["app"]);
 
     // The history page deletes a generation's audio and a capture (issue 30 item 4), the
     // owner's only.
     let generation = location.rsplit('=').next().unwrap().to_owned();
-    let capture: String = sqlx::query_scalar("SELECT id FROM captures WHERE account_id = $1")
-        .bind(&account)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let capture = captures[0].id.clone();
     let mut intruder = Browser::new(&app);
     assert_eq!(intruder.sign_up("other@example.com").await.status, 303);
     let delete_capture = format!("/console/history/captures/{capture}/delete");
@@ -251,15 +231,11 @@ async fn the_playground_speaks_and_transcribes_through_the_core() {
             .status,
         303
     );
-    let (has_audio, captures): (bool, i64) = sqlx::query_as(
-        "SELECT audio_key IS NOT NULL, (SELECT count(*) FROM captures WHERE account_id = $2)
-         FROM generations WHERE id = $1",
-    )
-    .bind(&generation)
-    .bind(&account)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let has_audio = fixtures::generation(&app, &generation)
+        .await
+        .audio_key
+        .is_some();
+    let captures = fixtures::captures_of(&app, &account).await.len();
     assert_eq!((has_audio, captures), (false, 0));
     app.stop().await;
 }
@@ -311,12 +287,8 @@ async fn upload(
     browser.send(request).await
 }
 
-async fn captures_of(app: &TestApp, account: &str) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM captures WHERE account_id = $1")
-        .bind(account)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
+async fn captures_of(app: &TestApp, account: &str) -> usize {
+    fixtures::captures_of(app, account).await.len()
 }
 
 /// Issue 36 items 2 and 3: the playground's uploads are admitted before they are read (the
@@ -375,24 +347,14 @@ async fn free_transcription_is_admitted_first_metered_and_bounded() {
     let heard = browser.send(request).await;
     assert_eq!(heard.status, 200, "{}", heard.body);
     assert_eq!(app.asr.widened(), widened, "free use never widens");
-    let (metered, free): (i64, bool) =
-        sqlx::query_as("SELECT audio_ms, free FROM transcription_ledger WHERE account_id = $1")
-            .bind(&account)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let [(metered, free)] = fixtures::transcription_ledger_of(&app, &account).await[..] else {
+        panic!("one metered transcription")
+    };
     assert!(free);
     assert!(metered > 1000, "{metered} ms");
 
     // Deleting the capture gives nothing back; the minute runs out and the page says so.
-    sqlx::query(
-        "INSERT INTO transcription_ledger (account_id, capture_id, month, audio_ms, free)
-         VALUES ($1, 'cap_earlier', date_trunc('month', now() AT TIME ZONE 'UTC')::date, 60000, true)",
-    )
-    .bind(&account)
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    fixtures::used_free_transcription(&app, &account, 60_000).await;
     let spent = upload(
         &mut browser,
         &app,
@@ -444,13 +406,9 @@ async fn free_speech_is_played_by_its_owner_and_must_fit_the_free_minutes() {
     let location = started.location.unwrap();
     let generation = location.rsplit('=').next().unwrap().to_owned();
     poll_until(Duration::from_secs(300), "the free speech", || {
-        let (pool, generation) = (app.pool.clone(), generation.clone());
+        let (app, generation) = (&app, generation.clone());
         async move {
-            let status: String = sqlx::query_scalar("SELECT status FROM generations WHERE id = $1")
-                .bind(generation)
-                .fetch_one(&pool)
-                .await
-                .unwrap();
+            let status = fixtures::generation(app, &generation).await.status;
             (status == "completed").then_some(())
         }
     })

@@ -183,12 +183,8 @@ async fn speech_says_the_accounts_rules_and_inline_pronunciations() {
         )
         .await;
     // The caller's text is kept as sent; the worker spoke it with the rules written in.
-    let (stored, spoken): (String, Option<String>) =
-        sqlx::query_as("SELECT text, spoken_text FROM generations WHERE id = $1")
-            .bind(generation["id"].as_str().unwrap())
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let row = crate::common::fixtures::generation(&app, generation["id"].as_str().unwrap()).await;
+    let (stored, spoken) = (row.text, row.spoken_text);
     assert_eq!(stored, text);
     assert_eq!(
         spoken.as_deref(),

@@ -126,7 +126,7 @@ async fn speak_and_hear(app: &TestApp, secret: &str, voice: &str, text: &str) ->
     let id = accepted["id"].as_str().unwrap();
     tokio::time::timeout(
         Duration::from_secs(300),
-        app.completions.wait(id, Duration::from_secs(5)),
+        app.completion(id, Duration::from_secs(5)),
     )
     .await
     .expect("generation finishes")

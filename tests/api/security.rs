@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::common::child::ChildServer;
+use crate::common::fixtures;
 use crate::common::{TempDir, TestApp, json, poll_until};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -53,25 +54,9 @@ async fn another_accounts_resources_look_exactly_like_missing_ones() {
     assert_eq!(without_instance(foreign), without_instance(missing));
 
     // Captures: a capture of the owner's is never listed for the other account.
-    voiced::store::captures::insert(
-        &app.pool,
-        voiced::store::captures::NewCapture {
-            id: "cap_owner_only",
-            account_id: &owner,
-            api_key_id: None,
-            source: "api",
-            language: "en",
-            duration_ms: 1000,
-            transcript_raw: "private words",
-            transcript_refined: "private words",
-            task: "transcribe",
-            timestamps: "none",
-            segments: None,
-            words: None,
-        },
-    )
-    .await
-    .unwrap();
+    fixtures::store_capture(&app, &owner, "cap_owner_only", "private words")
+        .await
+        .expect("stored");
     let (_, listed) = json(
         app.get("/v1/captures?limit=200")
             .bearer_auth(&other_secret)
@@ -313,10 +298,7 @@ async fn a_slow_body_client_gets_408_and_its_connection_closed() {
         matches!(read, Ok(Ok(0)) | Ok(Err(_))),
         "the connection is closed: {read:?}"
     );
-    let generations: i64 = sqlx::query_scalar("SELECT count(*) FROM generations")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let generations = fixtures::generation_count(&app).await;
     assert_eq!(generations, 0);
     app.stop().await;
 }

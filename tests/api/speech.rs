@@ -5,10 +5,11 @@ use crate::common;
 
 use std::time::Duration;
 
+use crate::common::fixtures;
 use crate::common::{TestApp, assert_problem, json};
 use serde_json::{Value, json};
 use voiced::audio::{DecodeLimits, decode_for_asr};
-use voiced::domain::{EngineId, Feature, Plan, Scope, new_id};
+use voiced::domain::{EngineId, Feature, Plan, Scope};
 use voiced::signing::{AudioSigner, LINK_LIFETIME_SECS};
 
 const SENTENCE: &str = "Hello from voiced.";
@@ -89,12 +90,11 @@ async fn create_poll_download_each_format_and_metering() {
     }
 
     // Charged once each, in the ledger, and counted on the voice.
-    let charged: Vec<i64> =
-        sqlx::query_scalar("SELECT audio_ms FROM usage_ledger WHERE account_id = $1")
-            .bind(&account)
-            .fetch_all(&app.pool)
-            .await
-            .unwrap();
+    let charged: Vec<i64> = fixtures::ledger_of(&app, &account)
+        .await
+        .iter()
+        .map(|row| row.audio_ms)
+        .collect();
     assert_eq!(charged.len(), 3);
     assert!(charged.iter().all(|ms| *ms > 500));
     let (_, voices) = json(
@@ -135,10 +135,7 @@ async fn same_seed_same_bytes_other_seed_other_take() {
         )
         .await;
     assert!(generation["seed"].as_i64().is_some());
-    sqlx::query("UPDATE voice_profiles SET pinned_seed = 7 WHERE name = 'Narrator'")
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    fixtures::pin_voice(&app, "Narrator", Some(7), None).await;
     let (pinned, bytes) = app
         .completed_audio(
             &secret,
@@ -212,14 +209,8 @@ async fn idempotent_replays_and_concurrent_duplicates() {
     assert_eq!(response.status(), 202);
 
     let count = |account: String| {
-        let pool = app.pool.clone();
-        async move {
-            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM generations WHERE account_id = $1")
-                .bind(account)
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-        }
+        let app = &app;
+        async move { fixtures::generations_of(app, &account).await.len() }
     };
     assert_eq!(count(account.clone()).await, 1);
 
@@ -328,10 +319,7 @@ async fn bad_input_is_refused_and_creates_nothing() {
         assert_eq!(problem["param"], param, "{body}");
     }
     // A voice's pinned temperature on a kokoro voice is refused the same way.
-    sqlx::query("UPDATE voice_profiles SET pinned_temperature = 0.7 WHERE name = 'Narrator'")
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    fixtures::pin_voice(&app, "Narrator", None, Some(0.7)).await;
     let (status, problem) = app
         .speak(&secret, json!({ "text": "hi", "voice_name": "Narrator" }))
         .await;
@@ -378,10 +366,7 @@ async fn bad_input_is_refused_and_creates_nothing() {
         "{body}"
     );
 
-    let generations: i64 = sqlx::query_scalar("SELECT count(*) FROM generations")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let generations = fixtures::generation_count(&app).await;
     assert_eq!(generations, 0);
     app.stop().await;
 }
@@ -401,9 +386,7 @@ async fn scope_and_feature_gates() {
     assert_eq!(body["required_scope"], "voice:generate");
 
     let (_, writer) = app.key(&account, &Scope::ALL).await;
-    voiced::store::accounts::set_features(&app.pool, &account, &[Feature::Transcription])
-        .await
-        .unwrap();
+    fixtures::set_features(&app, &account, &[Feature::Transcription]).await;
     let (status, body) = app
         .speak(&writer, json!({ "text": "hi", "voice_name": "Narrator" }))
         .await;
@@ -465,12 +448,12 @@ async fn allowance_and_key_ceiling_with_in_flight_overshoot() {
     assert_problem(&b, 429, "key_ceiling_exceeded", "/v1/speech");
     let generation = app.finished(&secret, a["id"].as_str().unwrap()).await;
     assert_eq!(generation["status"], "completed");
-    let key_total: i64 =
-        sqlx::query_scalar("SELECT sum(audio_ms)::BIGINT FROM usage_ledger WHERE api_key_id = $1")
-            .bind(&key_id)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let key_total: i64 = fixtures::ledger(&app)
+        .await
+        .iter()
+        .filter(|row| row.api_key_id.as_deref() == Some(key_id.as_str()))
+        .map(|row| row.audio_ms)
+        .sum();
     assert!(
         key_total > 60_000,
         "overshoot by what was in flight: {key_total}"
@@ -491,9 +474,7 @@ async fn allowance_and_key_ceiling_with_in_flight_overshoot() {
         )
         .await;
     assert_eq!(status, 202);
-    voiced::service::keys::set_ceiling_any(&app.core, &key_id, None)
-        .await
-        .unwrap();
+    fixtures::set_ceiling(&app, &key_id, None).await.unwrap();
     let (status, _) = app
         .speak(&secret, json!({ "text": "hi", "voice_name": "Narrator" }))
         .await;
@@ -522,15 +503,9 @@ async fn a_generation_on_an_engine_not_installed_is_refused_and_costs_nothing() 
             .contains("not installed"),
         "{problem}"
     );
-    let generations: i64 = sqlx::query_scalar("SELECT count(*) FROM generations")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let generations = fixtures::generation_count(&app).await;
     assert_eq!(generations, 0);
-    let charged: i64 = sqlx::query_scalar("SELECT count(*) FROM usage_ledger")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let charged = fixtures::ledger(&app).await.len();
     assert_eq!(charged, 0);
     app.stop().await;
 }
@@ -623,9 +598,7 @@ async fn audio_links_need_a_valid_fresh_signature_and_a_paid_plan() {
         .unwrap();
     assert_eq!(response.status(), 200);
     // The plan gate applies to downloads too.
-    voiced::store::accounts::set_plan(&app.pool, &account, Plan::None)
-        .await
-        .unwrap();
+    fixtures::set_plan(&app, &account, Plan::None).await;
     let (status, body) = json(
         app.get(&format!("/v1/audio/{id}?sig={valid}"))
             .send()
@@ -722,10 +695,7 @@ async fn a_generation_past_the_time_limit_fails_and_costs_nothing() {
         "{generation}"
     );
     assert!(generation.get("audio_url").is_none());
-    let charged: i64 = sqlx::query_scalar("SELECT count(*) FROM usage_ledger")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let charged = fixtures::ledger(&app).await.len();
     assert_eq!(charged, 0);
     app.stop().await;
 }
@@ -750,14 +720,7 @@ async fn downloads_of_one_link_are_bounded() {
     let big: Vec<u8> = (0..40 * 1024 * 1024 + 7)
         .map(|i: usize| (i % 253) as u8 ^ (i >> 20) as u8)
         .collect();
-    sqlx::query(
-        "UPDATE blobs SET bytes = $2 WHERE key = (SELECT audio_key FROM generations WHERE id = $1)",
-    )
-    .bind(id)
-    .bind(&big)
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    fixtures::corrupt_audio(&app, id, &big).await;
     let url = generation["audio_url"].as_str().unwrap();
     // Separate clients: each download on a connection of its own, its body left unread.
     let open = || async {
@@ -822,28 +785,7 @@ async fn a_failed_generation_tells_a_fixed_sentence_not_the_engines_internals() 
     let voice = app
         .voice(&account, "Qwen voice", EngineId::Qwen, "default")
         .await;
-    let id = new_id("gen");
-    let mut tx = app.pool.begin().await.unwrap();
-    voiced::store::queue::enqueue(
-        &mut tx,
-        voiced::store::queue::NewGeneration {
-            id: &id,
-            account_id: &account,
-            api_key_id: None,
-            voice_id: &voice,
-            engine: "qwen",
-            text: "Hello.",
-            spoken_text: None,
-            timestamps: None,
-            seed: 1,
-            temperature: None,
-            format: "wav",
-            estimated_ms: 1000,
-        },
-    )
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
+    let id = fixtures::enqueue_past_admission(&app, &account, None, &voice, "qwen", "Hello.").await;
     let failed = app.finished(&secret, &id).await;
     assert_eq!(failed["status"], "failed", "{failed}");
     assert_eq!(
@@ -862,19 +804,7 @@ async fn audio_of_a_generation_cancelled_after_it_was_stored_is_deleted() {
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
         .await;
-    sqlx::raw_sql(
-        "CREATE FUNCTION cancel_on_store() RETURNS trigger LANGUAGE plpgsql AS $$
-         BEGIN
-             UPDATE generations SET cancel_reason = 'cancelled: the client disconnected'
-             WHERE audio_key IS NULL AND NEW.key LIKE '%' || id;
-             RETURN NEW;
-         END $$;
-         CREATE TRIGGER cancel_on_store AFTER INSERT ON blobs
-             FOR EACH ROW EXECUTE FUNCTION cancel_on_store();",
-    )
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    fixtures::cancel_generations_as_their_audio_is_stored(&app).await;
     let (status, accepted) = app
         .speak(
             &secret,
@@ -889,13 +819,7 @@ async fn audio_of_a_generation_cancelled_after_it_was_stored_is_deleted() {
         failed["error"].as_str().unwrap().starts_with("cancelled:"),
         "{failed}"
     );
-    let blobs = || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM blobs WHERE key LIKE '%' || $1")
-            .bind(id)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap()
-    };
+    let blobs = || fixtures::blobs_ending_in(&app, id);
     // The deletion follows the `failed` notification: poll for it.
     common::poll_until(
         Duration::from_secs(30),
@@ -903,10 +827,7 @@ async fn audio_of_a_generation_cancelled_after_it_was_stored_is_deleted() {
         || async { (blobs().await == 0).then_some(()) },
     )
     .await;
-    let charged: i64 = sqlx::query_scalar("SELECT count(*) FROM usage_ledger")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let charged = fixtures::ledger(&app).await.len();
     assert_eq!(charged, 0);
     app.stop().await;
 }

@@ -5,6 +5,7 @@
 //! before anything is queued.
 
 use crate::common::client::{McpClient, mcp_call};
+use crate::common::fixtures;
 use crate::common::{TestApp, assert_problem};
 use serde_json::{Value, json};
 use voiced::domain::EngineId;
@@ -161,10 +162,10 @@ async fn a_text_that_would_speak_too_long_is_refused_at_every_door() {
         )
         .await;
     assert_eq!(status, 202, "{accepted}");
-    let reserved: i64 = sqlx::query_scalar("SELECT estimated_ms FROM generations")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let [stored] = &fixtures::all_generations(&app).await[..] else {
+        panic!("one generation")
+    };
+    let reserved = stored.estimated_ms;
     assert_eq!(
         reserved,
         registry.estimated_audio_ms(EngineId::Kokoro, "en", "af_heart", prose),

@@ -7,6 +7,7 @@ use crate::common;
 use std::time::Duration;
 
 use crate::common::child::ChildServer;
+use crate::common::fixtures;
 use crate::common::{TestApp, assert_problem, json, poll_until};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
@@ -23,19 +24,12 @@ fn twenty_seconds_of_text() -> String {
 }
 
 async fn generation_row(app: &TestApp, id: &str) -> (String, Option<String>) {
-    sqlx::query_as("SELECT status, error FROM generations WHERE id = $1")
-        .bind(id)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
+    let stored = fixtures::generation(app, id).await;
+    (stored.status, stored.error)
 }
 
-async fn charges(app: &TestApp, account: &str) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM usage_ledger WHERE account_id = $1")
-        .bind(account)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
+async fn charges(app: &TestApp, account: &str) -> usize {
+    fixtures::ledger_of(app, account).await.len()
 }
 
 #[tokio::test]
@@ -58,13 +52,12 @@ async fn a_ceiling_bounds_what_concurrent_requests_can_reserve() {
         assert_eq!(*status, 429, "{body}");
         assert_problem(body, 429, "key_ceiling_exceeded", "/v1/speech");
     }
-    let reserved: i64 = sqlx::query_scalar(
-        "SELECT COALESCE(sum(estimated_ms), 0)::BIGINT FROM generations WHERE api_key_id = $1",
-    )
-    .bind(&key_id)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let reserved: i64 = fixtures::all_generations(&app)
+        .await
+        .iter()
+        .filter(|g| g.api_key_id.as_deref() == Some(key_id.as_str()))
+        .map(|g| g.estimated_ms)
+        .sum();
     assert!(admitted >= 1, "the first request fits");
     assert!(
         reserved <= 60_000 + estimate,
@@ -136,28 +129,22 @@ async fn the_queue_is_fair_across_accounts() {
     for id in [&b_id, &a_ids[0], &a_ids[1], &a_ids[2], &a_ids[3]] {
         let status = tokio::time::timeout(
             Duration::from_secs(600),
-            app.completions.wait(id, Duration::from_secs(2)),
+            app.completion(id, Duration::from_secs(2)),
         )
         .await
         .expect("finishes")
         .unwrap();
         assert_eq!(status, GenerationStatus::Completed);
     }
-    type Times = (
-        chrono::DateTime<chrono::Utc>,
-        chrono::DateTime<chrono::Utc>,
-        chrono::DateTime<chrono::Utc>,
-    );
     let times = |id: String| {
-        let pool = app.pool.clone();
+        let app = &app;
         async move {
-            sqlx::query_as::<_, Times>(
-                "SELECT created_at, started_at, finished_at FROM generations WHERE id = $1",
+            let g = fixtures::generation(app, &id).await;
+            (
+                g.created_at,
+                g.started_at.expect("started"),
+                g.finished_at.expect("finished"),
             )
-            .bind(id)
-            .fetch_one(&pool)
-            .await
-            .unwrap()
         }
     };
     let b_times = times(b_id).await;
@@ -181,43 +168,11 @@ async fn the_queue_is_fair_across_accounts() {
     app.stop().await;
 }
 
-/// A cloned voice of `account` whose print is a job for the workers (engine `chatterbox`; no
-/// engine runs here: the test only claims).
-async fn pending_clone(app: &TestApp, account: &str, name: &str) -> String {
-    let id = new_id("voice");
-    let mut tx = app.pool.begin().await.unwrap();
-    voiced::store::voices::insert_cloned(
-        &mut *tx,
-        voiced::store::voices::NewClonedVoice {
-            id: &id,
-            account_id: account,
-            name,
-            description: "",
-            language: "en",
-            engine: "chatterbox",
-            sample_count: 1,
-        },
-    )
-    .await
-    .unwrap();
-    voiced::store::prints::insert_sample(&mut tx, &id, 0, b"clip", 6000, None)
-        .await
-        .unwrap();
-    voiced::store::prints::insert_print(&mut tx, &id, "chatterbox", None)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
-    id
-}
-
 /// Claims the next job as a worker does: ("print", voice id) or ("generation", generation id).
 async fn claim_next(app: &TestApp) -> Option<(&'static str, String)> {
-    use voiced::store::queue::{self, Claimed};
-    let lease = Duration::from_secs(300);
-    match queue::claim_next(&app.pool, "w", lease).await.unwrap()? {
-        Claimed::Print(job) => Some(("print", job.voice_id)),
-        Claimed::Generation(job) => Some(("generation", job.id)),
-    }
+    fixtures::claim_next(app, "w", Duration::from_secs(300))
+        .await
+        .map(|(kind, id, _)| (kind, id))
 }
 
 /// Voice-print jobs take their turn in the fair claim: three clones of account A, queued
@@ -230,33 +185,12 @@ async fn voice_prints_take_their_turn_in_the_fair_queue() {
     let (b, _) = app.pro_user().await;
     let mut prints = Vec::new();
     for name in ["Ada", "Grace", "Hedy"] {
-        prints.push(pending_clone(&app, &a, name).await);
+        prints.push(fixtures::pending_clone(&app, &a, name).await);
     }
     let voice = app
         .voice(&b, "Narrator", EngineId::Kokoro, "af_heart")
         .await;
-    let generation = new_id("gen");
-    let mut tx = app.pool.begin().await.unwrap();
-    voiced::store::queue::enqueue(
-        &mut tx,
-        voiced::store::queue::NewGeneration {
-            id: &generation,
-            account_id: &b,
-            api_key_id: None,
-            voice_id: &voice,
-            engine: "kokoro",
-            text: "Hi.",
-            spoken_text: None,
-            timestamps: None,
-            seed: 1,
-            temperature: None,
-            format: "wav",
-            estimated_ms: 1000,
-        },
-    )
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
+    let generation = fixtures::enqueue(&app, &b, &voice).await;
 
     let mut order = Vec::new();
     while let Some(claimed) = claim_next(&app).await {
@@ -273,41 +207,9 @@ async fn voice_prints_take_their_turn_in_the_fair_queue() {
         "A's first print (oldest, nobody served yet), then B (never served), then A's others"
     );
     // A claimed print counts as serving its account.
-    let started: Option<chrono::DateTime<chrono::Utc>> =
-        sqlx::query_scalar("SELECT started_at FROM voice_prints WHERE voice_id = $1")
-            .bind(&prints[0])
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let started = fixtures::voice_print(&app, &prints[0]).await.started_at;
     assert!(started.is_some());
     app.stop().await;
-}
-
-/// Queues a one-word generation of `account` on `voice` as admission does; its id.
-async fn enqueue(app: &TestApp, account: &str, voice: &str) -> String {
-    let id = new_id("gen");
-    let mut tx = app.pool.begin().await.unwrap();
-    voiced::store::queue::enqueue(
-        &mut tx,
-        voiced::store::queue::NewGeneration {
-            id: &id,
-            account_id: account,
-            api_key_id: None,
-            voice_id: voice,
-            engine: "kokoro",
-            text: "Hi.",
-            spoken_text: None,
-            timestamps: None,
-            seed: 1,
-            temperature: None,
-            format: "wav",
-            estimated_ms: 1000,
-        },
-    )
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
-    id
 }
 
 /// The claim's per-account order follows an account through its whole life: served, idle once
@@ -315,55 +217,39 @@ async fn enqueue(app: &TestApp, account: &str, voice: &str) -> String {
 /// claimed again.
 #[tokio::test]
 async fn an_account_leaves_the_queue_when_idle_and_returns_with_its_next_job() {
-    use voiced::store::queue::{self, Claimed, Completion};
+    use voiced::store::queue::Completion;
     let app = TestApp::start().await;
     let (a, _) = app.pro_user().await;
     let voice = app
         .voice(&a, "Narrator", EngineId::Kokoro, "af_heart")
         .await;
     let lease = Duration::from_secs(300);
-    let claimed = |c: Option<Claimed>| match c {
-        Some(Claimed::Generation(job)) => Some((job.id, job.attempts)),
-        Some(Claimed::Print(job)) => panic!("no print was queued: {}", job.voice_id),
+    let claimed = |c: Option<fixtures::ClaimedJob>| match c {
+        Some(("generation", id, attempts)) => Some((id, attempts)),
+        Some((_, voice, _)) => panic!("no print was queued: {voice}"),
         None => None,
     };
-    let first = enqueue(&app, &a, &voice).await;
-    let job = claimed(queue::claim_next(&app.pool, "w", lease).await.unwrap());
+    let first = fixtures::enqueue(&app, &a, &voice).await;
+    let job = claimed(fixtures::claim_next(&app, "w", lease).await);
     assert_eq!(job, Some((first.clone(), 1)));
     // Running: nothing to claim, and the account stays in the order (its job may come back).
-    assert_eq!(
-        claimed(queue::claim_next(&app.pool, "w", lease).await.unwrap()),
-        None
-    );
-    let ready = || {
-        sqlx::query_scalar::<_, bool>("SELECT ready FROM queue_accounts WHERE account_id = $1")
-            .bind(&a)
-            .fetch_one(&app.pool)
-    };
-    assert!(ready().await.unwrap());
-    let done = queue::complete(&app.pool, &first, "w", "audio/x", 500, None)
-        .await
-        .unwrap();
+    assert_eq!(claimed(fixtures::claim_next(&app, "w", lease).await), None);
+    let ready = || fixtures::ready_in_queue(&app, &a);
+    assert!(ready().await);
+    let done = fixtures::complete_job(&app, &first, "w").await;
     assert_eq!(done, Completion::Completed);
-    assert_eq!(
-        claimed(queue::claim_next(&app.pool, "w", lease).await.unwrap()),
-        None
-    );
+    assert_eq!(claimed(fixtures::claim_next(&app, "w", lease).await), None);
     assert!(
-        !ready().await.unwrap(),
+        !ready().await,
         "no unfinished work: the account left the order"
     );
 
-    let second = enqueue(&app, &a, &voice).await;
-    assert!(ready().await.unwrap());
+    let second = fixtures::enqueue(&app, &a, &voice).await;
+    assert!(ready().await);
     // A worker that dies: a lease that is over at once.
-    let job = claimed(
-        queue::claim_next(&app.pool, "dead", Duration::ZERO)
-            .await
-            .unwrap(),
-    );
+    let job = claimed(fixtures::claim_next(&app, "dead", Duration::ZERO).await);
     assert_eq!(job, Some((second.clone(), 1)));
-    let job = claimed(queue::claim_next(&app.pool, "w", lease).await.unwrap());
+    let job = claimed(fixtures::claim_next(&app, "w", lease).await);
     assert_eq!(
         job,
         Some((second, 2)),
@@ -383,32 +269,15 @@ async fn concurrent_claims_take_every_job_once() {
             .voice(&account, "Narrator", EngineId::Kokoro, "af_heart")
             .await;
         for _ in 0..10 {
-            queued.push(enqueue(&app, &account, &voice).await);
+            queued.push(fixtures::enqueue(&app, &account, &voice).await);
         }
     }
-    let mut claimers = Vec::new();
-    for i in 0..8 {
-        let pool = app.pool.clone();
-        claimers.push(tokio::spawn(async move {
-            let mut ids = Vec::new();
-            let worker = format!("w{i}");
-            while let Some(claimed) =
-                voiced::store::queue::claim_next(&pool, &worker, Duration::from_secs(300))
-                    .await
-                    .unwrap()
-            {
-                match claimed {
-                    voiced::store::queue::Claimed::Generation(job) => ids.push(job.id),
-                    voiced::store::queue::Claimed::Print(job) => panic!("{}", job.voice_id),
-                }
-            }
-            ids
-        }));
-    }
-    let mut claimed = Vec::new();
-    for claimer in claimers {
-        claimed.extend(claimer.await.unwrap());
-    }
+    let claimed: Vec<String> = fixtures::claim_concurrently(&app, 8)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut claimed = claimed;
     claimed.sort();
     queued.sort();
     assert_eq!(claimed, queued);
@@ -437,11 +306,8 @@ async fn hang_up(
 }
 
 async fn only_generation(app: &TestApp, account: &str) -> Option<String> {
-    sqlx::query_scalar("SELECT id FROM generations WHERE account_id = $1")
-        .bind(account)
-        .fetch_optional(&app.pool)
-        .await
-        .unwrap()
+    let generations = fixtures::generations_of(app, account).await;
+    generations.into_iter().next().map(|g| g.id)
 }
 
 async fn final_row(app: &TestApp, id: &str) -> (String, Option<String>) {
@@ -477,13 +343,11 @@ async fn a_disconnected_synchronous_request_never_runs_and_costs_nothing() {
     assert_eq!(error.as_deref(), Some(CancelReason::Disconnected.as_str()));
     assert_eq!(charges(&app, &account).await, 0);
     // Its reservation ended with it: the account has nothing pending.
-    let pending: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM generations WHERE account_id = $1 AND status = 'generating'",
-    )
-    .bind(&account)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let pending = fixtures::generations_of(&app, &account)
+        .await
+        .iter()
+        .filter(|g| g.status == "generating")
+        .count();
     assert_eq!(pending, 0);
     app.stop().await;
 }
@@ -504,13 +368,11 @@ async fn a_disconnected_synchronous_request_stops_its_running_generation() {
                 let app = &app;
                 let account = account.clone();
                 async move {
-                    sqlx::query_scalar::<_, String>(
-                    "SELECT id FROM generations WHERE account_id = $1 AND started_at IS NOT NULL",
-                )
-                .bind(account)
-                .fetch_optional(&app.pool)
-                .await
-                .unwrap()
+                    fixtures::generations_of(app, &account)
+                        .await
+                        .into_iter()
+                        .find(|g| g.started_at.is_some())
+                        .map(|g| g.id)
                 }
             },
         )
@@ -527,24 +389,16 @@ async fn a_disconnected_synchronous_request_stops_its_running_generation() {
     );
     // What had left before the hang-up (nothing, or the first sentence) is all that is
     // charged, and the generation says so (issue 36 item 1): never the whole.
-    let (charged, duration, estimated): (i64, Option<i64>, i64) = sqlx::query_as(
-        "SELECT COALESCE((SELECT sum(audio_ms) FROM usage_ledger WHERE generation_id = g.id), 0)::BIGINT,
-                g.duration_ms, g.estimated_ms
-         FROM generations g WHERE g.id = $1",
-    )
-    .bind(&id)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let stored = fixtures::generation(&app, &id).await;
+    let (charged, duration, estimated) = (
+        stored.charged_ms.unwrap_or(0),
+        stored.duration_ms,
+        stored.estimated_ms,
+    );
     assert_eq!(duration.unwrap_or(0), charged);
     assert!(charged < estimated, "{charged} of {estimated}");
     let charged_before = charges(&app, &account).await;
-    let audio: Option<String> =
-        sqlx::query_scalar("SELECT audio_key FROM generations WHERE id = $1")
-            .bind(&id)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let audio = fixtures::generation(&app, &id).await.audio_key;
     assert_eq!(audio, None, "no audio is stored for a cancelled generation");
 
     // The worker goes on with the next job; the asynchronous route is unaffected.
@@ -623,11 +477,9 @@ async fn a_hang_up_stops_a_long_unpunctuated_generation_inside_its_piece() {
         received.extend_from_slice(&buffer[..read]);
     }
     assert!(received.starts_with(b"HTTP/1.1 200"));
-    let id: String = sqlx::query_scalar("SELECT id FROM generations WHERE account_id = $1")
-        .bind(&account)
-        .fetch_one(&app.pool)
+    let id = only_generation(&app, &account)
         .await
-        .unwrap();
+        .expect("its generation");
     let hung_up = std::time::Instant::now();
     drop(stream);
     let (status, error) = final_row(&app, &id).await;
@@ -639,14 +491,11 @@ async fn a_hang_up_stops_a_long_unpunctuated_generation_inside_its_piece() {
         "{error}"
     );
     // The first piece had reached the client: that much is charged, once, not the whole.
-    let (charged, estimated): (i64, i64) = sqlx::query_as(
-        "SELECT (SELECT sum(audio_ms) FROM usage_ledger WHERE generation_id = g.id)::BIGINT,
-                g.estimated_ms FROM generations g WHERE g.id = $1",
-    )
-    .bind(&id)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let stored = fixtures::generation(&app, &id).await;
+    let (charged, estimated) = (
+        stored.charged_ms.expect("a ledger row"),
+        stored.estimated_ms,
+    );
     assert!(
         charged > 0 && charged < estimated,
         "{charged} of {estimated}"
@@ -748,17 +597,17 @@ async fn a_synchronous_request_past_the_time_limit_is_cancelled() {
     assert_eq!(error.as_deref(), Some(CancelReason::TimeLimit.as_str()));
     assert_eq!(charges(&app, &account).await, 0);
     // The completion waiter it left is gone with it.
-    assert_eq!(app.completions.waiting(), 0);
+    assert_eq!(app.completion_waiters(), 0);
     app.stop().await;
 }
 
 /// The account's generation ids, oldest first.
 async fn generations_of(app: &TestApp, account: &str) -> Vec<String> {
-    sqlx::query_scalar("SELECT id FROM generations WHERE account_id = $1 ORDER BY created_at, id")
-        .bind(account)
-        .fetch_all(&app.pool)
+    fixtures::generations_of(app, account)
         .await
-        .unwrap()
+        .into_iter()
+        .map(|g| g.id)
+        .collect()
 }
 
 /// A synchronous request whose generation was cancelled (its client hung up) does not use its
@@ -788,19 +637,8 @@ async fn a_retry_after_a_cancelled_synchronous_request_is_a_new_request() {
     assert_eq!(error.as_deref(), Some(CancelReason::Disconnected.as_str()));
 
     // As a row written before the column was read: the prefix only. The migration restores it.
-    sqlx::query("UPDATE generations SET cancel_reason = NULL WHERE id = $1")
-        .bind(&id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    sqlx::raw_sql(include_str!("../../migrations/0014_cancelled_is_data.sql"))
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    let row = voiced::store::generations::find(&app.pool, &account, &id)
-        .await
-        .unwrap()
-        .unwrap();
+    fixtures::replay_cancel_reason_migration(&app, &id).await;
+    let row = fixtures::generation_read(&app, &account, &id).await;
     assert!(row.cancelled);
     assert_eq!(row.status, GenerationStatus::Failed);
 
@@ -832,12 +670,12 @@ async fn completion_waiters_are_removed_when_they_give_up() {
     for _ in 0..5 {
         let gave_up = tokio::time::timeout(
             Duration::from_millis(200),
-            app.completions.wait(id, Duration::from_millis(30)),
+            app.completion(id, Duration::from_millis(30)),
         )
         .await;
         assert!(gave_up.is_err(), "the generation is still queued");
     }
-    assert_eq!(app.completions.waiting(), 0);
+    assert_eq!(app.completion_waiters(), 0);
     app.stop().await;
 }
 
@@ -847,24 +685,10 @@ async fn text_the_voice_cannot_read_is_refused_before_it_is_queued() {
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Narrator", EngineId::Kokoro, "af_heart")
         .await;
-    let japanese = new_id("voice");
-    voiced::store::voices::insert_preset(
-        &app.pool,
-        voiced::store::voices::NewVoice {
-            id: &japanese,
-            account_id: &account,
-            name: "Kana",
-            description: "",
-            language: "ja",
-            engine: "kokoro",
-            preset: "jf_alpha",
-            pinned_seed: None,
-            pinned_temperature: None,
-            personality_prompt: None,
-        },
-    )
-    .await
-    .unwrap();
+    let japanese = app
+        .voice(&account, "Kana", EngineId::Kokoro, "jf_alpha")
+        .await;
+    fixtures::set_voice_language(&app, &japanese, "ja").await;
     for (voice, text) in [
         ("Narrator", "Привет, мир"),
         ("Narrator", "😀🎉"),
@@ -903,13 +727,7 @@ async fn text_the_voice_cannot_read_is_refused_before_it_is_queued() {
 }
 
 async fn count(app: &TestApp, table: &str, account: &str) -> i64 {
-    sqlx::query_scalar(&format!(
-        "SELECT count(*) FROM {table} WHERE account_id = $1"
-    ))
-    .bind(account)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap()
+    fixtures::rows_of(app, table, Some(account)).await
 }
 
 #[tokio::test]
@@ -974,13 +792,10 @@ async fn idempotency_survives_a_crash_between_commit_and_answer() {
             "{failpoint}"
         );
         let (_, answer) = json(retry).await;
-        let stored: String =
-            sqlx::query_scalar(&format!("SELECT id FROM {table} WHERE account_id = $1"))
-                .bind(&account)
-                .fetch_one(&app.pool)
-                .await
-                .unwrap();
-        assert_eq!(answer["id"], stored, "{failpoint}: the stored answer");
+        let [stored] = &fixtures::ids_of(&app, table, &account).await[..] else {
+            panic!("{failpoint}: one row")
+        };
+        assert_eq!(answer["id"], *stored, "{failpoint}: the stored answer");
         assert_eq!(
             count(&app, table, &account).await,
             1,

@@ -7,6 +7,7 @@ use crate::asr;
 use std::path::Path;
 use std::process::Command;
 
+use crate::common::fixtures;
 use crate::common::{TestApp, assert_problem, json};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
@@ -33,11 +34,8 @@ fn convert(input: &Path, name: &str, args: &[&str]) -> std::path::PathBuf {
     out
 }
 
-async fn captures(app: &TestApp) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM captures")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
+async fn captures(app: &TestApp) -> usize {
+    fixtures::captures(app).await.len()
 }
 
 #[tokio::test]
@@ -122,7 +120,7 @@ async fn the_same_clip_in_every_format_gives_the_same_transcript() {
         transcripts.iter().all(|t| *t == transcripts[0]),
         "{transcripts:#?}"
     );
-    assert_eq!(captures(&app).await, files.len() as i64);
+    assert_eq!(captures(&app).await, files.len());
     app.stop().await;
 }
 
@@ -183,10 +181,7 @@ async fn idempotent_replay_creates_one_capture_and_transcription_is_never_metere
     assert_eq!(again.status(), 200);
     assert_eq!(again.bytes().await.unwrap(), first, "byte for byte");
     assert_eq!(captures(&app).await, 1);
-    let ledger: i64 = sqlx::query_scalar("SELECT count(*) FROM usage_ledger")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let ledger = fixtures::ledger(&app).await.len();
     assert_eq!(ledger, 0);
     app.stop().await;
 }
@@ -278,15 +273,11 @@ async fn gates_and_a_full_recogniser_queue() {
     assert_eq!(problem["required_scope"], "voice:generate");
 
     let (_, secret) = app.key(&account, &Scope::ALL).await;
-    voiced::store::accounts::set_features(&app.pool, &account, &[Feature::Speech])
-        .await
-        .unwrap();
+    fixtures::set_features(&app, &account, &[Feature::Speech]).await;
     let (status, problem) = app.transcribe(&secret, "AAAA").await;
     assert_eq!(status, 403);
     assert_eq!(problem["code"], "feature_not_enabled");
-    voiced::store::accounts::set_features(&app.pool, &account, &Feature::ALL)
-        .await
-        .unwrap();
+    fixtures::set_features(&app, &account, &Feature::ALL).await;
 
     // Every place in the recogniser's queue taken: refused with 503 and Retry-After, not queued.
     let mut places = Vec::new();

@@ -4,6 +4,7 @@
 use crate::common;
 use voiced::http::error::HttpStatus;
 
+use crate::common::fixtures;
 use crate::common::{TestApp, assert_problem, json};
 use serde_json::{Value, json};
 use voiced::domain::{Plan, Scope};
@@ -312,25 +313,12 @@ async fn adding_a_voice_is_idempotent() {
 
 /// A clone request that passed `cloning::check` (the engine need not be installed: the print
 /// is left as a job, and nothing here runs it).
-fn checked_clone(name: &str) -> voiced::service::cloning::CheckedClone {
-    voiced::service::cloning::CheckedClone {
-        name: name.to_owned(),
-        description: String::new(),
-        language: "en".into(),
-        engine: voiced::domain::EngineId::Chatterbox,
-        transcript: None,
-        duration_ms: 6000,
-    }
-}
-
-async fn cloned_voices(app: &TestApp, account: &str) -> i64 {
-    sqlx::query_scalar(
-        "SELECT count(*) FROM voice_profiles WHERE account_id = $1 AND voice_type = 'cloned'",
-    )
-    .bind(account)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap()
+async fn cloned_voices(app: &TestApp, account: &str) -> usize {
+    fixtures::voices_of(app, account)
+        .await
+        .iter()
+        .filter(|v| v.voice_type == "cloned")
+        .count()
 }
 
 /// Clones per calendar month (issue 36 item 6): deleting a cloned voice frees its place under
@@ -340,7 +328,7 @@ async fn cloned_voices(app: &TestApp, account: &str) -> i64 {
 #[tokio::test]
 async fn deleting_and_cloning_again_stops_at_the_monthly_cap() {
     use voiced::service::ErrorCode;
-    use voiced::service::cloning::{CloneLimits, admit, store};
+    use voiced::service::cloning::CloneLimits;
     let app = TestApp::start().await;
     let (pro, _) = app.pro_user().await;
     let limits = CloneLimits {
@@ -348,70 +336,38 @@ async fn deleting_and_cloning_again_stops_at_the_monthly_cap() {
         max_per_month: 3,
     };
     for round in 0..3 {
-        let voice = store(
-            &app.pool,
-            &pro,
-            limits,
-            &checked_clone(&format!("Round {round}")),
-            b"clip",
-            None,
-        )
-        .await
-        .unwrap_or_else(|e| panic!("clone {round}: {}", e.detail));
+        let voice = fixtures::store_clone(&app, &pro, limits, &format!("Round {round}"))
+            .await
+            .unwrap_or_else(|e| panic!("clone {round}: {}", e.detail));
         // The live cap is reached until the voice is deleted.
-        let err = store(
-            &app.pool,
-            &pro,
-            limits,
-            &checked_clone("Extra"),
-            b"clip",
-            None,
-        )
-        .await
-        .unwrap_err();
+        let err = fixtures::store_clone(&app, &pro, limits, "Extra")
+            .await
+            .unwrap_err();
         assert_eq!(err.code, ErrorCode::Conflict, "{}", err.detail);
-        voiced::service::deletion::delete_voice(&app.core, &pro, &voice.id)
+        voiced::service::deletion::delete_voice(&app.core, &pro, &voice)
             .await
             .unwrap();
     }
-    let live: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM voice_profiles WHERE account_id = $1 AND deleted_at IS NULL",
-    )
-    .bind(&pro)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let live = fixtures::voices_of(&app, &pro)
+        .await
+        .iter()
+        .filter(|v| !v.deleted)
+        .count();
     assert_eq!(live, 0, "every clone was deleted");
-    let err = store(
-        &app.pool,
-        &pro,
-        limits,
-        &checked_clone("Fourth"),
-        b"clip",
-        None,
-    )
-    .await
-    .unwrap_err();
+    let err = fixtures::store_clone(&app, &pro, limits, "Fourth")
+        .await
+        .unwrap_err();
     assert_eq!(err.code, ErrorCode::RateLimitExceeded, "{}", err.detail);
     assert!(err.detail.contains("(3)"), "{}", err.detail);
     let retry = err.retry_after_secs.expect("Retry-After");
     assert!((1..=31 * 24 * 3600).contains(&retry), "{retry}");
-    let mut conn = app.pool.acquire().await.unwrap();
     assert_eq!(
-        admit(&mut conn, &pro, limits).await.unwrap_err().code,
-        ErrorCode::RateLimitExceeded
+        fixtures::clone_refusal(&app, &pro, limits).await,
+        Some(ErrorCode::RateLimitExceeded)
     );
     // Clones made in an earlier month are not this month's.
-    sqlx::query(
-        "UPDATE voice_profiles SET created_at = created_at - interval '40 days'
-         WHERE account_id = $1",
-    )
-    .bind(&pro)
-    .execute(&app.pool)
-    .await
-    .unwrap();
-    assert!(admit(&mut conn, &pro, limits).await.is_ok());
-    drop(conn);
+    fixtures::age_voices(&app, &pro, 40).await;
+    assert_eq!(fixtures::clone_refusal(&app, &pro, limits).await, None);
     app.stop().await;
 }
 
@@ -431,17 +387,10 @@ fn cap(max_voices: u32) -> voiced::service::cloning::CloneLimits {
 async fn cloning_needs_a_plan_with_the_feature_and_stays_under_the_cap() {
     use voiced::domain::Feature;
     use voiced::service::ErrorCode;
-    use voiced::service::cloning::{admit, store};
     let app = TestApp::start().await;
     let refusal = |account: String, max: u32| {
-        let pool = app.pool.clone();
-        async move {
-            let mut conn = pool.acquire().await.unwrap();
-            admit(&mut conn, &account, cap(max))
-                .await
-                .err()
-                .map(|e| e.code)
-        }
+        let app = &app;
+        async move { fixtures::clone_refusal(app, &account, cap(max)).await }
     };
 
     let free = app.account(Plan::None).await;
@@ -449,67 +398,37 @@ async fn cloning_needs_a_plan_with_the_feature_and_stays_under_the_cap() {
         refusal(free.clone(), 20).await,
         Some(ErrorCode::ProPlanRequired)
     );
-    let err = store(
-        &app.pool,
-        &free,
-        cap(20),
-        &checked_clone("Ada"),
-        b"clip",
-        None,
-    )
-    .await
-    .unwrap_err();
+    let err = fixtures::store_clone(&app, &free, cap(20), "Ada")
+        .await
+        .unwrap_err();
     assert_eq!(err.code, ErrorCode::ProPlanRequired);
 
     let (pro, _) = app.pro_user().await;
     assert_eq!(refusal(pro.clone(), 20).await, None, "pro includes cloning");
-    voiced::store::accounts::set_features(
-        &app.pool,
-        &pro,
-        &[Feature::Speech, Feature::Transcription],
-    )
-    .await
-    .unwrap();
+    fixtures::set_features(&app, &pro, &[Feature::Speech, Feature::Transcription]).await;
     assert_eq!(
         refusal(pro.clone(), 20).await,
         Some(ErrorCode::FeatureNotEnabled)
     );
-    let err = store(
-        &app.pool,
-        &pro,
-        cap(20),
-        &checked_clone("Ada"),
-        b"clip",
-        None,
-    )
-    .await
-    .unwrap_err();
+    let err = fixtures::store_clone(&app, &pro, cap(20), "Ada")
+        .await
+        .unwrap_err();
     assert_eq!(err.code, ErrorCode::FeatureNotEnabled);
     assert_eq!(err.code.status(), 403);
     assert_eq!(cloned_voices(&app, &pro).await, 0);
-    voiced::store::accounts::set_features(&app.pool, &pro, &Feature::ALL)
-        .await
-        .unwrap();
+    fixtures::set_features(&app, &pro, &Feature::ALL).await;
 
     // A cap of 3: two clones, then five at once; exactly one of the five gets the last place.
     for name in ["Ada", "Grace"] {
-        store(&app.pool, &pro, cap(3), &checked_clone(name), b"clip", None)
+        fixtures::store_clone(&app, &pro, cap(3), name)
             .await
             .unwrap();
     }
     let names = ["V1", "V2", "V3", "V4", "V5"];
-    let racing = names.map(|name| {
-        let (pool, pro) = (app.pool.clone(), pro.clone());
-        tokio::spawn(async move {
-            store(&pool, &pro, cap(3), &checked_clone(name), b"clip", None)
-                .await
-                .map(|_| ())
-                .map_err(|e| (e.code, e.detail))
-        })
-    });
+    let racing = fixtures::race_clones(&app, &pro, cap(3), &names).await;
     let mut stored = 0;
     for outcome in racing {
-        match outcome.await.unwrap() {
+        match outcome {
             Ok(()) => stored += 1,
             Err((code, detail)) => {
                 assert_eq!(code, ErrorCode::Conflict, "{detail}");
@@ -551,13 +470,8 @@ async fn cloning_needs_a_plan_with_the_feature_and_stays_under_the_cap() {
         .body(body);
     let page = browser.send(request).await;
     assert_eq!(page.status, 403, "{}", page.body);
-    let eve: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM voice_profiles v JOIN accounts a ON a.id = v.account_id
-         WHERE a.email = 'eve@example.com'",
-    )
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let eve = fixtures::account_id(&app, "eve@example.com").await;
+    let eve = fixtures::voices_of(&app, &eve).await.len();
     assert_eq!(eve, 0);
     app.stop().await;
 }
@@ -570,10 +484,7 @@ async fn clone_uploads_in_flight_are_capped_per_account_before_the_form_is_read(
     let app = TestApp::start().await;
     let mut browser = common::browser::Browser::new(&app);
     assert_eq!(browser.sign_up("busy@example.com").await.status, 303);
-    let account = voiced::store::accounts::find_id(&app.pool, "busy@example.com")
-        .await
-        .unwrap()
-        .unwrap();
+    let account = fixtures::account_id(&app, "busy@example.com").await;
     let held: Vec<_> =
         std::iter::from_fn(|| voiced::service::cloning::upload_slot(&app.core, &account)).collect();
     assert_eq!(held.len(), voiced::service::core::MAX_UPLOADS_PER_ACCOUNT);

@@ -8,14 +8,12 @@
 use std::time::Duration;
 use voiced::http::error::HttpStatus;
 
+use crate::common::fixtures::{self, LeftGeneration, delivery_loop};
 use crate::common::webhooks::{Receiver, Tarpit, subject_of, verifier, verify_independently};
-use crate::common::{SIGNING_SECRET, TestApp, json, poll_until, skip, tone_wav_base64};
+use crate::common::{TestApp, json, poll_until, skip, tone_wav_base64};
 use serde_json::{Value, json};
 use voiced::domain::{EngineId, GenerationStatus};
 use voiced::service::webhooks::{self, NewEndpoint};
-use voiced::signing::AudioSigner;
-use voiced::signing::Sealer;
-use voiced::worker::webhooks as delivery;
 
 const ALL: [&str; 3] = [
     "generation.completed",
@@ -23,15 +21,11 @@ const ALL: [&str; 3] = [
     "capture.created",
 ];
 
-fn sealer() -> Sealer {
-    Sealer::new(&AudioSigner::new(SIGNING_SECRET.to_vec()))
-}
-
 /// Registers an endpoint as the console and `voiced admin webhook create` do.
 async fn endpoint(app: &TestApp, account: &str, url: &str, events: &[&str]) -> (String, String) {
     let events: Vec<String> = events.iter().map(|e| e.to_string()).collect();
-    let (endpoint, secret) = webhooks::create(
-        &app.core,
+    let (endpoint, secret) = fixtures::create_endpoint(
+        app,
         account,
         NewEndpoint {
             url,
@@ -57,7 +51,7 @@ async fn accepted(app: &TestApp, secret: &str, text: &str) -> String {
 async fn finished(app: &TestApp, id: &str) -> GenerationStatus {
     tokio::time::timeout(
         Duration::from_secs(300),
-        app.completions.wait(id, Duration::from_secs(1)),
+        app.completion(id, Duration::from_secs(1)),
     )
     .await
     .expect("the generation finishes")
@@ -77,14 +71,9 @@ fn unsigned(mut value: Value) -> Value {
 }
 
 async fn delivery_state(app: &TestApp, endpoint: &str, subject: &str) -> Option<(String, i32)> {
-    sqlx::query_as(
-        "SELECT state, attempts FROM webhook_deliveries WHERE endpoint_id = $1 AND subject_id = $2",
-    )
-    .bind(endpoint)
-    .bind(subject)
-    .fetch_optional(&app.pool)
-    .await
-    .unwrap()
+    fixtures::delivery(app, endpoint, subject)
+        .await
+        .map(|d| (d.state, d.attempts))
 }
 
 #[tokio::test]
@@ -135,19 +124,11 @@ async fn deliveries_are_signed_retried_isolated_and_verified_independently() {
     let failing = Receiver::start().await;
     failing.answer(503);
     let (failing_hook, _) = endpoint(&app, &alice, &failing.url(), &["generation.completed"]).await;
-    sqlx::query(
-        "UPDATE webhook_endpoints SET failing_since = now() - interval '3 days' WHERE id = $1",
-    )
-    .bind(&failing_hook)
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    fixtures::failing_since(&app, &failing_hook, 3).await;
     // Bob's receiver, whose secret was rotated: both secrets sign for a day.
     let bobs = Receiver::start().await;
     let (bob_hook, bob_old) = endpoint(&app, &bob, &bobs.url(), &ALL).await;
-    let bob_new = webhooks::rotate_secret(&app.core, &bob, &bob_hook)
-        .await
-        .unwrap();
+    let bob_new = fixtures::rotate_secret(&app, &bob, &bob_hook).await;
     assert_ne!(bob_old, bob_new);
 
     let done = accepted(&app, &alice_key, "The webhook says hello.").await;
@@ -158,18 +139,12 @@ async fn deliveries_are_signed_retried_isolated_and_verified_independently() {
         Duration::from_secs(60),
         "a failed attempt at the down receiver",
         || {
-            let (pool, hook, done) = (app.pool.clone(), down_hook.clone(), done.clone());
+            let (app, hook, done) = (&app, down_hook.clone(), done.clone());
             async move {
-                sqlx::query_scalar::<_, bool>(
-                    "SELECT last_error IS NOT NULL OR last_status IS NOT NULL
-                     FROM webhook_deliveries WHERE endpoint_id = $1 AND subject_id = $2",
-                )
-                .bind(hook)
-                .bind(done)
-                .fetch_optional(&pool)
-                .await
-                .unwrap()
-                .filter(|failed| *failed)
+                fixtures::delivery(app, &hook, &done)
+                    .await
+                    .filter(|d| d.last_error.is_some() || d.last_status.is_some())
+                    .map(|_| ())
             }
         },
     )
@@ -271,10 +246,10 @@ async fn deliveries_are_signed_retried_isolated_and_verified_independently() {
         Duration::from_secs(60),
         "the 410 endpoint to be disabled",
         || {
-            let core = app.core.clone();
+            let app = &app;
             let (alice, gone_hook) = (alice.clone(), gone_hook.clone());
             async move {
-                let listed = webhooks::list(&core, &alice).await.unwrap();
+                let listed = fixtures::endpoints_of(app, &alice).await;
                 listed
                     .iter()
                     .any(|e| e.id == gone_hook && !e.enabled)
@@ -288,26 +263,16 @@ async fn deliveries_are_signed_retried_isolated_and_verified_independently() {
         Duration::from_secs(60),
         "the failing endpoint to be disabled",
         || {
-            let pool = app.pool.clone();
+            let app = &app;
             let hook = failing_hook.clone();
             async move {
-                sqlx::query_scalar::<_, String>(
-                    "SELECT disabled_reason FROM webhook_endpoints WHERE id = $1 AND NOT enabled",
-                )
-                .bind(hook)
-                .fetch_optional(&pool)
-                .await
-                .unwrap()
+                let stored = fixtures::endpoint(app, &hook).await;
+                stored.disabled_reason.filter(|_| !stored.enabled)
             }
         },
     )
     .await;
-    let reason: Option<String> =
-        sqlx::query_scalar("SELECT disabled_reason FROM webhook_endpoints WHERE id = $1")
-            .bind(&gone_hook)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let reason = fixtures::endpoint(&app, &gone_hook).await.disabled_reason;
     assert_eq!(reason.as_deref(), Some("gone"));
 
     // The independent verifier accepts every delivery (and refuses altered bodies).
@@ -359,20 +324,13 @@ async fn a_slow_receiver_does_not_hold_generation_up() {
     let third = accepted(&app, &key, "Third.").await;
     assert_eq!(finished(&app, &second).await, GenerationStatus::Completed);
     assert_eq!(finished(&app, &third).await, GenerationStatus::Completed);
-    let (attempt_ended, third_finished): (
-        Option<chrono::DateTime<chrono::Utc>>,
-        chrono::DateTime<chrono::Utc>,
-    ) = sqlx::query_as(
-        "SELECT (SELECT last_attempt_at FROM webhook_deliveries
-                     WHERE endpoint_id = $1 AND subject_id = $2),
-                    (SELECT finished_at FROM generations WHERE id = $3)",
-    )
-    .bind(&hook)
-    .bind(&first)
-    .bind(&third)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let attempt_ended = fixtures::delivery(&app, &hook, &first)
+        .await
+        .and_then(|d| d.last_attempt_at);
+    let third_finished = fixtures::generation(&app, &third)
+        .await
+        .finished_at
+        .expect("the third finished");
     assert!(
         attempt_ended.is_none_or(|ended| ended > third_finished),
         "generation went on while the first delivery hung ({attempt_ended:?} vs {third_finished})"
@@ -399,10 +357,7 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
     let app = TestApp::start_with(0, &[("VOICED_WEBHOOKS_ALLOW_PRIVATE_ADDRESSES", "true")]).await;
     let mut browser = Browser::new(&app);
     assert_eq!(browser.sign_up("hooks@example.com").await.status, 303);
-    let account = voiced::store::accounts::find_id(&app.pool, "hooks@example.com")
-        .await
-        .unwrap()
-        .unwrap();
+    let account = fixtures::account_id(&app, "hooks@example.com").await;
     // Without a plan (sign-up's default here): refused, nothing registered.
     let page = browser
         .submit(
@@ -416,17 +371,8 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
         .await;
     assert_eq!(page.status, 403, "{}", page.body);
     assert!(page.body.contains("paid plan"), "{}", page.body);
-    assert!(
-        webhooks::list(&app.core, &account)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    sqlx::query("UPDATE accounts SET plan = 'pro' WHERE id = $1")
-        .bind(&account)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    assert!(fixtures::endpoints_of(&app, &account).await.is_empty());
+    assert!(fixtures::set_plan(&app, &account, voiced::domain::Plan::Pro).await);
     let page = browser
         .submit(
             "/console/webhooks",
@@ -439,12 +385,7 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
         .await;
     assert_eq!(page.status, 400, "{}", page.body);
     assert!(page.body.contains("https URL"), "{}", page.body);
-    assert!(
-        webhooks::list(&app.core, &account)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(fixtures::endpoints_of(&app, &account).await.is_empty());
 
     let page = browser
         .submit(
@@ -463,25 +404,18 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
     assert!(page.body.contains("Transcripts"));
     let again = browser.get("/console/webhooks").await;
     assert!(webhook_secret_of(&again.body).is_none(), "shown only once");
-    let listed = webhooks::list(&app.core, &account).await.unwrap();
+    let listed = fixtures::endpoints_of(&app, &account).await;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].events, ["capture.created"]);
     let endpoint = listed[0].id.clone();
 
     // An event in the outbox shows as a delivery that can be sent again.
-    let mut tx = app.pool.begin().await.unwrap();
-    voiced::store::webhooks::account_event(&mut tx, &account, "capture.created", "cap_test")
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
-    sqlx::query("UPDATE webhook_deliveries SET state = 'failed', attempts = 9, last_status = 500")
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    let delivery: String = sqlx::query_scalar("SELECT id FROM webhook_deliveries")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    fixtures::account_event(&app, &account, "capture.created", "cap_test").await;
+    fixtures::give_up_deliveries(&app, None).await;
+    let [stored] = &fixtures::deliveries(&app).await[..] else {
+        panic!("one delivery")
+    };
+    let delivery = stored.id.clone();
     let page = browser.get("/console/webhooks").await;
     for shown in [
         "capture.created",
@@ -520,11 +454,12 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
             .status,
         303
     );
-    let state: String = sqlx::query_scalar("SELECT state FROM webhook_deliveries")
-        .fetch_one(&app.pool)
+    let states: Vec<String> = fixtures::deliveries(&app)
         .await
-        .unwrap();
-    assert_eq!(state, "pending", "due again, same webhook-id");
+        .into_iter()
+        .map(|d| d.state)
+        .collect();
+    assert_eq!(states, ["pending"], "due again, same webhook-id");
 
     let rotate = format!("/console/webhooks/{endpoint}/rotate");
     assert_eq!(
@@ -562,7 +497,7 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
         .await;
     assert_eq!(page.status, 400);
     assert!(page.body.contains("at most 10"), "{}", page.body);
-    assert_eq!(webhooks::list(&app.core, &account).await.unwrap().len(), 10);
+    assert_eq!(fixtures::endpoints_of(&app, &account).await.len(), 10);
 
     let delete = format!("/console/webhooks/{endpoint}/delete");
     assert_eq!(
@@ -572,32 +507,20 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
             .status,
         303
     );
-    let left = webhooks::list(&app.core, &account).await.unwrap();
+    let left = fixtures::endpoints_of(&app, &account).await;
     assert_eq!(left.len(), 9);
     assert!(left.iter().all(|e| e.id != endpoint));
 
     // Finished deliveries older than 30 days are deleted; pending ones stay.
-    let mut tx = app.pool.begin().await.unwrap();
-    voiced::store::webhooks::account_event(&mut tx, &account, "generation.failed", "gen_old")
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
-    sqlx::query(
-        "UPDATE webhook_deliveries SET created_at = now() - interval '31 days',
-                state = CASE WHEN endpoint_id = $1 THEN 'pending' ELSE 'delivered' END",
-    )
-    .bind(&left[0].id)
-    .execute(&app.pool)
-    .await
-    .unwrap();
-    let purged = voiced::store::webhooks::purge(&app.pool, delivery::KEEP_DAYS)
-        .await
-        .unwrap();
+    fixtures::account_event(&app, &account, "generation.failed", "gen_old").await;
+    fixtures::month_old_deliveries(&app, &left[0].id).await;
+    let purged = fixtures::purge_old_deliveries(&app).await;
     assert_eq!(purged, 8);
-    let kept: Vec<String> = sqlx::query_scalar("SELECT state FROM webhook_deliveries")
-        .fetch_all(&app.pool)
+    let kept: Vec<String> = fixtures::deliveries(&app)
         .await
-        .unwrap();
+        .into_iter()
+        .map(|d| d.state)
+        .collect();
     assert_eq!(kept, ["pending"]);
     app.stop().await;
 }
@@ -607,63 +530,24 @@ async fn the_console_manages_endpoints_and_their_deliveries() {
 /// A failed generation of `account` (on `voice`) and its `generation.failed` event, recorded
 /// as the cancellation path records it: a subject the delivery loop can read.
 async fn failed_generation_event(app: &TestApp, account: &str, voice: &str) -> String {
-    let id = voiced::domain::new_id("gen");
-    let mut tx = app.pool.begin().await.unwrap();
-    sqlx::query(
-        "INSERT INTO generations (id, account_id, voice_id, engine, text, seed, format, status,
-                                  error, finished_at)
-         VALUES ($1, $2, $3, 'kokoro', 'cancelled', 1, 'wav', 'failed', 'cancelled: by request',
-                 now())",
-    )
-    .bind(&id)
-    .bind(account)
-    .bind(voice)
-    .execute(&mut *tx)
-    .await
-    .unwrap();
-    voiced::store::webhooks::generation_event(&mut tx, &id, "generation.failed")
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
-    id
-}
-
-/// The delivery loop of a worker process, with `in_flight` slots, on `app`'s database; the
-/// payload's `data` is `{"id": subject}` (what the receivers match on). Stops with the sender.
-fn delivery_loop(
-    app: &TestApp,
-    in_flight: usize,
-) -> tokio::sync::watch::Sender<voiced::worker::Shutdown> {
-    let (stop, shutdown) = tokio::sync::watch::channel(voiced::worker::Shutdown::Running);
-    let render: delivery::Render = std::sync::Arc::new(|subject| match subject {
-        delivery::Subject::Generation(row) => Some(json!({ "id": row.id })),
-        delivery::Subject::Capture(_) => None,
-    });
-    tokio::spawn(delivery::run(
-        delivery::Dispatcher {
-            pool: app.pool.clone(),
-            sealer: sealer(),
-            render,
-            allow_private: true,
-            retry_base: Duration::from_secs(30),
-            in_flight,
-        },
-        shutdown,
-    ));
-    stop
+    let cancelled = LeftGeneration {
+        text: "cancelled",
+        status: "failed",
+        error: Some("cancelled: by request"),
+        ..LeftGeneration::running(account, voice)
+    };
+    fixtures::left_generation(app, cancelled, true).await
 }
 
 /// Deliveries of `account` held by a sender now, per endpoint.
 async fn held(app: &TestApp, account: &str) -> Vec<(String, i64)> {
-    sqlx::query_as(
-        "SELECT endpoint_id, count(*) FROM webhook_deliveries
-         WHERE account_id = $1 AND state = 'pending' AND locked_until > now()
-         GROUP BY endpoint_id ORDER BY endpoint_id",
-    )
-    .bind(account)
-    .fetch_all(&app.pool)
-    .await
-    .unwrap()
+    let mut held: std::collections::BTreeMap<String, i64> = Default::default();
+    for d in fixtures::deliveries(app).await {
+        if d.account_id == account && d.state == "pending" && d.held {
+            *held.entry(d.endpoint_id).or_default() += 1;
+        }
+    }
+    held.into_iter().collect()
 }
 
 /// The review's case: an account whose endpoints are tarpits (accept, never answer) with a
@@ -673,7 +557,7 @@ async fn held(app: &TestApp, account: &str) -> Vec<(String, i64)> {
 /// backlog took every slot and the healthy delivery waited behind it.
 #[tokio::test]
 async fn a_tarpit_account_does_not_starve_another_tenants_deliveries() {
-    let app = TestApp::start_with(0, &[]).await;
+    let app = TestApp::start_with(0, &[("VOICED_WEBHOOKS_ALLOW_PRIVATE_ADDRESSES", "true")]).await;
     let (slow_account, _) = app.pro_user().await;
     let (healthy_account, _) = app.pro_user().await;
     let slow_voice = app
@@ -715,14 +599,11 @@ async fn a_tarpit_account_does_not_starve_another_tenants_deliveries() {
     assert_eq!(arrived.json()["data"]["id"], wanted);
 
     let accepted = tarpit.accepted();
-    let ended: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM webhook_deliveries
-         WHERE account_id = $1 AND last_attempt_at IS NOT NULL",
-    )
-    .bind(&slow_account)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let ended = fixtures::deliveries(&app)
+        .await
+        .iter()
+        .filter(|d| d.account_id == slow_account && d.last_attempt_at.is_some())
+        .count();
     assert_eq!(
         ended, 0,
         "the healthy delivery arrived while the tarpit's attempts were all outstanding"
@@ -747,8 +628,7 @@ async fn a_tarpit_account_does_not_starve_another_tenants_deliveries() {
 /// delivery ends.
 #[tokio::test]
 async fn claims_take_turns_across_accounts_and_endpoints_within_the_caps() {
-    use voiced::store::webhooks::{claim_turn, delivered};
-    let app = TestApp::start_with(0, &[]).await;
+    let app = TestApp::start_with(0, &[("VOICED_WEBHOOKS_ALLOW_PRIVATE_ADDRESSES", "true")]).await;
     let (busy, _) = app.pro_user().await;
     let (quiet, _) = app.pro_user().await;
     let (other, _) = app.pro_user().await;
@@ -772,14 +652,8 @@ async fn claims_take_turns_across_accounts_and_endpoints_within_the_caps() {
     )
     .await;
     let event = |account: String, subject: String| {
-        let pool = app.pool.clone();
-        async move {
-            let mut tx = pool.begin().await.unwrap();
-            voiced::store::webhooks::account_event(&mut tx, &account, "capture.created", &subject)
-                .await
-                .unwrap();
-            tx.commit().await.unwrap();
-        }
+        let app = &app;
+        async move { fixtures::account_event(app, &account, "capture.created", &subject).await }
     };
     for n in 0..5 {
         event(busy.clone(), format!("cap_busy_{n}")).await;
@@ -788,10 +662,7 @@ async fn claims_take_turns_across_accounts_and_endpoints_within_the_caps() {
     event(other.clone(), "cap_other".into()).await;
 
     let mut turns = Vec::new();
-    while let Some(claimed) = claim_turn(&app.pool, 16, delivery::IN_FLIGHT, 30.0)
-        .await
-        .unwrap()
-    {
+    while let Some(claimed) = fixtures::claim_delivery_turn(&app).await {
         assert!(turns.len() < 10, "the turns end: {turns:?}");
         turns.push(claimed);
     }
@@ -818,19 +689,11 @@ async fn claims_take_turns_across_accounts_and_endpoints_within_the_caps() {
     );
 
     // At its cap the busy account is not due; a delivery that ends frees one place.
-    assert!(
-        claim_turn(&app.pool, 16, delivery::IN_FLIGHT, 30.0)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(fixtures::claim_delivery_turn(&app).await.is_none());
     let done = &busy_turn[0];
-    delivered(&app.pool, &done.id, &done.endpoint_id, 204)
+    fixtures::delivered(&app, &done.id, &done.endpoint_id, 204).await;
+    let next = fixtures::claim_delivery_turn(&app)
         .await
-        .unwrap();
-    let next = claim_turn(&app.pool, 16, delivery::IN_FLIGHT, 30.0)
-        .await
-        .unwrap()
         .expect("the account is due again");
     assert_eq!(next.len(), 1, "one place was freed: {next:?}");
     assert_eq!(next[0].account_id, busy);
@@ -850,12 +713,14 @@ async fn registering_an_endpoint_needs_a_paid_plan() {
         events: &events,
         description: "",
     };
-    let refused = webhooks::create(&app.core, &free, new()).await.unwrap_err();
+    let refused = fixtures::create_endpoint(&app, &free, new())
+        .await
+        .unwrap_err();
     assert_eq!(refused.code, ErrorCode::ProPlanRequired);
     assert_eq!(refused.code.status(), 403);
-    assert!(webhooks::list(&app.core, &free).await.unwrap().is_empty());
+    assert!(fixtures::endpoints_of(&app, &free).await.is_empty());
     let trial = app.account(Plan::Trial).await;
-    webhooks::create(&app.core, &trial, new())
+    fixtures::create_endpoint(&app, &trial, new())
         .await
         .expect("a trial may register");
 }
@@ -875,41 +740,26 @@ async fn a_resend_keeps_the_events_window_and_is_rate_limited() {
     let (hook, _) = endpoint(&app, &account, &failing.url(), &["generation.failed"]).await;
     let subject = failed_generation_event(&app, &account, &voice).await;
     // Given up a day ago, for an event of 25 hours ago.
-    sqlx::query(
-        "UPDATE webhook_deliveries SET state = 'failed', attempts = 9, last_status = 500,
-                event_at = now() - interval '25 hours', created_at = now() - interval '25 hours'
-         WHERE endpoint_id = $1",
-    )
-    .bind(&hook)
-    .execute(&app.pool)
-    .await
-    .unwrap();
-    let delivery: String =
-        sqlx::query_scalar("SELECT id FROM webhook_deliveries WHERE endpoint_id = $1")
-            .bind(&hook)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
-    webhooks::resend(&app.core, &account, &delivery)
-        .await
-        .unwrap();
+    fixtures::give_up_deliveries(&app, Some(&hook)).await;
+    fixtures::age_deliveries(&app, &hook, 25).await;
+    let [stored] = &fixtures::deliveries_to(&app, &hook).await[..] else {
+        panic!("one delivery")
+    };
+    let delivery = stored.id.clone();
+    fixtures::resend(&app, &account, &delivery).await.unwrap();
 
     let stop = delivery_loop(&app, 4);
     let recorded = poll_until(
         Duration::from_secs(60),
         "the resent delivery's attempt to be recorded",
         || {
-            let pool = app.pool.clone();
-            let hook = hook.clone();
+            let (app, hook) = (&app, hook.clone());
             async move {
-                sqlx::query_as::<_, (String, Option<i32>)>(
-                    "SELECT state, last_status FROM webhook_deliveries
-                     WHERE endpoint_id = $1 AND locked_until IS NULL AND attempts = 10",
-                )
-                .bind(hook)
-                .fetch_optional(&pool)
-                .await
-                .unwrap()
+                fixtures::deliveries_to(app, &hook)
+                    .await
+                    .into_iter()
+                    .find(|d| d.unlocked && d.attempts == 10)
+                    .map(|d| (d.state, d.last_status))
             }
         },
     )
@@ -926,11 +776,11 @@ async fn a_resend_keeps_the_events_window_and_is_rate_limited() {
 
     // 20 resends a minute per account (this minute has had 1); the 21st is refused with a wait.
     for n in 2..=20 {
-        webhooks::resend(&app.core, &account, &delivery)
+        fixtures::resend(&app, &account, &delivery)
             .await
             .unwrap_or_else(|err| panic!("resend {n}: {err:?}"));
     }
-    let refused = webhooks::resend(&app.core, &account, &delivery)
+    let refused = fixtures::resend(&app, &account, &delivery)
         .await
         .unwrap_err();
     assert_eq!(refused.code, ErrorCode::RateLimitExceeded);
@@ -941,7 +791,7 @@ async fn a_resend_keeps_the_events_window_and_is_rate_limited() {
     );
     // Another account cannot resend this account's delivery.
     let (stranger, _) = app.pro_user().await;
-    let not_found = webhooks::resend(&app.core, &stranger, &delivery)
+    let not_found = fixtures::resend(&app, &stranger, &delivery)
         .await
         .unwrap_err();
     assert_eq!(not_found.code, ErrorCode::NotFound);
@@ -969,53 +819,40 @@ async fn pending_deliveries_are_capped_and_those_of_disabled_endpoints_purged() 
         &["capture.created"],
     )
     .await;
-    sqlx::query(
-        "INSERT INTO webhook_deliveries (id, endpoint_id, account_id, event_type, subject_id, event_at)
-         SELECT 'msg_backlog_' || n, $1, $2, 'capture.created', 'cap_' || n, now()
-         FROM generate_series(1, $3) n",
+    fixtures::delivery_backlog(
+        &app,
+        &full,
+        &account,
+        webhooks::MAX_PENDING_PER_ENDPOINT as i32 - 1,
     )
-    .bind(&full)
-    .bind(&account)
-    .bind(webhooks::MAX_PENDING_PER_ENDPOINT as i32 - 1)
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    .await;
     let pending = |endpoint: String| {
-        let pool = app.pool.clone();
+        let app = &app;
         async move {
-            sqlx::query_scalar::<_, i64>(
-                "SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1 AND state = 'pending'",
-            )
-            .bind(endpoint)
-            .fetch_one(&pool)
-            .await
-            .unwrap()
+            fixtures::deliveries_to(app, &endpoint)
+                .await
+                .iter()
+                .filter(|d| d.state == "pending")
+                .count() as i64
         }
     };
     for subject in ["cap_last_place", "cap_one_too_many"] {
-        let mut tx = app.pool.begin().await.unwrap();
-        voiced::store::webhooks::account_event(&mut tx, &account, "capture.created", subject)
-            .await
-            .unwrap();
-        tx.commit().await.unwrap();
+        fixtures::account_event(&app, &account, "capture.created", subject).await;
     }
     assert_eq!(
         pending(full.clone()).await,
         webhooks::MAX_PENDING_PER_ENDPOINT
     );
-    let dropped: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM webhook_deliveries WHERE subject_id = 'cap_one_too_many'",
-    )
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let dropped = fixtures::deliveries(&app)
+        .await
+        .iter()
+        .filter(|d| d.subject_id == "cap_one_too_many")
+        .count();
     assert_eq!(dropped, 1, "only the endpoint with room got the event");
     assert_eq!(pending(open.clone()).await, 2);
 
-    voiced::store::webhooks::disable(&app.pool, &full, "gone")
-        .await
-        .unwrap();
-    delivery::purge(&app.pool).await;
+    fixtures::disable_endpoint(&app, &full, "gone").await;
+    fixtures::webhook_housekeeping(&app).await;
     assert_eq!(
         pending(full).await,
         0,

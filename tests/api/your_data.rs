@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::asr;
 use crate::common::browser::{Browser, PASSWORD};
+use crate::common::fixtures;
 use crate::common::{TestApp, json, poll_until};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -22,14 +23,6 @@ async fn delete(app: &TestApp, secret: &str, path: &str) -> u16 {
         .unwrap()
         .status()
         .as_u16()
-}
-
-async fn count(app: &TestApp, sql: &str, bind: &str) -> i64 {
-    sqlx::query_scalar(sql)
-        .bind(bind)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap()
 }
 
 #[tokio::test]
@@ -61,16 +54,15 @@ async fn a_captures_transcript_is_deleted_with_its_replayable_answer() {
     assert_eq!((status, problem["code"].as_str()), (404, Some("not_found")));
     assert_eq!(delete(&app, &secret, &path).await, 404);
     assert_eq!(
-        count(&app, "SELECT count(*) FROM captures WHERE id = $1", &id).await,
+        fixtures::captures(&app)
+            .await
+            .iter()
+            .filter(|c| c.id == id)
+            .count(),
         0
     );
     assert_eq!(
-        count(
-            &app,
-            "SELECT count(*) FROM idempotency_records WHERE outcome::text LIKE '%' || $1 || '%'",
-            &id
-        )
-        .await,
+        fixtures::answers_mentioning(&app, &id).await,
         0,
         "no stored answer keeps the transcript"
     );
@@ -96,19 +88,13 @@ async fn a_generations_audio_is_deleted_from_the_blob_store_and_the_row_stays() 
     let id = generation["id"].as_str().unwrap().to_owned();
     let link = generation["audio_url"].as_str().unwrap().to_owned();
     let key = format!("audio/{id}");
-    assert_eq!(
-        count(&app, "SELECT count(*) FROM blobs WHERE key = $1", &key).await,
-        1
-    );
+    assert!(fixtures::blob_exists(&app, &key).await);
     let path = format!("/v1/generations/{id}/audio");
 
     let (_, other) = app.pro_user().await;
     assert_eq!(delete(&app, &other, &path).await, 404);
     assert_eq!(delete(&app, &secret, &path).await, 204);
-    assert_eq!(
-        count(&app, "SELECT count(*) FROM blobs WHERE key = $1", &key).await,
-        0
-    );
+    assert!(!fixtures::blob_exists(&app, &key).await);
     let (status, after) = app.generation(&secret, &id).await;
     assert_eq!(status, 200);
     assert_eq!(after["status"], "completed");
@@ -119,12 +105,11 @@ async fn a_generations_audio_is_deleted_from_the_blob_store_and_the_row_stays() 
     let response = app.download(&link).await;
     assert_eq!(response.status(), 404);
     assert_eq!(
-        count(
-            &app,
-            "SELECT count(*) FROM usage_ledger WHERE generation_id = $1",
-            &id
-        )
-        .await,
+        fixtures::ledger(&app)
+            .await
+            .iter()
+            .filter(|row| row.generation_id == id)
+            .count(),
         1
     );
     assert_eq!(
@@ -158,10 +143,7 @@ async fn a_generations_audio_is_deleted_from_the_blob_store_and_the_row_stays() 
 }
 
 async fn account_of(app: &TestApp, email: &str) -> String {
-    voiced::store::accounts::find_id(&app.pool, email)
-        .await
-        .unwrap()
-        .expect("account exists")
+    fixtures::account_id(app, email).await
 }
 
 #[tokio::test]
@@ -171,9 +153,7 @@ async fn a_voice_deleted_in_the_console_takes_its_recordings_and_cancels_its_wai
     let mut browser = Browser::new(&app);
     assert_eq!(browser.sign_up("voices@example.com").await.status, 303);
     let account = account_of(&app, "voices@example.com").await;
-    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
-        .await
-        .unwrap();
+    fixtures::set_plan(&app, &account, Plan::Pro).await;
     let (_, secret) = app
         .key(&account, &[Scope::VoiceGenerate, Scope::VoiceRead])
         .await;
@@ -181,23 +161,7 @@ async fn a_voice_deleted_in_the_console_takes_its_recordings_and_cancels_its_wai
         .voice(&account, "heart", EngineId::Kokoro, "af_heart")
         .await;
     // A cloned voice's recording and print, as the console's clone form leaves them.
-    sqlx::query("UPDATE voice_profiles SET voice_type = 'cloned', preset = NULL, sample_count = 1 WHERE id = $1")
-        .bind(&voice)
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    sqlx::query("INSERT INTO voice_samples (voice_id, ordinal, audio, duration_ms) VALUES ($1, 0, '\\x00', 5000)")
-        .bind(&voice)
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    sqlx::query(
-        "INSERT INTO voice_prints (voice_id, engine, print) VALUES ($1, 'kokoro', '\\x01')",
-    )
-    .bind(&voice)
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    fixtures::make_cloned(&app, &voice).await;
     let (status, queued) = app
         .speak(
             &secret,
@@ -235,10 +199,11 @@ async fn a_voice_deleted_in_the_console_takes_its_recordings_and_cancels_its_wai
         "{}",
         page.body
     );
-    for table in ["voice_samples", "voice_prints"] {
-        let sql = format!("SELECT count(*) FROM {table} WHERE voice_id = $1");
-        assert_eq!(count(&app, &sql, &voice).await, 0, "{table}");
-    }
+    assert_eq!(
+        fixtures::voice_recordings(&app, &voice).await,
+        (0, 0),
+        "samples and prints"
+    );
     // The API no longer knows it, and its waiting generation failed, uncharged.
     let (_, voices) = json(
         app.get("/v1/voices")
@@ -282,9 +247,7 @@ async fn a_deleted_account_is_locked_out_at_once_and_purged_in_the_background() 
     let mut browser = Browser::new(&app);
     assert_eq!(browser.sign_up(email).await.status, 303);
     let account = account_of(&app, email).await;
-    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
-        .await
-        .unwrap();
+    fixtures::set_plan(&app, &account, Plan::Pro).await;
     let (_, secret) = app
         .key(&account, &[Scope::VoiceGenerate, Scope::VoiceRead])
         .await;
@@ -381,54 +344,25 @@ async fn a_deleted_account_is_locked_out_at_once_and_purged_in_the_background() 
         .await
         .unwrap();
     poll_until(Duration::from_secs(30), "the account to be purged", || {
-        let pool = app.pool.clone();
-        let account = account.clone();
+        let (app, account) = (&app, account.clone());
         async move {
-            sqlx::query_scalar::<_, bool>(
-                "SELECT purged_at IS NOT NULL FROM accounts WHERE id = $1",
-            )
-            .bind(account)
-            .fetch_one(&pool)
-            .await
-            .unwrap()
-            .then_some(())
+            fixtures::stored_account(app, &account)
+                .await
+                .purged
+                .then_some(())
         }
     })
     .await;
     let key = format!("audio/{generation}");
-    assert_eq!(
-        count(&app, "SELECT count(*) FROM blobs WHERE key = $1", &key).await,
-        0
-    );
-    for (table, column) in [
-        ("captures", "account_id"),
-        ("pronunciations", "account_id"),
-        ("idempotency_records", "account_id"),
-    ] {
-        let sql = format!("SELECT count(*) FROM {table} WHERE {column} = $1");
-        assert_eq!(count(&app, &sql, &account).await, 0, "{table}");
-    }
-    let text: String = sqlx::query_scalar("SELECT text FROM generations WHERE id = $1")
-        .bind(&generation)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    assert!(!fixtures::blob_exists(&app, &key).await);
+    let left = fixtures::leftovers(&app, &account).await;
+    assert_eq!(left.captures, 0, "captures");
+    assert_eq!(left.pronunciations, 0, "pronunciations");
+    assert_eq!(left.stored_answers, 0, "idempotency_records");
+    let text = fixtures::generation(&app, &generation).await.text;
     assert_eq!(text, "", "what was said is gone");
-    assert_eq!(
-        count(
-            &app,
-            "SELECT count(*) FROM usage_ledger WHERE account_id = $1",
-            &account
-        )
-        .await,
-        1,
-        "the usage record stays for billing"
-    );
-    let email_left: String = sqlx::query_scalar("SELECT email FROM accounts WHERE id = $1")
-        .bind(&account)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    assert_eq!(left.usage_rows, 1, "the usage record stays for billing");
+    let email_left = fixtures::stored_account(&app, &account).await.email;
     assert_eq!(email_left, format!("{account}@deleted.invalid"));
     app.stop().await;
 }
@@ -445,17 +379,11 @@ async fn an_account_deleted_mid_work_keeps_nothing_after_the_purge() {
     let mut browser = Browser::new(&app);
     assert_eq!(browser.sign_up(email).await.status, 303);
     let account = account_of(&app, email).await;
-    voiced::store::accounts::set_plan(&app.pool, &account, Plan::Pro)
-        .await
-        .unwrap();
+    fixtures::set_plan(&app, &account, Plan::Pro).await;
     let (key_id, secret) = app
         .key(&account, &[Scope::VoiceGenerate, Scope::VoiceRead])
         .await;
-    sqlx::query("UPDATE api_keys SET name = 'my laptop' WHERE id = $1")
-        .bind(&key_id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    fixtures::rename_key(&app, &key_id, "my laptop").await;
     let voice = app
         .voice(&account, "Private name", EngineId::Kokoro, "af_heart")
         .await;
@@ -466,22 +394,14 @@ async fn an_account_deleted_mid_work_keeps_nothing_after_the_purge() {
     assert_eq!(status, 202, "{accepted}");
     let generation = accepted["id"].as_str().unwrap().to_owned();
     // A blob under the key a worker writes, never recorded on its row (a lost lease).
-    let orphan = "gen_orphan_of_midway";
-    sqlx::query(
-        "INSERT INTO generations (id, account_id, voice_id, engine, text, seed, format, status, error, finished_at)
-         VALUES ($1, $2, $3, 'kokoro', 'lost', 1, 'wav', 'failed', 'interrupted', now())",
-    )
-    .bind(orphan)
-    .bind(&account)
-    .bind(&voice)
-    .execute(&app.pool)
-    .await
-    .unwrap();
-    sqlx::query("INSERT INTO blobs (key, content_type, bytes) VALUES ($1, 'audio/wav', 'RIFF')")
-        .bind(format!("audio/{orphan}"))
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    let lost = fixtures::LeftGeneration {
+        text: "lost",
+        status: "failed",
+        error: Some("interrupted"),
+        ..fixtures::LeftGeneration::running(&account, &voice)
+    };
+    let orphan = fixtures::left_generation(&app, lost, false).await;
+    fixtures::put_blob(&app, &format!("audio/{orphan}"), "audio/wav", b"RIFF").await;
 
     // A transcription in flight beside the running generation.
     let clip = STANDARD.encode(
@@ -498,29 +418,18 @@ async fn an_account_deleted_mid_work_keeps_nothing_after_the_purge() {
         .send();
     let transcription = tokio::spawn(request);
     poll_until(Duration::from_secs(120), "both to be under way", || {
-        let (pool, generation, asr) = (app.pool.clone(), generation.clone(), app.asr.clone());
+        let (app, generation, asr) = (&app, generation.clone(), app.asr.clone());
         async move {
-            let started: bool =
-                sqlx::query_scalar("SELECT started_at IS NOT NULL FROM generations WHERE id = $1")
-                    .bind(&generation)
-                    .fetch_one(&pool)
-                    .await
-                    .unwrap();
+            let started = fixtures::generation(app, &generation)
+                .await
+                .started_at
+                .is_some();
             (started && asr.in_use() > 0).then_some(())
         }
     })
     .await;
     // An OAuth code issued to the account and not yet redeemed.
-    sqlx::query(
-        "INSERT INTO oauth_codes (code_sha256, account_id, client_id, client_name, redirect_uri,
-                                  code_challenge, scopes, resources, expires_at)
-         VALUES ('\\x01', $1, 'client', 'An app', 'https://app.example/cb', 'x',
-                 '{voice:read}', '{}', now() + interval '1 minute')",
-    )
-    .bind(&account)
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    fixtures::unredeemed_oauth_code(&app, &account).await;
     let deleted = browser
         .submit(
             "/console/account",
@@ -532,59 +441,21 @@ async fn an_account_deleted_mid_work_keeps_nothing_after_the_purge() {
     // At once, before any purge: its codes are gone, and nothing new is written for it, under
     // the account's lock (a capture, a queued generation, an idempotency claim).
     assert_eq!(
-        count(
-            &app,
-            "SELECT count(*) FROM oauth_codes WHERE account_id = $1",
-            &account
-        )
-        .await,
+        fixtures::leftovers(&app, &account).await.oauth_codes,
         0,
         "codes die with the account"
     );
-    let late = voiced::store::captures::insert(
-        &app.pool,
-        voiced::store::captures::NewCapture {
-            id: "cap_too_late",
-            account_id: &account,
-            api_key_id: None,
-            source: "api",
-            language: "en",
-            duration_ms: 1000,
-            transcript_raw: "late",
-            transcript_refined: "late",
-            task: "transcribe",
-            timestamps: "none",
-            segments: None,
-            words: None,
-        },
-    )
-    .await
-    .unwrap();
+    let late = fixtures::store_capture(&app, &account, "cap_too_late", "late").await;
     assert_eq!(
         late, None,
         "a capture finishing after the deletion is not stored"
     );
-    let mut tx = app.pool.begin().await.unwrap();
-    let month = voiced::store::usage::month_of(chrono::Utc::now());
-    let load = voiced::store::usage::lock_for_admission(&mut tx, &account, None, month)
-        .await
-        .unwrap();
     assert!(
-        load.is_none(),
+        !fixtures::admits_generations(&app, &account).await,
         "no generation is admitted for a deleted account"
     );
-    drop(tx);
-    let claim = voiced::store::idempotency::begin(
-        &app.pool,
-        &account,
-        "key-after-deletion",
-        b"request",
-        Duration::from_secs(60),
-    )
-    .await
-    .unwrap();
     assert!(
-        !matches!(claim, voiced::store::idempotency::Begin::Proceed),
+        !fixtures::idempotency_claim_proceeds(&app, &account, "key-after-deletion").await,
         "no idempotency claim for a deleted account"
     );
     let answered = transcription.await.unwrap().unwrap().status().as_u16();
@@ -599,55 +470,26 @@ async fn an_account_deleted_mid_work_keeps_nothing_after_the_purge() {
             voiced::service::deletion::purge_deleted_accounts(&app.core)
                 .await
                 .unwrap();
-            sqlx::query_scalar::<_, bool>(
-                "SELECT purged_at IS NOT NULL FROM accounts WHERE id = $1",
-            )
-            .bind(account)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap()
-            .then_some(())
+            fixtures::stored_account(app, &account)
+                .await
+                .purged
+                .then_some(())
         }
     })
     .await;
-    for (sql, what) in [
-        (
-            "SELECT count(*) FROM captures WHERE account_id = $1",
-            "captures",
-        ),
-        (
-            "SELECT count(*) FROM generations WHERE account_id = $1 AND text <> ''",
-            "what generations said",
-        ),
-        (
-            "SELECT count(*) FROM blobs b JOIN generations g ON b.key = 'audio/' || g.id
-             WHERE g.account_id = $1",
-            "audio blobs",
-        ),
-        (
-            "SELECT count(*) FROM voice_profiles WHERE account_id = $1 AND name <> id",
-            "voice names",
-        ),
-        (
-            "SELECT count(*) FROM api_keys WHERE account_id = $1 AND name <> ''",
-            "key names",
-        ),
-        (
-            "SELECT count(*) FROM idempotency_records WHERE account_id = $1",
-            "stored answers",
-        ),
-        (
-            "SELECT count(*) FROM oauth_codes WHERE account_id = $1",
-            "OAuth codes",
-        ),
+    let left = fixtures::leftovers(&app, &account).await;
+    for (count, what) in [
+        (left.captures, "captures"),
+        (left.generation_texts, "what generations said"),
+        (left.audio_blobs, "audio blobs"),
+        (left.voice_names, "voice names"),
+        (left.key_names, "key names"),
+        (left.stored_answers, "stored answers"),
+        (left.oauth_codes, "OAuth codes"),
     ] {
-        assert_eq!(count(&app, sql, &account).await, 0, "{what}");
+        assert_eq!(count, 0, "{what}");
     }
-    let status: String = sqlx::query_scalar("SELECT status FROM generations WHERE id = $1")
-        .bind(&generation)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let status = fixtures::generation(&app, &generation).await.status;
     assert_eq!(status, "failed", "the running generation was cancelled");
     app.stop().await;
 }

@@ -155,11 +155,8 @@ impl TestApp {
     }
 
     /// How many generations the database holds, every account's.
-    pub async fn generation_count(&self) -> i64 {
-        sqlx::query_scalar("SELECT count(*) FROM generations")
-            .fetch_one(&self.pool)
-            .await
-            .unwrap()
+    pub async fn generation_count(&self) -> usize {
+        super::fixtures::generation_count(self).await
     }
 
     /// A raw JSON-RPC POST to `/mcp` (2025-11-25 headers, no session), with extra headers.

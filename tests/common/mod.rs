@@ -1,11 +1,14 @@
-//! Shared test fixtures: a fresh migrated database per test, the real router on a port-0
+//! Shared test set-up: a fresh migrated database per test, the real router on a port-0
 //! listener, and account/key/voice set-up through the same store functions `voiced admin` uses.
+//! The database itself is private to this module: suites set up and read what no door reaches
+//! through [`fixtures`], by name, and never write SQL.
 #![allow(dead_code)]
 
 pub mod browser;
 pub mod child;
 pub mod client;
 pub mod db;
+pub mod fixtures;
 pub mod webhooks;
 
 use std::os::unix::fs::PermissionsExt;
@@ -29,21 +32,22 @@ pub const SIGNING_SECRET: &[u8] = b"test-signing-secret-0123456789abcdef";
 
 pub struct TestApp {
     pub base: String,
-    pub pool: PgPool,
+    /// The test's database: only `tests/common` (its [`fixtures`]) reaches it.
+    pool: PgPool,
     pub client: Client,
     pub clock: FakeRelativeClock,
     pub config: Config,
     pub db: db::TestDb,
-    /// The server's own completion notifications, for tests that wait on a generation.
-    pub completions: voiced::worker::completions::Completions,
+    /// The server's own completion notifications ([`TestApp::completion`]).
+    completions: voiced::worker::completions::Completions,
     /// The server's recogniser, to fill its queue in admission tests.
     pub asr: voiced::worker::asr::AsrService,
-    /// The audio its workers publish as they render (none may be left behind).
-    pub streams: voiced::worker::streams::Streams,
-    /// The segments its workers' engine threads share.
-    pub board: std::sync::Arc<voiced::worker::pieces::Board>,
+    /// The audio its workers publish as they render ([`TestApp::open_streams`]).
+    streams: voiced::worker::streams::Streams,
+    /// The segments its workers' engine threads share ([`TestApp::helped_pieces`]).
+    board: std::sync::Arc<voiced::worker::pieces::Board>,
     /// The router the server serves, for requests sent without a socket ([`TestApp::oneshot`]).
-    pub router: axum::Router,
+    router: axum::Router,
     /// The server's core, for calling what its background tasks call (the account purge).
     pub core: voiced::service::Core,
     shutdown: Option<oneshot::Sender<()>>,
@@ -154,6 +158,31 @@ impl TestApp {
         }
     }
 
+    /// Waits on the server's own notification that generation `id` has finished (checking the
+    /// database every `recheck`); its final status.
+    pub async fn completion(
+        &self,
+        id: &str,
+        recheck: Duration,
+    ) -> sqlx::Result<voiced::domain::GenerationStatus> {
+        self.completions.wait(id, recheck).await
+    }
+
+    /// How many waits on a completion are registered (none may be left behind).
+    pub fn completion_waiters(&self) -> usize {
+        self.completions.waiting()
+    }
+
+    /// How many renderings publish audio as they go (none may be left behind).
+    pub fn open_streams(&self) -> usize {
+        self.streams.open()
+    }
+
+    /// How many pieces the workers' engine threads rendered for one another.
+    pub fn helped_pieces(&self) -> u64 {
+        self.board.helped()
+    }
+
     pub fn get(&self, path: &str) -> RequestBuilder {
         self.client.get(format!("{}{path}", self.base))
     }
@@ -222,30 +251,7 @@ impl TestApp {
     /// Charges `audio_ms` of completed audio on `voice` to the account (and the key, when
     /// given) this month: one completed generation and its ledger row.
     pub async fn charge(&self, account: &str, key_id: Option<&str>, voice: &str, audio_ms: i64) {
-        let generation = new_id("gen");
-        sqlx::query(
-            "INSERT INTO generations (id, account_id, api_key_id, voice_id, engine, text, seed, format, status, duration_ms, finished_at)
-             VALUES ($1, $2, $3, $4, 'kokoro', 'earlier', 1, 'wav', 'completed', $5, now())",
-        )
-        .bind(&generation)
-        .bind(account)
-        .bind(key_id)
-        .bind(voice)
-        .bind(audio_ms)
-        .execute(&self.pool)
-        .await
-        .expect("a charged generation");
-        sqlx::query(
-            "INSERT INTO usage_ledger (account_id, api_key_id, generation_id, month, audio_ms)
-             VALUES ($1, $2, $3, date_trunc('month', now() AT TIME ZONE 'UTC')::date, $4)",
-        )
-        .bind(account)
-        .bind(key_id)
-        .bind(&generation)
-        .bind(audio_ms)
-        .execute(&self.pool)
-        .await
-        .expect("its ledger row");
+        fixtures::charge(self, account, key_id, voice, audio_ms).await;
     }
 
     pub async fn voice(&self, account: &str, name: &str, engine: EngineId, preset: &str) -> String {

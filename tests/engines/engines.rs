@@ -13,6 +13,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use crate::common::fixtures;
 use crate::common::{TestApp, json};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -571,22 +572,21 @@ async fn print_row(
     app: &TestApp,
     voice: &str,
 ) -> (Option<Vec<u8>>, Option<String>, i32, Option<String>) {
-    sqlx::query_as(
-        "SELECT print, error, attempts, computed_at::text FROM voice_prints WHERE voice_id = $1",
+    let stored = fixtures::voice_print(app, voice).await;
+    (
+        stored.print,
+        stored.error,
+        stored.attempts,
+        stored.computed_at.map(|at| at.to_rfc3339()),
     )
-    .bind(voice)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap()
 }
 
 async fn voice_id(app: &TestApp, account: &str, name: &str) -> Option<String> {
-    sqlx::query_scalar("SELECT id FROM voice_profiles WHERE account_id = $1 AND name = $2")
-        .bind(account)
-        .bind(name)
-        .fetch_optional(&app.pool)
+    fixtures::voices_of(app, account)
         .await
-        .unwrap()
+        .into_iter()
+        .find(|v| v.name == name)
+        .map(|v| v.id)
 }
 
 /// A browser without JavaScript: one session cookie, no redirects followed.
@@ -729,11 +729,7 @@ async fn engines_speak_and_clone_through_the_api() {
     let mtl = app
         .voice(&account, "Multi", EngineId::Chatterbox, "default")
         .await;
-    sqlx::query("UPDATE voice_profiles SET language = 'de' WHERE id = $1")
-        .bind(&mtl)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    fixtures::set_voice_language(&app, &mtl, "de").await;
     let m = app
         .speech_audio(&secret, speech_body("Multi", 3, None))
         .await;
@@ -835,13 +831,7 @@ async fn admin_clones_and_the_print_is_reused(
         print,
         Engine::voice_print(&mut turbo, &reference, None, "en").unwrap()
     );
-    let (audio, transcript): (Vec<u8>, Option<String>) = sqlx::query_as(
-        "SELECT audio, transcript FROM voice_samples WHERE voice_id = $1 AND ordinal = 0",
-    )
-    .bind(&id)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let (audio, transcript) = fixtures::voice_sample(app, &id).await;
     assert_eq!(audio, std::fs::read(&clip).unwrap());
     assert_eq!(transcript.as_deref(), Some("Hello, I am Ada."));
 
@@ -850,11 +840,7 @@ async fn admin_clones_and_the_print_is_reused(
     assert_ne!(take, preset_take, "the cloned voice is not the preset's");
     // Generations never go back to the recording: with it destroyed, the same request gives
     // the same bytes; the print was not recomputed.
-    sqlx::query("UPDATE voice_samples SET audio = 'not audio any more' WHERE voice_id = $1")
-        .bind(&id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    fixtures::corrupt_voice_samples(app, &id).await;
     assert_eq!(
         app.speech_audio(secret, speech_body("Ada", 3, None)).await,
         take
@@ -865,11 +851,7 @@ async fn admin_clones_and_the_print_is_reused(
         (Some(&print), 0, &computed_at)
     );
     // And the print is what speaks: a damaged one fails the generation, clearly.
-    sqlx::query("UPDATE voice_prints SET print = 'garbage' WHERE voice_id = $1")
-        .bind(&id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    fixtures::corrupt_voice_print(app, &id).await;
     let (status, accepted) = app.speak(secret, speech_body("Ada", 3, None)).await;
     assert_eq!(status, 202, "{accepted}");
     let failed = app.finished(secret, accepted["id"].as_str().unwrap()).await;
@@ -931,13 +913,8 @@ async fn admin_clones_and_the_print_is_reused(
 async fn console_clones_through_a_worker(app: &TestApp) {
     let mut browser = Browser::new(app);
     browser.sign_up("grace@example.com").await;
-    let account = voiced::store::accounts::find_id(&app.pool, "grace@example.com")
-        .await
-        .unwrap()
-        .unwrap();
-    voiced::store::accounts::set_plan(&app.pool, &account, voiced::domain::Plan::Pro)
-        .await
-        .unwrap();
+    let account = fixtures::account_id(app, "grace@example.com").await;
+    fixtures::set_plan(app, &account, voiced::domain::Plan::Pro).await;
     let (_, secret) = app.key(&account, &voiced::domain::Scope::ALL).await;
     let voice = recording(8.0, 44_100, 120.0, 0.25);
     let fields = |name: &'static str, engine: &'static str, consent: &'static str| {
@@ -1039,20 +1016,10 @@ async fn console_clones_through_a_worker(app: &TestApp) {
     // A recording that passes the form's checks but not the engine (stored behind the form's
     // back here) fails its print: requests for the voice are then refused up front, and a
     // generation that was already waiting fails with the reason.
-    let checked = voiced::service::cloning::CheckedClone {
-        name: "Broken".into(),
-        description: String::new(),
-        language: "en".into(),
-        engine: EngineId::Chatterbox,
-        transcript: None,
-        duration_ms: 6000,
-    };
     let limits = voiced::service::cloning::CloneLimits::default();
-    let broken =
-        voiced::service::cloning::store(&app.pool, &account, limits, &checked, b"not audio", None)
-            .await
-            .unwrap()
-            .id;
+    let broken = fixtures::store_clone_recording(app, &account, limits, "Broken", b"not audio")
+        .await
+        .unwrap();
     let error = common::poll_until(Duration::from_secs(60), "the print to fail", || async {
         print_row(app, &broken).await.1
     })
@@ -1072,28 +1039,15 @@ async fn console_clones_through_a_worker(app: &TestApp) {
         "{problem}"
     );
     let (key_id, _) = app.key(&account, &voiced::domain::Scope::ALL).await;
-    let waiting = voiced::domain::new_id("gen");
-    let mut tx = app.pool.begin().await.unwrap();
-    voiced::store::queue::enqueue(
-        &mut tx,
-        voiced::store::queue::NewGeneration {
-            id: &waiting,
-            account_id: &account,
-            api_key_id: Some(&key_id),
-            voice_id: &broken,
-            engine: "chatterbox",
-            text: "Hello.",
-            spoken_text: None,
-            timestamps: None,
-            seed: 1,
-            temperature: None,
-            format: "wav",
-            estimated_ms: 1000,
-        },
+    let waiting = fixtures::enqueue_past_admission(
+        app,
+        &account,
+        Some(&key_id),
+        &broken,
+        "chatterbox",
+        "Hello.",
     )
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
+    .await;
     let failed = app.finished(&secret, &waiting).await;
     assert_eq!(failed["status"], "failed", "{failed}");
     assert!(

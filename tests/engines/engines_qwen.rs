@@ -578,13 +578,8 @@ async fn qwen_and_luxtts_speak_through_the_api() {
     let text = "Hello from the voiced engine.";
     let body = |name: &str| json!({ "text": text, "voice_name": name, "seed": 3, "response_format": "wav" });
     let set_personality = |name: &str, prompt: Option<&'static str>| {
-        let (core, account, id) = (app.core.clone(), account.clone(), ids[name].clone());
-        async move {
-            let found = voiced::service::voices::set_pins(&core, &account, &id, None, None, prompt)
-                .await
-                .unwrap();
-            assert!(found);
-        }
+        let (app, account, id) = (&app, account.clone(), ids[name].clone());
+        async move { crate::common::fixtures::set_personality(app, &account, &id, prompt).await }
     };
     let prompt = "speak warmly and slowly";
     let plain = app.speech_audio(&secret, body("Qwen Ryan")).await;

@@ -6,6 +6,7 @@ use crate::common;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 
+use crate::common::fixtures;
 use crate::common::{TempDir, TestApp};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -52,10 +53,7 @@ async fn admin_commands_print_json_and_store_only_a_hash() {
         let stderr = String::from_utf8_lossy(&refused.stderr);
         assert!(stderr.contains("--email"), "{bad}: {stderr}");
     }
-    let accounts: i64 = sqlx::query_scalar("SELECT count(*) FROM accounts")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let accounts = fixtures::accounts(&app).await.len();
     assert_eq!(accounts, 1);
 
     let key = json_of(&voiced(
@@ -80,23 +78,24 @@ async fn admin_commands_print_json_and_store_only_a_hash() {
     );
     assert!(secret.starts_with("vk_") && secret.len() >= 3 + 43, "{key}");
     assert_eq!(prefix, &secret[..12]);
-    let (stored_prefix, hash, ceiling): (String, Vec<u8>, Option<i32>) =
-        sqlx::query_as("SELECT prefix, secret_sha256, ceiling_minutes FROM api_keys WHERE id = $1")
-            .bind(key_id)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let stored_keys = fixtures::keys(&app).await;
+    let stored = stored_keys
+        .iter()
+        .find(|k| k.id == key_id)
+        .expect("the key is stored");
+    let (stored_prefix, hash, ceiling) = (
+        &stored.prefix,
+        &stored.secret_sha256,
+        stored.ceiling_minutes,
+    );
     assert_eq!(stored_prefix, prefix);
-    assert_eq!(hash, Sha256::digest(secret.as_bytes()).to_vec());
+    assert_eq!(*hash, Sha256::digest(secret.as_bytes()).to_vec());
     assert_eq!(ceiling, Some(30));
     // The secret is nowhere in the database.
-    let leaked: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM api_keys WHERE position($1 in prefix || name || id) > 0",
-    )
-    .bind(secret)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let leaked = stored_keys
+        .iter()
+        .filter(|k| format!("{}{}{}", k.prefix, k.name, k.id).contains(secret))
+        .count();
     assert_eq!(leaked, 0);
 
     let voice = json_of(&voiced(
@@ -405,27 +404,13 @@ async fn admin_lists_and_shows_accounts_and_keys_by_id_or_email() {
         ],
     ));
     // 90 s of audio charged to the first key this month.
-    sqlx::query(
-        "INSERT INTO generations (id, account_id, api_key_id, voice_id, engine, text, seed, format,
-                                  status, duration_ms)
-         VALUES ('gen_t1', $1, $2, $3, 'kokoro', 'hi', 1, 'mp3', 'completed', 90000);
-         ",
+    app.charge(
+        &ada_id,
+        Some(key["id"].as_str().unwrap()),
+        voice["id"].as_str().unwrap(),
+        90_000,
     )
-    .bind(&ada_id)
-    .bind(key["id"].as_str().unwrap())
-    .bind(voice["id"].as_str().unwrap())
-    .execute(&app.pool)
-    .await
-    .unwrap();
-    sqlx::query(
-        "INSERT INTO usage_ledger (account_id, api_key_id, generation_id, month, audio_ms)
-         VALUES ($1, $2, 'gen_t1', date_trunc('month', now() AT TIME ZONE 'UTC')::date, 90000)",
-    )
-    .bind(&ada_id)
-    .bind(key["id"].as_str().unwrap())
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    .await;
 
     let all = json_of(&voiced(&url, &["admin", "--json", "account", "list"]));
     assert_eq!(all["total"], 2, "{all}");
@@ -727,38 +712,22 @@ async fn admin_clone_needs_a_plan_with_cloning_and_room_under_the_cap() {
     let free = app.account(voiced::domain::Plan::None).await;
     refused(clone(&free, "20"), "paid plan");
     let (pro, _) = app.pro_user().await;
-    voiced::store::accounts::set_features(&app.pool, &pro, &[voiced::domain::Feature::Speech])
-        .await
-        .unwrap();
+    fixtures::set_features(&app, &pro, &[voiced::domain::Feature::Speech]).await;
     refused(clone(&pro, "20"), "does not include cloning");
-    voiced::store::accounts::set_features(&app.pool, &pro, &voiced::domain::Feature::ALL)
-        .await
-        .unwrap();
-    voiced::service::cloning::store(
-        &app.pool,
+    fixtures::set_features(&app, &pro, &voiced::domain::Feature::ALL).await;
+    fixtures::store_clone(
+        &app,
         &pro,
         voiced::service::cloning::CloneLimits {
             max_voices: 1,
             ..Default::default()
         },
-        &voiced::service::cloning::CheckedClone {
-            name: "Grace".into(),
-            description: String::new(),
-            language: "en".into(),
-            engine: voiced::domain::EngineId::Chatterbox,
-            transcript: None,
-            duration_ms: 6000,
-        },
-        b"clip",
-        None,
+        "Grace",
     )
     .await
     .unwrap();
     refused(clone(&pro, "1"), "the most this deployment allows (1)");
-    let voices: i64 = sqlx::query_scalar("SELECT count(*) FROM voice_profiles")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let voices = fixtures::voices(&app).await.len();
     assert_eq!(voices, 1, "only the clone stored directly");
     app.stop().await;
 }
@@ -816,12 +785,7 @@ async fn admin_webhook_commands_register_list_rotate_and_delete() {
     let secret = created["secret"].as_str().unwrap().to_owned();
     assert!(secret.starts_with("whsec_"), "{created}");
     // Stored sealed: the database holds no copy of the secret's bytes.
-    let sealed: Vec<u8> =
-        sqlx::query_scalar("SELECT secret_sealed FROM webhook_endpoints WHERE id = $1")
-            .bind(&id)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let sealed = fixtures::endpoint(&app, &id).await.secret_sealed;
     use base64::Engine as _;
     let raw = base64::engine::general_purpose::STANDARD
         .decode(secret.trim_start_matches("whsec_"))
@@ -922,10 +886,7 @@ async fn admin_webhook_commands_register_list_rotate_and_delete() {
     assert!(deleted.status.success());
     let again = admin(&["admin", "webhook", "delete", &id, "--account", &account]);
     assert!(!again.status.success(), "deleting twice is refused");
-    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM webhook_endpoints")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let left = fixtures::endpoints(&app).await.len();
     assert_eq!(left, 0, "nothing registered for the free account either");
     app.stop().await;
 }

@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::child::ChildServer;
+use crate::common::fixtures;
 use crate::common::{TempDir, TestApp, json, poll_until};
 use serde_json::{Value, json};
 use voiced::domain::{ApiKeySecret, EngineId, Plan, Scope, new_id};
@@ -36,42 +37,6 @@ async fn speak(client: &reqwest::Client, base: &str, secret: &str, text: &str) -
             .unwrap(),
     )
     .await
-}
-
-/// Waits until none of the account's generations is still `generating`.
-async fn drained(pool: &sqlx::PgPool, account: &str, within: Duration) {
-    poll_until(within, "every accepted generation to end", || {
-        let pool = pool.clone();
-        let account = account.to_owned();
-        async move {
-            let pending: i64 = sqlx::query_scalar(
-                "SELECT count(*) FROM generations WHERE account_id = $1 AND status = 'generating'",
-            )
-            .bind(account)
-            .fetch_one(&pool)
-            .await
-            .ok()?;
-            (pending == 0).then_some(())
-        }
-    })
-    .await;
-}
-
-/// Every generation of the account completed, and each is charged exactly once.
-async fn all_completed_and_charged_once(pool: &sqlx::PgPool, account: &str, expected: usize) {
-    let rows: Vec<(String, String, Option<String>, i64)> = sqlx::query_as(
-        "SELECT g.id, g.status, g.error, (SELECT count(*) FROM usage_ledger u WHERE u.generation_id = g.id)
-         FROM generations g WHERE g.account_id = $1",
-    )
-    .bind(account)
-    .fetch_all(pool)
-    .await
-    .unwrap();
-    assert_eq!(rows.len(), expected, "every accepted generation has a row");
-    for (id, status, error, charges) in rows {
-        assert_eq!(status, "completed", "{id}: {error:?}");
-        assert_eq!(charges, 1, "{id} is charged exactly once");
-    }
 }
 
 #[tokio::test]
@@ -104,16 +69,18 @@ async fn twenty_worker_kills_lose_and_double_charge_nothing() {
         let victim = round % 2;
         let pid = workers[victim].id().to_string();
         let held = poll_until(Duration::from_secs(120), "the victim to hold a job", || {
-            let (pool, pid) = (app.pool.clone(), pid.clone());
+            let (app, pid) = (&app, pid.clone());
             async move {
-                sqlx::query_scalar::<_, String>(
-                    "SELECT id FROM generations WHERE status = 'generating' AND attempts = 1
-                     AND split_part(lease_owner, ':', 2) = $1 AND lease_expires_at > now()",
-                )
-                .bind(pid)
-                .fetch_optional(&pool)
-                .await
-                .unwrap()
+                fixtures::all_generations(app)
+                    .await
+                    .into_iter()
+                    .find(|g| {
+                        g.status == "generating"
+                            && g.attempts == 1
+                            && g.leased
+                            && g.lease_process() == Some(pid.as_str())
+                    })
+                    .map(|g| g.id)
             }
         })
         .await;
@@ -122,12 +89,12 @@ async fn twenty_worker_kills_lose_and_double_charge_nothing() {
         workers[victim].wait().unwrap();
         workers[victim] = worker(&url);
     }
-    drained(&app.pool, &account, Duration::from_secs(600)).await;
+    fixtures::drained(&app, &account, Duration::from_secs(600)).await;
     for mut w in workers {
         let _ = w.kill();
         let _ = w.wait();
     }
-    all_completed_and_charged_once(&app.pool, &account, accepted).await;
+    fixtures::all_completed_and_charged_once(&app, &account, accepted).await;
     app.stop().await;
 }
 
@@ -205,17 +172,11 @@ async fn a_postgres_outage_answers_503_and_the_same_server_recovers() {
         assert_eq!(status, 202, "{body}");
         accepted += 1;
     }
-    poll_until(Duration::from_secs(120), "a generation to be running", || {
-        let pool = pool.clone();
-        async move {
-            sqlx::query_scalar::<_, String>(
-                "SELECT id FROM generations WHERE lease_expires_at > now() AND status = 'generating'",
-            )
-            .fetch_optional(&pool)
-            .await
-            .unwrap()
-        }
-    })
+    poll_until(
+        Duration::from_secs(120),
+        "a generation to be running",
+        || fixtures::running_generation_on(&pool),
+    )
     .await;
     pool.close().await;
 
@@ -276,8 +237,8 @@ async fn a_postgres_outage_answers_503_and_the_same_server_recovers() {
     assert_eq!(status, 202, "{body}");
     accepted += 1;
     let pool = voiced::store::connect_and_migrate(&url, 2).await.unwrap();
-    drained(&pool, &account, Duration::from_secs(300)).await;
-    all_completed_and_charged_once(&pool, &account, accepted).await;
+    fixtures::drained_on(&pool, &account, Duration::from_secs(300)).await;
+    fixtures::all_completed_and_charged_once_on(&pool, &account, accepted).await;
     pool.close().await;
     drop(server);
     cluster.stop().await.unwrap();
@@ -303,8 +264,8 @@ async fn generations_queued_across_a_restart_all_complete() {
     }
     drop(server); // killed with ten generations queued
     let _server = ChildServer::start(&url, &[("VOICED_WORKERS", "1")]).await;
-    drained(&app.pool, &account, Duration::from_secs(300)).await;
-    all_completed_and_charged_once(&app.pool, &account, 10).await;
+    fixtures::drained(&app, &account, Duration::from_secs(300)).await;
+    fixtures::all_completed_and_charged_once(&app, &account, 10).await;
     app.stop().await;
 }
 
@@ -350,17 +311,20 @@ async fn sigterm_under_load_finishes_or_hands_back_and_exits_zero() {
             request.await.map(|r| r.status().as_u16())
         }));
     }
-    poll_until(Duration::from_secs(120), "a generation to be running", || {
-        let pool = app.pool.clone();
-        async move {
-            sqlx::query_scalar::<_, String>(
-                "SELECT id FROM generations WHERE lease_expires_at > now() AND status = 'generating'",
-            )
-            .fetch_optional(&pool)
-            .await
-            .unwrap()
-        }
-    })
+    poll_until(
+        Duration::from_secs(120),
+        "a generation to be running",
+        || {
+            let app = &app;
+            async move {
+                fixtures::all_generations(app)
+                    .await
+                    .into_iter()
+                    .find(|g| g.leased && g.status == "generating")
+                    .map(|g| g.id)
+            }
+        },
+    )
     .await;
     let signalled = Instant::now();
     let status = Command::new("kill")
@@ -383,48 +347,38 @@ async fn sigterm_under_load_finishes_or_hands_back_and_exits_zero() {
     }
     // Nothing half-written: no completed generation without its charge and audio, and nothing
     // left leased to the process that exited.
-    let half: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM generations g WHERE g.account_id = $1 AND g.status = 'completed'
-         AND (g.audio_key IS NULL OR NOT EXISTS (SELECT 1 FROM usage_ledger u WHERE u.generation_id = g.id))",
-    )
-    .bind(&account)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let generations = fixtures::generations_of(&app, &account).await;
+    let half = generations
+        .iter()
+        .filter(|g| g.status == "completed" && (g.audio_key.is_none() || g.charged_ms.is_none()))
+        .count();
     assert_eq!(half, 0);
-    let leased: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM generations WHERE account_id = $1 AND status = 'generating' AND lease_owner IS NOT NULL",
-    )
-    .bind(&account)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let leased = generations
+        .iter()
+        .filter(|g| g.status == "generating" && g.lease_owner.is_some())
+        .count();
     assert_eq!(leased, 0, "running work was finished or handed back");
     // The synchronous requests that were answered 503 had their generations cancelled, free;
     // one cut while streaming is charged what it had delivered, nothing more (issue 36).
-    let cancelled_charged: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM generations g JOIN usage_ledger u ON u.generation_id = g.id
-         WHERE g.account_id = $1 AND g.status = 'failed'
-           AND (g.delivered_ms IS NULL OR u.audio_ms <> g.delivered_ms)",
-    )
-    .bind(&account)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let cancelled_charged = generations
+        .iter()
+        .filter(|g| {
+            g.status == "failed"
+                && g.charged_ms.is_some()
+                && (g.delivered_ms.is_none() || g.charged_ms != g.delivered_ms)
+        })
+        .count();
     assert_eq!(cancelled_charged, 0);
     drop(server);
 
     // A new process completes every accepted asynchronous generation.
     let _server = ChildServer::start(&url, &[("VOICED_WORKERS", "1")]).await;
-    drained(&app.pool, &account, Duration::from_secs(300)).await;
-    let done: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM generations WHERE account_id = $1 AND status = 'completed'
-         AND text NOT LIKE 'In flight%'",
-    )
-    .bind(&account)
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    fixtures::drained(&app, &account, Duration::from_secs(300)).await;
+    let done = fixtures::generations_of(&app, &account)
+        .await
+        .iter()
+        .filter(|g| g.status == "completed" && !g.text.starts_with("In flight"))
+        .count();
     assert_eq!(
         done, accepted,
         "every accepted asynchronous generation completed"
@@ -450,24 +404,12 @@ async fn a_cancelled_read_never_lends_its_connection_to_the_next() {
     // running (no timing involved).
     let slow = async {
         let mut connection = reads.acquire().await.unwrap();
-        let _: Option<i32> = sqlx::query_scalar("SELECT 1 FROM pg_sleep(20)")
-            .fetch_optional(connection.get())
-            .await
-            .unwrap();
+        fixtures::slow_statement(connection.get()).await;
         connection.finish();
         unreachable!("the sleep was cancelled");
     };
     let running = poll_until(Duration::from_secs(30), "the slow read to run", || {
-        let pool = pool.clone();
-        async move {
-            sqlx::query_scalar::<_, i32>(
-                "SELECT pid FROM pg_stat_activity
-                 WHERE query LIKE '%pg_sleep(20)%' AND state = 'active' AND pid <> pg_backend_pid()",
-            )
-            .fetch_optional(&pool)
-            .await
-            .unwrap()
-        }
+        fixtures::backend_running_slow_statement(&pool)
     });
     let sleeping = tokio::select! {
         () = slow => unreachable!(),
@@ -486,10 +428,7 @@ async fn a_cancelled_read_never_lends_its_connection_to_the_next() {
 /// The PostgreSQL backend that serves one finished read.
 async fn backend_of_a_read(reads: &voiced::store::read_pool::ReadPool) -> i32 {
     let mut connection = reads.acquire().await.unwrap();
-    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
-        .fetch_one(connection.get())
-        .await
-        .unwrap();
+    let pid = fixtures::backend_pid(connection.get()).await;
     connection.finish();
     pid
 }

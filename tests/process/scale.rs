@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::common::child::ChildServer;
+use crate::common::fixtures;
 use crate::common::{TempDir, TestApp, poll_until};
 
 /// A private `redis-server` (Debian's package; `scripts/install-deps.sh`) on a unix socket, no
@@ -571,17 +572,8 @@ fn generation_content_type(generation: &serde_json::Value) -> &'static str {
 /// set for it first.
 async fn delete_account(base: &str, app: &TestApp, account: &str) {
     let password = "a long enough passphrase";
-    let hash = voiced::service::accounts::hash_password(password.to_owned())
-        .await
-        .unwrap();
-    voiced::store::accounts::set_password_hash(&app.pool, account, &hash)
-        .await
-        .unwrap();
-    let email: String = sqlx::query_scalar("SELECT email FROM accounts WHERE id = $1")
-        .bind(account)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    fixtures::set_password(app, account, password).await;
+    let email = fixtures::stored_account(app, account).await.email;
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -710,11 +702,10 @@ async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_on
         let generation = finished(&client, &b.base, &secret, id).await;
         assert_eq!(generation["status"], "completed", "{generation}");
         let path = audio_path(&generation);
-        let key: String = sqlx::query_scalar("SELECT audio_key FROM generations WHERE id = $1")
-            .bind(id)
-            .fetch_one(&app.pool)
+        let key = fixtures::generation(&app, id)
             .await
-            .unwrap();
+            .audio_key
+            .expect("an audio key");
         assert_eq!(key, format!("s3:audio/{id}"), "S3 holds the audio");
         let (object, content_type) = s3
             .object("voiced-audio", &format!("tenant-audio/audio/{id}"))
@@ -790,10 +781,7 @@ async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_on
         }
     }
     // PostgreSQL holds none of the audio.
-    let in_pg: i64 = sqlx::query_scalar("SELECT count(*) FROM blobs")
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let in_pg = fixtures::blob_count(&app).await;
     assert_eq!(in_pg, 0);
 
     // Ranges: A reads them from the bucket with ranged GETs; B's redirect carries the client's
@@ -841,19 +829,8 @@ async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_on
     // Audio kept in PostgreSQL (written before the move to S3: its key has no `s3:` mark) is
     // streamed by B all the same: there is no URL to hand out for it.
     let pg_key = format!("audio/{}", ids[0]);
-    sqlx::query("INSERT INTO blobs (key, content_type, bytes) VALUES ($1, $2, $3)")
-        .bind(&pg_key)
-        .bind(generation_content_type(&generation))
-        .bind(object.to_vec())
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    sqlx::query("UPDATE generations SET audio_key = $2 WHERE id = $1")
-        .bind(&ids[0])
-        .bind(&pg_key)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    fixtures::put_blob(&app, &pg_key, generation_content_type(&generation), &object).await;
+    fixtures::set_audio_key(&app, &ids[0], &pg_key).await;
     let streamed = no_redirects
         .get(format!("{}{path}", b.base))
         .send()
@@ -865,16 +842,12 @@ async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_on
     // A worker killed while it holds a job: the other worker completes it.
     let id = speak(&client, &a.base, &secret, LONG_TEXT).await;
     let owner_pid: String = poll_until(Duration::from_secs(120), "a worker to claim it", || {
-        let (pool, id) = (app.pool.clone(), id.clone());
+        let (app, id) = (&app, id.clone());
         async move {
-            sqlx::query_scalar::<_, String>(
-                "SELECT split_part(lease_owner, ':', 2) FROM generations
-                 WHERE id = $1 AND status = 'generating' AND lease_expires_at > now()",
-            )
-            .bind(id)
-            .fetch_optional(&pool)
-            .await
-            .unwrap()
+            let g = fixtures::generation(app, &id).await;
+            (g.status == "generating" && g.leased)
+                .then(|| g.lease_process().map(str::to_owned))
+                .flatten()
         }
     })
     .await;
@@ -886,11 +859,7 @@ async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_on
     workers[victim].0.wait().unwrap();
     let generation = finished(&client, &a.base, &secret, &id).await;
     assert_eq!(generation["status"], "completed", "{generation}");
-    let attempts: i32 = sqlx::query_scalar("SELECT attempts FROM generations WHERE id = $1")
-        .bind(&id)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let attempts = fixtures::generation(&app, &id).await.attempts;
     assert_eq!(attempts, 2, "taken over after the kill");
     let audio = client
         .get(format!("{}{}", b.base, audio_path(&generation)))
@@ -919,30 +888,24 @@ async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_on
 
     // The account deleted in B's console (issue 30): its audio leaves the bucket when B's
     // housekeeping (once a minute) purges it.
-    let in_bucket: Vec<String> = sqlx::query_scalar(
-        "SELECT audio_key FROM generations WHERE account_id = $1 AND audio_key LIKE 's3:%'",
-    )
-    .bind(&account)
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
+    let in_bucket: Vec<String> = fixtures::generations_of(&app, &account)
+        .await
+        .into_iter()
+        .filter_map(|g| g.audio_key)
+        .filter(|key| key.starts_with("s3:"))
+        .collect();
     assert!(!in_bucket.is_empty());
     delete_account(&b.base, &app, &account).await;
     poll_until(
         Duration::from_secs(150),
         "the deleted account to be purged",
         || {
-            let pool = app.pool.clone();
-            let account = account.clone();
+            let (app, account) = (&app, account.clone());
             async move {
-                sqlx::query_scalar::<_, bool>(
-                    "SELECT purged_at IS NOT NULL FROM accounts WHERE id = $1",
-                )
-                .bind(account)
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-                .then_some(())
+                fixtures::stored_account(app, &account)
+                    .await
+                    .purged
+                    .then_some(())
             }
         },
     )

@@ -6,6 +6,7 @@ use crate::common;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use crate::common::fixtures;
 use crate::common::{TestApp, json};
 use serde_json::json;
 use voiced::domain::EngineId;
@@ -53,32 +54,20 @@ async fn a_killed_worker_loses_its_job_to_another_and_it_is_charged_once() {
         Duration::from_secs(240),
         "the first worker to claim the job",
         || {
-            let (pool, id) = (app.pool.clone(), id.clone());
-            async move {
-                sqlx::query_scalar::<_, Option<String>>(
-                    "SELECT lease_owner FROM generations WHERE id = $1",
-                )
-                .bind(id)
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-            }
+            let (app, id) = (&app, id.clone());
+            async move { fixtures::generation(app, &id).await.lease_owner }
         },
     )
     .await;
     first.kill().expect("SIGKILL");
     first.wait().unwrap();
-    let status: String = sqlx::query_scalar("SELECT status FROM generations WHERE id = $1")
-        .bind(&id)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let status = fixtures::generation(&app, &id).await.status;
     assert_eq!(status, "generating", "killed before it could finish");
 
     let mut second = worker(&url);
     let outcome = tokio::time::timeout(
         Duration::from_secs(600),
-        app.completions.wait(&id, Duration::from_secs(2)),
+        app.completion(&id, Duration::from_secs(2)),
     )
     .await
     .expect("the second worker finishes the job")
@@ -87,21 +76,17 @@ async fn a_killed_worker_loses_its_job_to_another_and_it_is_charged_once() {
     second.wait().unwrap();
     assert_eq!(outcome, voiced::domain::GenerationStatus::Completed);
 
-    let (attempts, finished_by): (i32, Option<String>) =
-        sqlx::query_as("SELECT attempts, lease_owner FROM generations WHERE id = $1")
-            .bind(&id)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let stored = fixtures::generation(&app, &id).await;
+    let (attempts, finished_by) = (stored.attempts, stored.lease_owner);
     assert_eq!(attempts, 2, "claimed twice: once by each worker");
     assert!(finished_by.is_none());
     assert_ne!(claimed_by, "");
-    let charges: Vec<i64> =
-        sqlx::query_scalar("SELECT audio_ms FROM usage_ledger WHERE generation_id = $1")
-            .bind(&id)
-            .fetch_all(&app.pool)
-            .await
-            .unwrap();
+    let charges: Vec<i64> = fixtures::ledger(&app)
+        .await
+        .iter()
+        .filter(|row| row.generation_id == id)
+        .map(|row| row.audio_ms)
+        .collect();
     assert_eq!(charges.len(), 1, "charged exactly once");
     assert!(charges[0] > 3000, "{charges:?}");
     app.stop().await;
@@ -139,15 +124,15 @@ async fn a_worker_killed_before_delivering_delivers_after_restart_under_one_webh
             "no Python with standardwebhooks (scripts/test.sh installs it)",
         );
     };
-    let app = TestApp::start().await;
+    let app = TestApp::start_with(0, &[("VOICED_WEBHOOKS_ALLOW_PRIVATE_ADDRESSES", "true")]).await;
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Narrator", EngineId::Kokoro, "jf_alpha")
         .await;
     let receiver = Receiver::start().await;
     let addr = receiver.addr;
     receiver.stop().await; // down until the worker has been killed
-    let (endpoint, hook_secret) = voiced::service::webhooks::create(
-        &app.core,
+    let (endpoint, hook_secret) = fixtures::create_endpoint(
+        &app,
         &account,
         voiced::service::webhooks::NewEndpoint {
             url: &format!("http://{addr}/hooks"),
@@ -173,7 +158,7 @@ async fn a_worker_killed_before_delivering_delivers_after_restart_under_one_webh
     let mut first = delivering_worker(&url, &app.base);
     let outcome = tokio::time::timeout(
         Duration::from_secs(300),
-        app.completions.wait(&id, Duration::from_secs(2)),
+        app.completion(&id, Duration::from_secs(2)),
     )
     .await
     .expect("the first worker completes the generation")
@@ -181,16 +166,13 @@ async fn a_worker_killed_before_delivering_delivers_after_restart_under_one_webh
     assert_eq!(outcome, voiced::domain::GenerationStatus::Completed);
     // Completed, its event tried at least once (refused: the receiver is down), not delivered.
     common::poll_until(Duration::from_secs(60), "a first delivery attempt", || {
-        let (pool, id) = (app.pool.clone(), id.clone());
+        let (app, id) = (&app, id.clone());
         async move {
-            sqlx::query_scalar::<_, i32>(
-                "SELECT attempts FROM webhook_deliveries WHERE subject_id = $1 AND attempts >= 1
-                   AND last_attempt_at IS NOT NULL",
-            )
-            .bind(id)
-            .fetch_optional(&pool)
-            .await
-            .unwrap()
+            fixtures::deliveries(app)
+                .await
+                .into_iter()
+                .find(|d| d.subject_id == id && d.attempts >= 1 && d.last_attempt_at.is_some())
+                .map(|d| d.attempts)
         }
     })
     .await;
@@ -200,18 +182,20 @@ async fn a_worker_killed_before_delivering_delivers_after_restart_under_one_webh
     let receiver = Receiver::start_on(addr).await;
     let mut second = delivering_worker(&url, &app.base);
     let delivered = receiver.wait_for("generation.completed", &id).await;
-    common::poll_until(Duration::from_secs(60), "the delivery to be recorded", || {
-        let (pool, endpoint) = (app.pool.clone(), endpoint.id.clone());
-        async move {
-            sqlx::query_scalar::<_, String>(
-                "SELECT state FROM webhook_deliveries WHERE endpoint_id = $1 AND state = 'delivered'",
-            )
-            .bind(endpoint)
-            .fetch_optional(&pool)
-            .await
-            .unwrap()
-        }
-    })
+    common::poll_until(
+        Duration::from_secs(60),
+        "the delivery to be recorded",
+        || {
+            let (app, endpoint) = (&app, endpoint.id.clone());
+            async move {
+                fixtures::deliveries_to(app, &endpoint)
+                    .await
+                    .into_iter()
+                    .find(|d| d.state == "delivered")
+                    .map(|d| d.state)
+            }
+        },
+    )
     .await;
     second.kill().unwrap();
     second.wait().unwrap();
@@ -220,12 +204,11 @@ async fn a_worker_killed_before_delivering_delivers_after_restart_under_one_webh
     ids.dedup();
     assert_eq!(ids.len(), 1, "exactly one webhook-id: {ids:?}");
     assert_eq!(ids[0], delivered.id);
-    let rows: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM webhook_deliveries WHERE subject_id = $1")
-            .bind(&id)
-            .fetch_one(&app.pool)
-            .await
-            .unwrap();
+    let rows = fixtures::deliveries(&app)
+        .await
+        .iter()
+        .filter(|d| d.subject_id == id)
+        .count();
     assert_eq!(rows, 1, "one outbox row for the one event");
     verify_independently(&python, &[(hook_secret, delivered)]);
     app.stop().await;
