@@ -9,13 +9,11 @@ use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde_json::{Map, Value, json};
 
+use crate::domain::MAX_KEY_CHARS;
+
 /// Longest wait `speak` accepts, and its default.
 pub const MAX_WAIT_SECONDS: i64 = 120;
 pub const DEFAULT_WAIT_SECONDS: i64 = 20;
-
-/// The description of `idempotency_key`, an argument of `speak` and `transcribe`.
-pub const IDEMPOTENCY_KEY: &str = "Optional. The same key with the same request returns the first \
-    result instead of doing the work again (48 hours; shared with the REST Idempotency-Key header).";
 
 fn object(value: Value) -> Map<String, Value> {
     match value {
@@ -41,6 +39,15 @@ pub fn input<T: JsonSchema>() -> Map<String, Value> {
 /// `int64`/`uint64` format schemars would add.
 pub fn integer(_: &mut SchemaGenerator) -> Schema {
     json_schema!({"type": "integer"})
+}
+
+/// The optional `idempotency_key` of `speak` and `transcribe`: the rule of
+/// [`crate::domain::IdempotencyKey`], shared with the REST `Idempotency-Key` header.
+pub fn idempotency_key_schema(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS,
+        "description": "Optional. The same key with the same request returns the first result instead of doing the work again (48 hours; shared with the REST Idempotency-Key header)."
+    })
 }
 
 /// `{"type": "number"}`, without the `double` format schemars would add.
@@ -156,7 +163,7 @@ pub fn generation() -> Map<String, Value> {
 mod tests {
     use super::super::{reads, speak, transcribe};
     use super::*;
-    use crate::domain::{MAX_ID_CHARS, MAX_KEY_CHARS, MAX_SEED, MAX_TEXT_CHARS, Page};
+    use crate::domain::{MAX_ID_CHARS, MAX_SEED, MAX_TEXT_CHARS, Page};
     use crate::http::json::fields_of;
 
     // The input schemas as they were written by hand before they were derived, pasted
@@ -243,45 +250,33 @@ mod tests {
         })
     }
 
-    /// Each tool's derived input schema, its hand-written one, and the members its struct
-    /// decodes.
-    fn tools() -> [(
-        &'static str,
-        Map<String, Value>,
-        Value,
-        &'static [&'static str],
-    ); 5] {
+    /// A tool's derived input schema, its hand-written one, and the members its struct decodes.
+    struct Case {
+        tool: &'static str,
+        derived: Map<String, Value>,
+        expected: Value,
+        decoded: &'static [&'static str],
+    }
+
+    fn case<T: JsonSchema + serde::de::DeserializeOwned>(
+        tool: &'static str,
+        expected: Value,
+    ) -> Case {
+        Case {
+            tool,
+            derived: input::<T>(),
+            expected,
+            decoded: fields_of::<T>(),
+        }
+    }
+
+    fn cases() -> [Case; 5] {
         [
-            (
-                "list_voices",
-                input::<reads::NoArguments>(),
-                no_arguments(),
-                fields_of::<reads::NoArguments>(),
-            ),
-            (
-                "list_captures",
-                input::<reads::ListCapturesArguments>(),
-                list_captures_input(),
-                fields_of::<reads::ListCapturesArguments>(),
-            ),
-            (
-                "get_generation",
-                input::<reads::GenerationArguments>(),
-                get_generation_input(),
-                fields_of::<reads::GenerationArguments>(),
-            ),
-            (
-                "speak",
-                input::<speak::SpeakArguments>(),
-                speak_input(),
-                fields_of::<speak::SpeakArguments>(),
-            ),
-            (
-                "transcribe",
-                input::<transcribe::TranscribeArguments>(),
-                transcribe_input(),
-                fields_of::<transcribe::TranscribeArguments>(),
-            ),
+            case::<reads::NoArguments>("list_voices", no_arguments()),
+            case::<reads::ListCapturesArguments>("list_captures", list_captures_input()),
+            case::<reads::GenerationArguments>("get_generation", get_generation_input()),
+            case::<speak::SpeakArguments>("speak", speak_input()),
+            case::<transcribe::TranscribeArguments>("transcribe", transcribe_input()),
         ]
     }
 
@@ -333,7 +328,13 @@ mod tests {
 
     #[test]
     fn the_derived_input_schemas_say_what_the_hand_written_ones_said() {
-        for (tool, derived, expected, _) in tools() {
+        for Case {
+            tool,
+            derived,
+            expected,
+            ..
+        } in cases()
+        {
             assert_same(tool, &Value::Object(derived), &expected);
         }
     }
@@ -342,7 +343,13 @@ mod tests {
     /// schema requires (alone or in a `oneOf`) is one of them.
     #[test]
     fn each_schema_lists_exactly_the_arguments_its_struct_decodes() {
-        for (tool, schema, _, decoded) in tools() {
+        for Case {
+            tool,
+            derived: schema,
+            decoded,
+            ..
+        } in cases()
+        {
             let mut documented: Vec<&str> = schema
                 .get("properties")
                 .and_then(Value::as_object)

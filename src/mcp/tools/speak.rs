@@ -21,9 +21,11 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use super::reads::audio_link;
-use super::schemas::{DEFAULT_WAIT_SECONDS, IDEMPOTENCY_KEY, MAX_WAIT_SECONDS, integer, number};
+use super::schemas::{
+    DEFAULT_WAIT_SECONDS, MAX_WAIT_SECONDS, idempotency_key_schema, integer, number,
+};
 use super::{bounded, flag, idempotency_key, success};
-use crate::domain::{GenerationStatus, MAX_KEY_CHARS, MAX_SEED, MAX_TEXT_CHARS, Temperature};
+use crate::domain::{GenerationStatus, MAX_SEED, MAX_TEXT_CHARS, Temperature};
 use crate::http::error::{ErrorCode, ServiceError};
 use crate::http::fields::{
     parse_format, parse_seed, parse_temperature, parse_text, parse_word_timestamps,
@@ -81,11 +83,7 @@ pub(super) struct SpeakArguments {
     #[schemars(with = "bool", extend("default" = false))]
     pub inline_audio: Field<bool>,
     #[serde(default)]
-    #[schemars(
-        with = "String",
-        length(min = 1, max = MAX_KEY_CHARS),
-        description = IDEMPOTENCY_KEY
-    )]
+    #[schemars(schema_with = "idempotency_key_schema")]
     pub idempotency_key: Field<String>,
     #[serde(default)]
     #[schemars(

@@ -12,10 +12,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::schemas::IDEMPOTENCY_KEY;
+use super::schemas::idempotency_key_schema;
 use super::{idempotency_key, success};
 use crate::audio::MAX_AUDIO_BYTES;
-use crate::domain::{MAX_KEY_CHARS, RecognitionOptions, Timestamps};
+use crate::domain::{RecognitionOptions, Timestamps};
 use crate::http::error::ServiceError;
 use crate::http::json::{Field, JsonObject, fields_of};
 use crate::http::models::{TranscriptSegment, TranscriptWord};
@@ -43,11 +43,7 @@ pub(super) struct TranscribeArguments {
     #[schemars(with = "String", url, pattern("^https://"))]
     pub audio_url: Field<String>,
     #[serde(default)]
-    #[schemars(
-        with = "String",
-        length(min = 1, max = MAX_KEY_CHARS),
-        description = IDEMPOTENCY_KEY
-    )]
+    #[schemars(schema_with = "idempotency_key_schema")]
     pub idempotency_key: Field<String>,
     #[serde(default)]
     #[schemars(
