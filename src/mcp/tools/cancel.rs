@@ -4,8 +4,8 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::json;
 
+use super::reads::GenerationArguments;
 use super::success;
-use crate::domain::GenerationId;
 use crate::http::error::ServiceError;
 use crate::http::json::JsonObject;
 use crate::http::models::Generation;
@@ -18,10 +18,7 @@ pub async fn cancel_generation(
     principal: &Principal,
     args: &JsonObject,
 ) -> Result<CallToolResult, ServiceError> {
-    args.only(&["generation_id"])?;
-    let id = args.required_str("generation_id")?;
-    let id = GenerationId::parse(id, "generation_id")
-        .map_err(|message| ServiceError::invalid("generation_id", message))?;
+    let id = args.decode::<GenerationArguments>()?.id()?;
     let (row, note) = match speech::cancel_by_request(state, principal, id.as_str()).await? {
         Cancelled::Stopped(row) => (row, "Cancelled; nothing was charged."),
         Cancelled::Stopping(row) => (

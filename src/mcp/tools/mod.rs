@@ -61,28 +61,28 @@ pub fn catalogue() -> &'static [Tool] {
             tool(
                 "list_voices",
                 "List the account's voice profiles (name, id, language, engine). Use a name or id with speak.",
-                schemas::no_arguments(),
+                schemas::input::<reads::NoArguments>(),
                 schemas::voice_list(),
                 reading("List voices"),
             ),
             tool(
                 "list_captures",
                 "List the account's transcriptions (captures), newest first, one page at a time.",
-                schemas::list_captures_input(),
+                schemas::input::<reads::ListCapturesArguments>(),
                 schemas::capture_list(),
                 reading("List captures"),
             ),
             tool(
                 "get_generation",
                 "Read a speech generation: its status and, once completed, a fresh signed audio_url (valid about 15 minutes).",
-                schemas::get_generation_input(),
+                schemas::input::<reads::GenerationArguments>(),
                 schemas::generation(),
                 reading("Get generation"),
             ),
             tool(
                 "speak",
                 "Generate speech from text in one of the account's voices. Waits up to wait_seconds (default 20) for the audio and returns a signed audio link; if it is not ready by then, returns the generation_id to poll with get_generation. Uses the account's monthly audio allowance.",
-                schemas::speak_input(),
+                schemas::input::<speak::SpeakArguments>(),
                 schemas::speak_output(),
                 ToolAnnotations::with_title("Speak")
                     .read_only(false)
@@ -93,7 +93,7 @@ pub fn catalogue() -> &'static [Tool] {
             tool(
                 "cancel_generation",
                 "Cancel a speech generation: a queued one never runs, a running one stops; it ends failed with error \"cancelled: by request\" and nothing is charged. A generation that already completed or failed cannot be cancelled (generation_finished).",
-                schemas::get_generation_input(),
+                schemas::input::<reads::GenerationArguments>(),
                 schemas::generation(),
                 ToolAnnotations::with_title("Cancel generation")
                     .read_only(false)
@@ -104,7 +104,7 @@ pub fn catalogue() -> &'static [Tool] {
             tool(
                 "transcribe",
                 "Transcribe an audio clip (wav, mp3, flac, ogg or webm; up to 25 MiB and 15 minutes) given as base64 (audio_base64) or an https URL (audio_url). Stores the transcript as a capture.",
-                schemas::transcribe_input(),
+                schemas::input::<transcribe::TranscribeArguments>(),
                 schemas::transcribe_output(),
                 ToolAnnotations::with_title("Transcribe")
                     .read_only(false)
