@@ -730,7 +730,7 @@ async fn registering_an_endpoint_needs_a_paid_plan() {
 #[tokio::test]
 async fn a_resend_keeps_the_events_window_and_is_rate_limited() {
     use voiced::service::ErrorCode;
-    let app = TestApp::start_with(0, &[]).await;
+    let app = TestApp::start_with(0, &[("VOICED_WEBHOOKS_ALLOW_PRIVATE_ADDRESSES", "true")]).await;
     let (account, _) = app.pro_user().await;
     let voice = app
         .voice(&account, "Narrator", EngineId::Kokoro, "af_heart")
@@ -803,7 +803,7 @@ async fn a_resend_keeps_the_events_window_and_is_rate_limited() {
 /// deleted by the outbox's housekeeping.
 #[tokio::test]
 async fn pending_deliveries_are_capped_and_those_of_disabled_endpoints_purged() {
-    let app = TestApp::start_with(0, &[]).await;
+    let app = TestApp::start_with(0, &[("VOICED_WEBHOOKS_ALLOW_PRIVATE_ADDRESSES", "true")]).await;
     let (account, _) = app.pro_user().await;
     let (full, _) = endpoint(
         &app,
