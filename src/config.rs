@@ -90,6 +90,11 @@ struct Raw {
     ipv6_rate_limit_prefix: u32,
     max_keys_per_account: u32,
     max_clones_per_account_per_month: u32,
+    // Live transcription (issue 38 item 2).
+    max_live_sessions: u32,
+    live_max_session_secs: u64,
+    live_idle_timeout_secs: u64,
+    live_interim_interval_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,6 +199,14 @@ pub struct Config {
     pub max_keys_per_account: u32,
     /// Voice clones one account may make per calendar month (UTC), deleted ones included.
     pub max_clones_per_account_per_month: u32,
+    /// Live transcription sessions open at once in this process.
+    pub max_live_sessions: u32,
+    /// The longest live transcription session (wall clock, and audio).
+    pub live_max_session_secs: u64,
+    /// A live session without audio or keep-alive this long ends.
+    pub live_idle_timeout_secs: u64,
+    /// At most one interim hypothesis per this much new audio of an utterance.
+    pub live_interim_interval_ms: u64,
 }
 
 impl Config {
@@ -415,6 +428,10 @@ impl Config {
             "max_clones_per_account_per_month",
             raw.max_clones_per_account_per_month.into(),
         )?;
+        positive("max_live_sessions", raw.max_live_sessions.into())?;
+        positive("live_max_session_secs", raw.live_max_session_secs)?;
+        positive("live_idle_timeout_secs", raw.live_idle_timeout_secs)?;
+        positive("live_interim_interval_ms", raw.live_interim_interval_ms)?;
         Ok(Self {
             bind,
             database_url: Some(raw.database_url).filter(|u| !u.trim().is_empty()),
@@ -473,6 +490,10 @@ impl Config {
             ipv6_rate_limit_prefix,
             max_keys_per_account: raw.max_keys_per_account,
             max_clones_per_account_per_month: raw.max_clones_per_account_per_month,
+            max_live_sessions: raw.max_live_sessions,
+            live_max_session_secs: raw.live_max_session_secs,
+            live_idle_timeout_secs: raw.live_idle_timeout_secs,
+            live_interim_interval_ms: raw.live_interim_interval_ms,
         })
     }
 }
@@ -585,6 +606,10 @@ mod tests {
         assert_eq!(config.ipv6_rate_limit_prefix.bits(), 64);
         assert_eq!(config.max_keys_per_account, 50);
         assert_eq!(config.max_clones_per_account_per_month, 20);
+        assert_eq!(config.max_live_sessions, 2);
+        assert_eq!(config.live_max_session_secs, 3600);
+        assert_eq!(config.live_idle_timeout_secs, 10);
+        assert_eq!(config.live_interim_interval_ms, 1000);
         let config =
             Config::from_sources(&env(&[("VOICED_IPV6_RATE_LIMIT_PREFIX", "56")])).unwrap();
         assert_eq!(config.ipv6_rate_limit_prefix.bits(), 56);

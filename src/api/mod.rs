@@ -7,6 +7,7 @@ pub mod audio;
 mod docs;
 pub mod generations;
 pub mod health;
+pub mod listen;
 pub mod openai_speech;
 pub mod openai_transcriptions;
 pub mod pronunciations;
@@ -222,6 +223,8 @@ pub fn router(core: Core) -> (Router, utoipa::openapi::OpenApi) {
         ))
         .layer(from_fn_with_state(auth, http::auth::authenticate));
     let (api, document) = documented(v1);
+    // Deepgram's live route has its own credential forms and counts as a write.
+    let api = api.merge(listen::router(core.clone()));
     let spec_json = Arc::new(document.to_pretty_json().expect("OpenAPI serialises"));
     let router = api
         .route(

@@ -101,9 +101,32 @@ fn presented_credential(headers: &HeaderMap) -> Result<&str, ApiError> {
 
 /// Step 1: resolve the credential to a [`Principal`] in the request's extensions. Refusals
 /// carry the `WWW-Authenticate` challenge; a token's 403 `insufficient_scope` carries one too.
-pub async fn authenticate(State(state): State<Core>, mut request: Request, next: Next) -> Response {
+pub async fn authenticate(State(state): State<Core>, request: Request, next: Next) -> Response {
     let reading = matches!(*request.method(), Method::GET | Method::HEAD);
-    let resolved = resolve(&state, request.headers(), AuthResource::Api, reading).await;
+    authenticate_as(&state, request, next, reading).await
+}
+
+/// Step 1 for a route that writes whatever its method (a live session's upgrade is a `GET`):
+/// the credential is always looked up (never a principal from memory), and the request counts
+/// against the write policy.
+pub async fn authenticate_write(
+    State(state): State<Core>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    request
+        .extensions_mut()
+        .insert(crate::limits::RateClass::Write);
+    authenticate_as(&state, request, next, false).await
+}
+
+async fn authenticate_as(
+    state: &Core,
+    mut request: Request,
+    next: Next,
+    reading: bool,
+) -> Response {
+    let resolved = resolve(state, request.headers(), AuthResource::Api, reading).await;
     let (principal, check) = match resolved {
         Ok(resolved) => resolved,
         Err(err) => {

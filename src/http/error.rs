@@ -105,6 +105,11 @@ pub async fn render_errors(
     next: Next,
 ) -> Response {
     let path = request.uri().path().to_owned();
+    let request_id = request
+        .headers()
+        .get(super::REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let body_deadline = request
         .extensions()
         .get::<super::connection::BodyDeadline>()
@@ -143,6 +148,10 @@ pub async fn render_errors(
     }
     let (content_type, body) = if speaks_openai(&path) {
         ("application/json", openai_envelope(&error, &links))
+    } else if speaks_deepgram(&path) {
+        let mut body = problem_document(&error, &links, &path);
+        deepgram_envelope(&mut body, &error, request_id.as_deref());
+        ("application/json", body)
     } else {
         (
             "application/problem+json",
@@ -248,6 +257,28 @@ pub fn speaks_openai(path: &str) -> bool {
         path,
         "/v1/audio/speech" | "/v1/audio/transcriptions" | "/v1/audio/translations"
     )
+}
+
+/// The routes of Deepgram's dialect, whose refusals carry Deepgram's members too.
+pub fn speaks_deepgram(path: &str) -> bool {
+    path == "/v1/listen"
+}
+
+/// Deepgram's error members (`err_code`, `err_msg`, `request_id`) added to the problem
+/// document, which keeps voiced's `code` (DECISIONS: the live routes' errors).
+fn deepgram_envelope(body: &mut Value, error: &ApiError, request_id: Option<&str>) {
+    let err_code = match error.code {
+        ErrorCode::InvalidApiKey => "INVALID_AUTH",
+        ErrorCode::InsufficientScope
+        | ErrorCode::ProPlanRequired
+        | ErrorCode::FeatureNotEnabled => "INSUFFICIENT_PERMISSIONS",
+        ErrorCode::RateLimitExceeded | ErrorCode::QuotaExhausted => "TOO_MANY_REQUESTS",
+        ErrorCode::InvalidRequest => "Bad Request",
+        _ => "INTERNAL_SERVER_ERROR",
+    };
+    body["err_code"] = json!(err_code);
+    body["err_msg"] = json!(error.detail);
+    body["request_id"] = json!(request_id.unwrap_or_default());
 }
 
 /// An error that ends a streamed answer of OpenAI's dialect after it began (the status is sent

@@ -82,6 +82,13 @@ impl Core {
             downloads: Arc::new(Slots::new(config.downloads_per_link as usize)),
             uploads: Arc::new(Slots::new(MAX_UPLOADS_PER_ACCOUNT)),
             webhooks_allow_private: config.webhooks_allow_private_addresses,
+            live: super::live::LiveSettings {
+                models_dir: config.models_dir.clone(),
+                max_session: Duration::from_secs(config.live_max_session_secs),
+                idle_timeout: Duration::from_secs(config.live_idle_timeout_secs),
+                interim_interval: Duration::from_millis(config.live_interim_interval_ms),
+            },
+            live_sessions: Arc::new(Slots::new(config.max_live_sessions as usize)),
         }))
     }
 }
@@ -131,6 +138,10 @@ pub struct Handles {
     /// Webhook endpoints may be `http` and private addresses
     /// (`webhooks_allow_private_addresses`).
     pub(in crate::service) webhooks_allow_private: bool,
+    /// Live transcription's settings (`max_live_sessions`, `live_*`).
+    pub(in crate::service) live: super::live::LiveSettings,
+    /// The process's live sessions (one key, `max_live_sessions` places).
+    pub(in crate::service) live_sessions: Arc<Slots>,
 }
 
 /// The handles the composition root (`app`) hands to what it starts beside the doors: the

@@ -15,6 +15,7 @@ pub mod health;
 pub mod housekeeping;
 pub mod idempotency;
 pub mod keys;
+pub mod live;
 pub mod oauth;
 pub mod operations;
 pub mod operator;

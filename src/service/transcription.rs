@@ -23,7 +23,7 @@ pub const MAX_DURATION: Duration = Duration::from_secs(15 * 60);
 /// upload is read and handed to the recogniser thread with the job, which gives them back when
 /// it is done. Dropped before that (a refusal, a client that went away), it gives them back.
 pub struct Place {
-    ticket: Ticket,
+    pub(super) ticket: Ticket,
     /// The app's free use: its free transcription minutes left when the place was taken (one
     /// transcription of such an account at a time, so nothing else spends them meanwhile).
     free_left_ms: Option<i64>,
@@ -289,7 +289,6 @@ pub async fn transcribe(
             // Nobody is waiting for this answer any more.
             Failure::Stopped => ServiceError::internal("recogniser: its caller went away"),
         })?;
-    let refined = crate::engines::whisper::refine(&transcript.text);
     let asked = timestamps != Timestamps::None;
     let done = Transcribed {
         capture_id: new_id("cap"),
@@ -306,6 +305,24 @@ pub async fn transcribe(
         },
         words: transcript.words,
     };
+    store_capture(pool, principal, source, &done, claim).await?;
+    failpoint("after_capture_commit");
+    Ok(done)
+}
+
+/// Stores `done` as a capture of `principal`'s account (with its transcription ledger entry, its
+/// `capture.created` webhook and, when there is a claim, the idempotency record) in one
+/// transaction. A deleted account keeps nothing: 401 `invalid_api_key`.
+pub(super) async fn store_capture(
+    pool: &PgPool,
+    principal: &Principal,
+    source: &str,
+    done: &Transcribed,
+    claim: Option<&Claim>,
+) -> Result<(), ServiceError> {
+    let (task, timestamps) = (done.task, done.timestamps);
+    let asked = timestamps != Timestamps::None;
+    let refined = crate::engines::whisper::refine(&done.text);
     let (segments, words) = if asked {
         let segments = serde_json::to_value(&done.segments).map_err(ServiceError::internal)?;
         let words = if timestamps.words() {
@@ -362,8 +379,7 @@ pub async fn transcribe(
             .await?;
     }
     tx.commit().await?;
-    failpoint("after_capture_commit");
-    Ok(done)
+    Ok(())
 }
 
 fn decode_audio(bytes: Vec<u8>, param: &str) -> Result<audio::DecodedAudio, ServiceError> {

@@ -23,6 +23,8 @@ struct Job {
     options: RecognitionOptions,
     /// The places the request took, held until the thread is done with the job.
     ticket: Option<Ticket>,
+    /// Whether the job may run on the wide replica (not for the app's free use).
+    may_widen: bool,
     /// Where each segment goes as soon as it is decoded (a streamed answer), if anywhere.
     segments: Option<tokio::sync::mpsc::UnboundedSender<(Segment, Vec<Word>)>>,
     reply: oneshot::Sender<Result<Transcript, Failure>>,
@@ -89,6 +91,13 @@ pub struct Ticket {
     _free: Option<OwnedSemaphorePermit>,
     /// Whether the job may run on the wide replica (never the app's free use).
     may_widen: bool,
+}
+
+impl Ticket {
+    /// Whether its jobs may run on the wide replica (never the app's free use).
+    pub fn may_widen(&self) -> bool {
+        self.may_widen
+    }
 }
 
 /// Why [`AsrService::try_ticket`] gave no ticket.
@@ -280,12 +289,38 @@ impl AsrService {
         segments: Option<tokio::sync::mpsc::UnboundedSender<(Segment, Vec<Word>)>>,
         ticket: Option<Ticket>,
     ) -> Result<Transcript, Failure> {
+        let may_widen = ticket.as_ref().is_none_or(|t| t.may_widen);
+        self.submit(samples_16k, options, segments, ticket, may_widen)
+            .await
+    }
+
+    /// Recognises one utterance of a live session, which holds its [`Ticket`] for its whole
+    /// life rather than handing it to one job (`may_widen`: [`Ticket::may_widen`]).
+    pub async fn recognize_held(
+        &self,
+        samples_16k: Vec<f32>,
+        options: RecognitionOptions,
+        may_widen: bool,
+    ) -> Result<Transcript, Failure> {
+        self.submit(samples_16k, options, None, None, may_widen)
+            .await
+    }
+
+    async fn submit(
+        &self,
+        samples_16k: Vec<f32>,
+        options: RecognitionOptions,
+        segments: Option<tokio::sync::mpsc::UnboundedSender<(Segment, Vec<Word>)>>,
+        ticket: Option<Ticket>,
+        may_widen: bool,
+    ) -> Result<Transcript, Failure> {
         let (reply, answer) = oneshot::channel();
         self.jobs
             .send(Job {
                 samples_16k,
                 options,
                 ticket,
+                may_widen,
                 segments,
                 reply,
             })
@@ -346,8 +381,7 @@ fn recogniser_thread(
         let mut run = Run::start();
         // Alone in the process: the wide replica, unless another job holds it (or the job is
         // the app's free use).
-        let may_widen = job.ticket.as_ref().is_none_or(|t| t.may_widen);
-        let mut wide_slot = match (&wide.config, may_widen && run.alone()) {
+        let mut wide_slot = match (&wide.config, job.may_widen && run.alone()) {
             (Some(wide_config), true) => wide.slot.try_lock().ok().map(|slot| (wide_config, slot)),
             _ => None,
         };

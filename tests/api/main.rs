@@ -15,6 +15,7 @@ mod door_parity;
 mod embedded;
 mod idempotency;
 mod lifecycle;
+mod listen;
 mod mcp;
 mod oauth;
 mod openai_speech;

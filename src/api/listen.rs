@@ -1,0 +1,475 @@
+//! Deepgram's live dialect: `GET /v1/listen` upgraded to a WebSocket. The door parses
+//! Deepgram's query into [`LiveOptions`], opens a session of the core before it upgrades (so
+//! that every refusal is an HTTP answer with voiced's `code` and Deepgram's `err_code`), then
+//! translates frames into [`LiveInput`]s and the session's events into Deepgram's messages
+//! (`Results`, `SpeechStarted`, `UtteranceEnd`, `Metadata`). The rules are the core's
+//! (`service::live`); docs/live-transcription.md has the wire and the choices.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Extension;
+use axum::Router;
+use axum::extract::ws::{
+    Message, WebSocket, WebSocketUpgrade, rejection::WebSocketUpgradeRejection,
+};
+use axum::extract::{RawQuery, Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::{Next, from_fn, from_fn_with_state};
+use axum::response::Response;
+use axum::routing::get;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+
+use crate::audio::LiveEncoding;
+use crate::http;
+use crate::http::auth::Principal;
+use crate::http::error::ApiError;
+use crate::service::Core;
+use crate::service::live::utterances::EndReason;
+use crate::service::live::{
+    self, CloseReason, Hypothesis, LiveEvent, LiveInput, LiveOptions, MAX_AUDIO_MESSAGE,
+};
+use crate::service::operations::Operation;
+
+/// The route with its own stack, outermost first: Deepgram's credential forms → authenticate
+/// (always looked up; the upgrade counts as one write) → rate limit → the operation's
+/// requirement (`Operation::Transcribe`) → the handler.
+pub fn router(core: Core) -> Router<Core> {
+    Router::new()
+        .route("/v1/listen", get(listen))
+        .layer(from_fn_with_state(
+            Operation::Transcribe.requirement(),
+            http::auth::authorize,
+        ))
+        .layer(from_fn_with_state(
+            core.limits().clone(),
+            http::rate_limit::rate_limit,
+        ))
+        .layer(from_fn_with_state(
+            core.clone(),
+            http::auth::authenticate_write,
+        ))
+        .layer(from_fn(deepgram_credentials))
+}
+
+/// Deepgram's credential forms as the ones `http::auth` reads: `Authorization: Token <key>`,
+/// and the browser's `Sec-WebSocket-Protocol: token, <key>`, become `Authorization: Bearer`.
+async fn deepgram_credentials(mut request: Request, next: Next) -> Response {
+    let headers = request.headers_mut();
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("token"))
+        .map(|(_, key)| key.trim().to_owned());
+    let protocol = || {
+        let offered = headers
+            .get(header::SEC_WEBSOCKET_PROTOCOL)?
+            .to_str()
+            .ok()?
+            .split(',')
+            .map(str::trim)
+            .collect::<Vec<_>>();
+        match offered.as_slice() {
+            ["token", key] => Some((*key).to_owned()),
+            _ => None,
+        }
+    };
+    let key = match token {
+        Some(key) => Some(key),
+        None if !http::auth::credential_sent(headers) => protocol(),
+        None => None,
+    };
+    if let Some(value) = key.and_then(|k| HeaderValue::from_str(&format!("Bearer {k}")).ok()) {
+        headers.insert(header::AUTHORIZATION, value);
+    }
+    next.run(request).await
+}
+
+/// Deepgram's query, parsed.
+#[derive(Debug)]
+struct Query {
+    options: LiveOptions,
+    vad_events: bool,
+    model: String,
+}
+
+/// Parameters that ask for what voiced cannot do at all: refused at the upgrade when on.
+const REFUSED: [&str; 11] = [
+    "diarize",
+    "multichannel",
+    "redact",
+    "detect_entities",
+    "sentiment",
+    "summarize",
+    "topics",
+    "intents",
+    "search",
+    "replace",
+    "callback",
+];
+
+fn flag(param: &str, value: &str) -> Result<bool, ApiError> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(ApiError::invalid(
+            param,
+            format!("{param} must be true or false"),
+        )),
+    }
+}
+
+fn millis(param: &str, value: &str) -> Result<Duration, ApiError> {
+    value
+        .parse::<u64>()
+        .ok()
+        .filter(|ms| *ms <= 60_000)
+        .map(Duration::from_millis)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                param,
+                format!("{param} must be milliseconds from 0 to 60000"),
+            )
+        })
+}
+
+/// Deepgram's language tags: `en-US` is the recogniser's `en`; `multi` detects.
+fn language(value: &str) -> Option<String> {
+    let primary = value
+        .split(['-', '_'])
+        .next()
+        .unwrap_or(value)
+        .to_ascii_lowercase();
+    (primary != "multi" && !primary.is_empty()).then_some(primary)
+}
+
+fn parse_query(raw: Option<&str>) -> Result<Query, ApiError> {
+    let unreadable = || ApiError::invalid("query", "the query string could not be read");
+    let uri: axum::http::Uri = format!("/?{}", raw.unwrap_or_default())
+        .parse()
+        .map_err(|_| unreadable())?;
+    let axum::extract::Query(pairs) =
+        axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&uri)
+            .map_err(|_| unreadable())?;
+    let mut encoding = None;
+    let mut sample_rate = None;
+    let mut query = Query {
+        options: LiveOptions {
+            encoding: LiveEncoding::Linear16,
+            sample_rate: 16_000,
+            interim_results: false,
+            // Deepgram's default is 10 ms: the core's floor.
+            endpointing: Some(live::MIN_ENDPOINTING),
+            utterance_end: None,
+            language: None,
+            prompt: None,
+            source: "api",
+        },
+        vad_events: false,
+        model: "nova-3".to_owned(),
+    };
+    let mut keywords = Vec::new();
+    for (name, value) in &pairs {
+        let (name, value) = (name.as_str(), value.as_str());
+        match name {
+            "encoding" => {
+                encoding = Some(match value {
+                    "linear16" => LiveEncoding::Linear16,
+                    "mulaw" => LiveEncoding::Mulaw,
+                    _ => {
+                        return Err(ApiError::invalid(
+                            "encoding",
+                            "encoding must be linear16 or mulaw on the live route",
+                        ));
+                    }
+                })
+            }
+            "sample_rate" => {
+                sample_rate = Some(value.parse::<u32>().map_err(|_| {
+                    ApiError::invalid("sample_rate", "sample_rate must be a whole number of Hz")
+                })?)
+            }
+            "channels" if value != "1" => {
+                return Err(ApiError::invalid("channels", "channels must be 1"));
+            }
+            "interim_results" => query.options.interim_results = flag(name, value)?,
+            "vad_events" => query.vad_events = flag(name, value)?,
+            "endpointing" => {
+                query.options.endpointing = match value {
+                    "false" => None,
+                    "true" => Some(live::MIN_ENDPOINTING),
+                    ms => Some(millis(name, ms)?),
+                }
+            }
+            "utterance_end_ms" => query.options.utterance_end = Some(millis(name, value)?),
+            "language" => query.options.language = language(value),
+            "model" => query.model = value.to_owned(),
+            "keywords" | "keyterm" => {
+                // `word:boost` in Deepgram's older form: the word primes the recogniser.
+                let word = value.split(':').next().unwrap_or(value).trim();
+                if !word.is_empty() {
+                    keywords.push(word.to_owned());
+                }
+            }
+            refused if REFUSED.contains(&refused) && value != "false" => {
+                return Err(ApiError::invalid(
+                    refused,
+                    format!("{refused} is not something this server can do"),
+                ));
+            }
+            // Accepted and honoured as far as Whisper goes (docs/live-transcription.md):
+            // punctuate, smart_format, filler_words, profanity_filter, numerals, no_delay,
+            // mip_opt_out, tag, extra, version, tier, dictation, measurements, channels=1,
+            // a refused feature set to false, and others.
+            _ => {}
+        }
+    }
+    if !keywords.is_empty() {
+        query.options.prompt = Some(keywords.join(", "));
+    }
+    match encoding {
+        Some(encoding) => query.options.encoding = encoding,
+        None if sample_rate.is_some() => {}
+        None => {
+            return Err(ApiError::invalid(
+                "encoding",
+                "encoding is required on the live route (linear16 or mulaw): containerised audio is not supported",
+            ));
+        }
+    }
+    query.options.sample_rate = sample_rate.unwrap_or(match query.options.encoding {
+        LiveEncoding::Linear16 => 16_000,
+        LiveEncoding::Mulaw => 8_000,
+    });
+    Ok(query)
+}
+
+/// `GET /v1/listen`: the upgrade, once the session is open.
+async fn listen(
+    State(core): State<Core>,
+    Extension(principal): Extension<Arc<Principal>>,
+    RawQuery(raw): RawQuery,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Result<Response, ApiError> {
+    let query = parse_query(raw.as_deref())?;
+    let upgrade = upgrade.map_err(|_| {
+        ApiError::invalid(
+            "upgrade",
+            "GET /v1/listen is a WebSocket: send the upgrade headers",
+        )
+    })?;
+    let utterance_end = query.options.utterance_end.is_some();
+    let session = live::open(&core, &principal, query.options).await?;
+    let id = session.id().to_owned();
+    let frame_limit = MAX_AUDIO_MESSAGE;
+    Ok(upgrade
+        .protocols(["token"])
+        .max_message_size(frame_limit)
+        .max_frame_size(frame_limit)
+        .on_upgrade(move |socket| {
+            serve(
+                socket,
+                session,
+                Dialect {
+                    request_id: id,
+                    model: query.model,
+                    vad_events: query.vad_events,
+                    utterance_end,
+                },
+            )
+        }))
+}
+
+/// What the rendering needs of the query.
+struct Dialect {
+    request_id: String,
+    model: String,
+    vad_events: bool,
+    utterance_end: bool,
+}
+
+/// Frames in → inputs; events → frames out. The reader waits while the session is behind
+/// (that is the pacing); the writer never waits for the reader.
+async fn serve(socket: WebSocket, session: live::LiveSession, dialect: Dialect) {
+    let (mut sink, mut stream) = socket.split();
+    let (inputs, mut events) = session.split();
+    let reader = tokio::spawn(async move {
+        while let Some(Ok(message)) = stream.next().await {
+            let input = match message {
+                Message::Binary(bytes) => LiveInput::Audio(bytes.to_vec()),
+                Message::Text(text) => match control(text.as_str()) {
+                    Some(input) => input,
+                    None => continue,
+                },
+                Message::Close(_) => LiveInput::Close,
+                Message::Ping(_) | Message::Pong(_) => continue,
+            };
+            let closing = matches!(input, LiveInput::Close);
+            if !inputs.send(input).await || closing {
+                return;
+            }
+        }
+        inputs.send(LiveInput::Close).await;
+    });
+    while let Some(event) = events.next().await {
+        if let Some(message) = render(&event, &dialect) {
+            // A client that is gone: the session still finishes and stores its finals.
+            let _ = sink.send(Message::Text(message.to_string().into())).await;
+        }
+        if let LiveEvent::Ended(ending) = &event {
+            let (code, reason) = match ending.reason {
+                CloseReason::Client => (1000, ""),
+                CloseReason::Idle => (1011, "NET-0001: no audio or KeepAlive received"),
+                CloseReason::MaxDuration => (1008, "the session reached its longest length"),
+                CloseReason::Shutdown => (1001, "the server is shutting down"),
+                CloseReason::Failed => (1011, "the recogniser failed"),
+            };
+            let _ = sink
+                .send(Message::Close(Some(axum::extract::ws::CloseFrame {
+                    code,
+                    reason: reason.into(),
+                })))
+                .await;
+            break;
+        }
+    }
+    reader.abort();
+}
+
+/// A client's text frame: `KeepAlive`, `Finalize`, `CloseStream`; anything else is ignored.
+fn control(text: &str) -> Option<LiveInput> {
+    let value: Value = serde_json::from_str(text).ok()?;
+    match value.get("type")?.as_str()? {
+        "KeepAlive" => Some(LiveInput::KeepAlive),
+        "Finalize" => Some(LiveInput::Finalize),
+        "CloseStream" => Some(LiveInput::Close),
+        _ => None,
+    }
+}
+
+fn results(hypothesis: &Hypothesis, dialect: &Dialect, finals: Option<EndReason>) -> Value {
+    let words: Vec<Value> = hypothesis
+        .words
+        .iter()
+        .map(|w| {
+            let bare: String = w
+                .word
+                .chars()
+                .filter(|c| c.is_alphanumeric() || *c == '\'' || *c == '-')
+                .collect::<String>()
+                .to_lowercase();
+            json!({
+                "word": bare,
+                "start": w.start,
+                "end": w.end,
+                "confidence": w.probability,
+                "punctuated_word": w.word,
+            })
+        })
+        .collect();
+    json!({
+        "type": "Results",
+        "channel_index": [0, 1],
+        "duration": round(hypothesis.duration),
+        "start": round(hypothesis.start),
+        "is_final": finals.is_some(),
+        "speech_final": matches!(finals, Some(EndReason::Endpoint | EndReason::Close)),
+        "from_finalize": finals == Some(EndReason::Finalize),
+        "channel": {
+            "alternatives": [{
+                "transcript": hypothesis.text,
+                "confidence": hypothesis.confidence,
+                "words": words,
+                "languages": [hypothesis.language],
+            }]
+        },
+        "metadata": {
+            "request_id": dialect.request_id,
+            "model_info": {"name": dialect.model, "version": env!("CARGO_PKG_VERSION"), "arch": "whisper"},
+            "model_uuid": "",
+        },
+    })
+}
+
+fn round(seconds: f64) -> f64 {
+    (seconds * 1000.0).round() / 1000.0
+}
+
+/// Deepgram's message for `event`, if it has one.
+fn render(event: &LiveEvent, dialect: &Dialect) -> Option<Value> {
+    Some(match event {
+        LiveEvent::SpeechStarted { at } if dialect.vad_events => json!({
+            "type": "SpeechStarted", "channel": [0, 1], "timestamp": round(*at),
+        }),
+        LiveEvent::Interim(hypothesis) => results(hypothesis, dialect, None),
+        LiveEvent::Final { hypothesis, reason } => results(hypothesis, dialect, Some(*reason)),
+        LiveEvent::UtteranceEnd { last_word_end } if dialect.utterance_end => json!({
+            "type": "UtteranceEnd", "channel": [0, 1], "last_word_end": round(*last_word_end),
+        }),
+        LiveEvent::Ended(ending) => json!({
+            "type": "Metadata",
+            "transaction_key": "deprecated",
+            "request_id": dialect.request_id,
+            "created": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "duration": round(ending.duration),
+            "channels": 1,
+            "capture_id": ending.capture_id,
+        }),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn livekits_query_is_accepted_and_read() {
+        let livekit = "model=nova-3&punctuate=true&smart_format=false&no_delay=true&interim_results=true&encoding=linear16&vad_events=true&sample_rate=16000&channels=1&endpointing=25&filler_words=true&profanity_filter=false&numerals=false&mip_opt_out=false&language=en-US";
+        let query = parse_query(Some(livekit)).unwrap();
+        assert!(query.options.interim_results);
+        assert!(query.vad_events);
+        assert_eq!(query.options.sample_rate, 16_000);
+        assert_eq!(query.options.encoding, LiveEncoding::Linear16);
+        assert_eq!(query.options.language.as_deref(), Some("en"));
+        assert_eq!(query.options.endpointing, Some(Duration::from_millis(25)));
+        assert_eq!(query.model, "nova-3");
+    }
+
+    #[test]
+    fn what_cannot_be_done_is_refused_naming_it() {
+        for (query, param) in [
+            ("encoding=linear16&diarize=true", "diarize"),
+            ("encoding=opus", "encoding"),
+            ("encoding=linear16&channels=2", "channels"),
+            ("encoding=linear16&interim_results=yes", "interim_results"),
+            ("encoding=linear16&endpointing=soon", "endpointing"),
+            ("punctuate=true", "encoding"),
+        ] {
+            let err = parse_query(Some(query)).unwrap_err();
+            assert_eq!(err.param.as_deref(), Some(param), "{query}");
+        }
+        let query = parse_query(Some("encoding=mulaw&diarize=false&endpointing=false")).unwrap();
+        assert_eq!(query.options.sample_rate, 8_000);
+        assert_eq!(query.options.endpointing, None);
+    }
+
+    #[test]
+    fn control_messages() {
+        assert!(matches!(
+            control(r#"{"type":"KeepAlive"}"#),
+            Some(LiveInput::KeepAlive)
+        ));
+        assert!(matches!(
+            control(r#"{"type":"Finalize"}"#),
+            Some(LiveInput::Finalize)
+        ));
+        assert!(matches!(
+            control(r#"{"type":"CloseStream"}"#),
+            Some(LiveInput::Close)
+        ));
+        assert!(control("nonsense").is_none());
+    }
+}

@@ -1,0 +1,349 @@
+//! Deepgram's live dialect, `GET /v1/listen`, over a real socket: real speech with pauses
+//! (the Beckett clip, streamed at real time) becomes interim and final results and one stored
+//! capture; refusals at the upgrade carry REST's status and `code`; an idle session ends.
+
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::Value;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::{self, Message};
+use voiced::domain::{Feature, Plan, Scope};
+
+use crate::asr;
+use crate::common::{TestApp, fixtures, json};
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+const BECKETT: &str = "Ever tried. Ever failed. No matter. Try again. Fail again. Fail better.";
+const FOX: &str = "The quick brown fox jumps over the lazy dog near the quiet river bank.";
+/// LiveKit Agents 1.8.9's query (docs: ../shared/notes/wave4-facts.md).
+const LIVEKIT_QUERY: &str = "model=nova-3&punctuate=true&smart_format=false&no_delay=true&interim_results=true&encoding=linear16&vad_events=true&sample_rate=16000&channels=1&endpointing=25&filler_words=true&profanity_filter=false&numerals=false&mip_opt_out=false&language=en-US&utterance_end_ms=1000";
+
+fn ws_url(app: &TestApp, query: &str) -> String {
+    format!("{}/v1/listen?{query}", app.base.replacen("http", "ws", 1))
+}
+
+async fn connect(
+    app: &TestApp,
+    query: &str,
+    headers: &[(&str, &str)],
+) -> Result<(Socket, tungstenite::handshake::client::Response), tungstenite::Error> {
+    let mut request = ws_url(app, query).into_client_request().unwrap();
+    for (name, value) in headers {
+        request.headers_mut().insert(
+            tungstenite::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            value.parse().unwrap(),
+        );
+    }
+    tokio_tungstenite::connect_async(request).await
+}
+
+/// The refusal of an upgrade: status and body.
+async fn refused(app: &TestApp, query: &str, headers: &[(&str, &str)]) -> (u16, Value) {
+    match connect(app, query, headers).await {
+        Ok(_) => panic!("the upgrade was accepted"),
+        Err(tungstenite::Error::Http(response)) => {
+            let status = response.status().as_u16();
+            let body = response.body().clone().unwrap_or_default();
+            (status, serde_json::from_slice(&body).unwrap())
+        }
+        Err(other) => panic!("{other}"),
+    }
+}
+
+fn pcm16(samples: &[f32]) -> Vec<u8> {
+    samples
+        .iter()
+        .flat_map(|s| ((s.clamp(-1.0, 1.0) * 32767.0) as i16).to_le_bytes())
+        .collect()
+}
+
+async fn next_json(socket: &mut Socket, within: Duration) -> Option<Value> {
+    loop {
+        match tokio::time::timeout(within, socket.next()).await.ok()?? {
+            Ok(Message::Text(text)) => return Some(serde_json::from_str(text.as_str()).unwrap()),
+            Ok(Message::Close(_)) | Err(_) => return None,
+            Ok(_) => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn speech_with_pauses_streams_interims_and_finals_and_becomes_one_capture() {
+    let app = TestApp::start().await;
+    let (_, secret) = app.pro_user().await;
+    // The recogniser loads its model on its first job: load it before the clock matters.
+    let warm = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        std::fs::read(asr::espeak_wav("en-us", "Warm up.")).unwrap(),
+    );
+    assert_eq!(app.transcribe(&secret, &warm).await.0, 200);
+    let (socket, _) = connect(
+        &app,
+        LIVEKIT_QUERY,
+        &[("authorization", &format!("Token {secret}"))],
+    )
+    .await
+    .expect("upgrade");
+    let (mut sink, mut stream) = socket.split();
+
+    // A long sentence, a pause, the Beckett clip (short phrases with pauses), 1.5 s of
+    // silence; at real time in 50 ms frames (as LiveKit sends).
+    let mut audio = asr::espeak("en-us", FOX);
+    audio.extend(vec![0.0; 16_000]);
+    let beckett_at = audio.len() as f64 / 16_000.0;
+    audio.extend(asr::beckett());
+    audio.extend(vec![0.0; 24_000]);
+    let total = audio.len() as f64 / 16_000.0;
+    let started = Instant::now();
+    let sender = tokio::spawn(async move {
+        for (n, frame) in audio.chunks(800).enumerate() {
+            tokio::time::sleep_until((started + Duration::from_millis(50 * n as u64)).into()).await;
+            sink.send(Message::Binary(pcm16(frame).into()))
+                .await
+                .unwrap();
+        }
+        sink.send(Message::Text(r#"{"type":"CloseStream"}"#.into()))
+            .await
+            .unwrap();
+        sink
+    });
+
+    let mut messages: Vec<(Duration, Value)> = Vec::new();
+    while let Some(Ok(message)) = tokio::time::timeout(Duration::from_secs(60), stream.next())
+        .await
+        .expect("the session answers")
+    {
+        if let Message::Text(text) = message {
+            messages.push((
+                started.elapsed(),
+                serde_json::from_str(text.as_str()).unwrap(),
+            ));
+        }
+    }
+    drop(sender.await.unwrap());
+
+    let of_type = |t: &str| -> Vec<&(Duration, Value)> {
+        messages.iter().filter(|(_, m)| m["type"] == t).collect()
+    };
+    let results = of_type("Results");
+    let interims: Vec<_> = results
+        .iter()
+        .filter(|(_, m)| m["is_final"] == false)
+        .collect();
+    let finals: Vec<_> = results
+        .iter()
+        .filter(|(_, m)| m["is_final"] == true)
+        .collect();
+    assert!(!of_type("SpeechStarted").is_empty(), "{messages:?}");
+    assert!(!interims.is_empty(), "no interim: {messages:?}");
+    assert!(finals.len() >= 2, "the pauses end utterances: {messages:?}");
+    assert!(finals.iter().any(|(_, m)| m["speech_final"] == true));
+    assert!(!of_type("UtteranceEnd").is_empty(), "{messages:?}");
+    let transcript: Vec<&str> = finals
+        .iter()
+        .map(|(_, m)| {
+            m["channel"]["alternatives"][0]["transcript"]
+                .as_str()
+                .unwrap()
+        })
+        .filter(|t| !t.is_empty())
+        .collect();
+    let transcript = transcript.join(" ");
+    let wer = asr::wer(&format!("{FOX} {BECKETT}"), &transcript);
+    assert!(wer <= 0.2, "WER {wer}: {transcript}");
+    // Words on the session's clock: inside their utterance's span, which is inside the clip.
+    for (_, m) in &finals {
+        let from = m["start"].as_f64().unwrap();
+        let to = from + m["duration"].as_f64().unwrap();
+        assert!(from >= 0.0 && to <= total + 0.01, "{m}");
+        for w in m["channel"]["alternatives"][0]["words"].as_array().unwrap() {
+            let (start, end) = (w["start"].as_f64().unwrap(), w["end"].as_f64().unwrap());
+            assert!(
+                start >= from - 0.1 && end >= start && end <= to + 0.1,
+                "{w} in {m}"
+            );
+        }
+    }
+    // Latency, measured: the first interim after the first speech, each final after its
+    // last word was sent.
+    let first_speech = of_type("SpeechStarted")[0].1["timestamp"].as_f64().unwrap();
+    let first_interim = interims[0].0.as_secs_f64() - first_speech;
+    let mut final_lags: Vec<f64> = finals
+        .iter()
+        .filter_map(|(at, m)| {
+            let last = m["channel"]["alternatives"][0]["words"]
+                .as_array()?
+                .last()?["end"]
+                .as_f64()?;
+            Some(at.as_secs_f64() - last)
+        })
+        .collect();
+    final_lags.sort_by(f64::total_cmp);
+    eprintln!(
+        "live: first interim {first_interim:.2} s after speech started; finals {final_lags:.2?} s after their last word; {} interims, {} finals",
+        interims.len(),
+        finals.len()
+    );
+
+    let metadata = of_type("Metadata");
+    assert_eq!(metadata.len(), 1, "{messages:?}");
+    let capture_id = metadata[0].1["capture_id"].as_str().unwrap().to_owned();
+    assert_eq!(metadata[0].1["request_id"], capture_id.as_str());
+    assert!((metadata[0].1["duration"].as_f64().unwrap() - total).abs() < 0.1);
+    assert!(beckett_at > 3.0, "the sentence is long enough for interims");
+
+    let (status, capture) = json(
+        app.get(&format!("/v1/captures/{capture_id}"))
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{capture}");
+    assert_eq!(capture["source"], "api");
+    assert_eq!(capture["transcript_raw"], transcript.as_str());
+    assert!(
+        capture["words"].as_array().unwrap().len() >= 10,
+        "{capture}"
+    );
+    let captions = app
+        .get(&format!("/v1/captures/{capture_id}/captions?format=vtt"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(captions.status(), 200);
+    assert!(captions.text().await.unwrap().starts_with("WEBVTT"));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn refusals_at_the_upgrade_carry_the_rest_status_and_code() {
+    let app = TestApp::start().await;
+    let query = "encoding=linear16&sample_rate=16000";
+    let (status, body) = refused(&app, query, &[]).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (401, Some("invalid_api_key"))
+    );
+    assert_eq!(body["err_code"], "INVALID_AUTH");
+    let (status, body) = refused(&app, query, &[("authorization", "Token vk_nonsense")]).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (401, Some("invalid_api_key"))
+    );
+
+    let account = app.account(Plan::Pro).await;
+    let (_, reader) = app.key(&account, &[Scope::VoiceRead]).await;
+    let (status, body) = refused(&app, query, &[("x-api-key", &reader)]).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("insufficient_scope"))
+    );
+
+    let free = app.account(Plan::None).await;
+    let (_, free_key) = app.key(&free, &Scope::ALL).await;
+    let (status, body) = refused(
+        &app,
+        query,
+        &[("authorization", &format!("Bearer {free_key}"))],
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("pro_plan_required"))
+    );
+
+    let (_, secret) = app.key(&account, &Scope::ALL).await;
+    fixtures::set_features(&app, &account, &[Feature::Speech]).await;
+    let (status, body) = refused(&app, query, &[("x-api-key", &secret)]).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("feature_not_enabled"))
+    );
+    fixtures::set_features(&app, &account, &Feature::ALL).await;
+
+    // Something voiced cannot do at all: 400 naming it.
+    let diarize = format!("{query}&diarize=true");
+    let (status, body) = refused(&app, &diarize, &[("x-api-key", &secret)]).await;
+    assert_eq!(
+        (status, body["code"].as_str(), body["param"].as_str()),
+        (400, Some("invalid_request"), Some("diarize"))
+    );
+    // Each upgrade counts as one write: the key's write policy runs out.
+    let mut writes = 2;
+    let (status, body) = loop {
+        let (status, body) = refused(&app, &diarize, &[("x-api-key", &secret)]).await;
+        writes += 1;
+        if status != 400 || writes > 700 {
+            break (status, body);
+        }
+    };
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (429, Some("rate_limit_exceeded")),
+        "after {writes}"
+    );
+    assert_eq!(body["err_code"], "TOO_MANY_REQUESTS");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_token_subprotocol_authenticates_and_an_idle_session_ends() {
+    let app = TestApp::start_with(0, &[("VOICED_LIVE_IDLE_TIMEOUT_SECS", "1")]).await;
+    let (_, secret) = app.pro_user().await;
+    let protocol = format!("token, {secret}");
+    let (mut socket, response) = connect(
+        &app,
+        "encoding=mulaw&sample_rate=8000",
+        &[("sec-websocket-protocol", &protocol)],
+    )
+    .await
+    .expect("upgrade");
+    assert_eq!(response.headers()["sec-websocket-protocol"], "token");
+
+    // Finalize with nothing open answers at once, empty and from_finalize.
+    socket
+        .send(Message::Text(r#"{"type":"Finalize"}"#.into()))
+        .await
+        .unwrap();
+    let answer = next_json(&mut socket, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(answer["type"], "Results", "{answer}");
+    assert_eq!(answer["from_finalize"], true);
+    assert_eq!(answer["channel"]["alternatives"][0]["transcript"], "");
+
+    // A keep-alive keeps it open past the idle time; then silence ends it.
+    let opened = Instant::now();
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        socket
+            .send(Message::Text(r#"{"type":"KeepAlive"}"#.into()))
+            .await
+            .unwrap();
+    }
+    let metadata = next_json(&mut socket, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(metadata["type"], "Metadata", "{metadata}");
+    assert!(
+        metadata["capture_id"].is_null(),
+        "no audio, no capture: {metadata}"
+    );
+    let ended = opened.elapsed();
+    assert!(
+        ended >= Duration::from_millis(2_500) && ended < Duration::from_secs(5),
+        "{ended:?}"
+    );
+    assert!(
+        next_json(&mut socket, Duration::from_secs(2))
+            .await
+            .is_none()
+    );
+    app.stop().await;
+}
