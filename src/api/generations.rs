@@ -15,8 +15,8 @@ use crate::domain::{GenerationId, GenerationStatus, Page};
 use crate::http::auth::Principal;
 use crate::http::error::ApiError;
 use crate::http::models::{Generation, GenerationList, GenerationStatusFilter, Problem};
+use crate::service::delivery::{self, Cancelled};
 use crate::service::principal_cache::CredentialCheck;
-use crate::service::speech::{self, Cancelled};
 use crate::service::views::ListFilter;
 use crate::service::{Core, deletion, reads};
 
@@ -111,7 +111,7 @@ pub async fn cancel_generation(
 ) -> Result<Response, ApiError> {
     check_id(&id)?;
     Ok(
-        match speech::cancel_by_request(&state, &principal, &id).await? {
+        match delivery::cancel_by_request(&state, &principal, &id).await? {
             Cancelled::Stopped(row) => Json(Generation::present(&state, row)).into_response(),
             Cancelled::Stopping(row) => {
                 (StatusCode::ACCEPTED, Json(Generation::present(&state, row))).into_response()

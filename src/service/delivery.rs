@@ -10,6 +10,10 @@
 //! recorded with the cancellation and written in the statement that marks it `failed`
 //! (migration 0024), once. One cancelled before any chunk left costs nothing. The door renders
 //! a [`Delivery`] (headers, a body of bytes) and holds no rule.
+//!
+//! The rest of a generation's life after admission lives here too: cancelling it because its
+//! account asked ([`cancel_by_request`]), the failed-generation sentence, and reading what a
+//! speech request made ([`made`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -22,10 +26,11 @@ use sqlx::PgPool;
 
 use super::Core;
 use super::error::{ErrorCode, ServiceError};
-use super::speech::generation_failed;
 use crate::domain::{CancelReason, GenerationStatus};
 use crate::service::audio::StoredAudio;
+use crate::service::principal::Principal;
 use crate::store;
+use crate::store::generations::GenerationRow;
 use crate::worker::streams::{StreamEnd, StreamEvent, Subscription};
 
 /// What a door sends: the audio's type, its length when it is a stored file, and its bytes. An
@@ -337,4 +342,82 @@ pub fn sync_wait_limit(request_timeout: Duration) -> Duration {
     request_timeout
         .saturating_sub(Duration::from_secs(1))
         .max(Duration::from_millis(500))
+}
+
+/// The refusal of a request whose generation failed: it names only the id, never the engine's
+/// text (the reason stays in the generation's `error`, which `how_to_read` reads).
+pub fn generation_failed(id: &str, how_to_read: &str) -> ServiceError {
+    ServiceError::new(
+        ErrorCode::InternalError,
+        format!("The generation {id} failed; nothing was charged. {how_to_read} tells why."),
+    )
+}
+
+/// How long a cancel by request waits for a running generation's worker to stop before it
+/// answers with the generation as it stands (still `generating`, its stop on the way).
+pub const CANCEL_WAIT: Duration = Duration::from_secs(5);
+
+/// What a cancel by request left: the generation stopped (it now reads `failed`, "cancelled:
+/// by request"), or its worker was told and has not stopped yet.
+pub enum Cancelled {
+    Stopped(GenerationRow),
+    Stopping(GenerationRow),
+}
+
+/// Cancels the account's generation `id` because the account asked (`POST
+/// /v1/generations/{id}/cancel`, the agent's `cancel_generation`): a queued one never runs, a
+/// running one stops inside the piece it renders; it fails with "cancelled: by request",
+/// nothing is charged and its reservation ends. Another account's id is 404 `not_found`; one
+/// that had already completed or failed (before this request, or while it was on its way) is
+/// 409 `generation_finished`. Cancelling one whose cancellation is under way is not an error.
+pub async fn cancel_by_request(
+    core: &Core,
+    principal: &Principal,
+    id: &str,
+) -> Result<Cancelled, ServiceError> {
+    crate::service::operations::Operation::CancelGeneration.check(principal)?;
+    let row = super::reads::owned_generation(core, principal, None, id).await?;
+    if row.status.is_finished() && !row.cancelled {
+        return Err(finished(&row));
+    }
+    if !row.status.is_finished() {
+        cancel(&core.pool, id, CancelReason::Request, 0).await?;
+        // A missed notification is re-checked every half second.
+        let _ = tokio::time::timeout(
+            CANCEL_WAIT,
+            core.completions.wait(id, Duration::from_millis(500)),
+        )
+        .await;
+    }
+    let row = super::reads::owned_generation(core, principal, None, id).await?;
+    match row.status {
+        GenerationStatus::Generating => Ok(Cancelled::Stopping(row)),
+        GenerationStatus::Failed if row.cancelled => Ok(Cancelled::Stopped(row)),
+        // It completed (or failed on its own) before the cancellation reached it.
+        _ => Err(finished(&row)),
+    }
+}
+
+fn finished(row: &GenerationRow) -> ServiceError {
+    ServiceError::new(
+        ErrorCode::GenerationFinished,
+        format!(
+            "The generation {} has already {}; there is nothing to cancel.",
+            row.id,
+            row.status.as_str()
+        ),
+    )
+    .with_param("generationId")
+}
+
+/// The generation a speech request of this principal made (what MCP `speak` presents once it
+/// has waited), read under the speech requirement: a principal that may speak sees what it
+/// spoke without `voice:read`.
+pub async fn made(
+    core: &Core,
+    principal: &Principal,
+    id: &str,
+) -> Result<GenerationRow, ServiceError> {
+    crate::service::operations::Operation::CreateSpeech.check(principal)?;
+    super::reads::owned_generation(core, principal, None, id).await
 }

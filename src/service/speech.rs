@@ -11,23 +11,18 @@
 //! the crossing (spec §8.4), but never by an unbounded queue. Completion replaces the estimate by
 //! the measured charge in one transaction; failure or cancellation releases it.
 
-use std::time::Duration;
-
 use sqlx::PgPool;
 
 use super::core::Core;
 use super::error::{ErrorCode, ServiceError, SettingsPage};
 use super::idempotency::{self, Claim, KeyUse, Keyed, Outcome, Ran, failpoint};
 use super::principal::Principal;
-use super::{pronunciations, reads};
+use super::pronunciations;
 use crate::audio::AudioFormat;
-use crate::domain::{
-    CancelReason, EngineId, GenerationStatus, Seed, SpeechText, Temperature, VoiceKind, new_id,
-};
+use crate::domain::{EngineId, Seed, SpeechText, Temperature, VoiceKind, new_id};
 use crate::engines::registry::EngineRegistry;
 use crate::engines::text::pronounce;
 use crate::store;
-use crate::store::generations::GenerationRow;
 use crate::store::voices::VoiceRow;
 
 /// The admission settings (`max_pending_per_account`, `max_audio_per_request_secs`).
@@ -616,82 +611,4 @@ fn refuse_over_limits(
         .with_settings(SettingsPage::Console));
     }
     Ok(())
-}
-
-/// The refusal of a request whose generation failed: it names only the id, never the engine's
-/// text (the reason stays in the generation's `error`, which `how_to_read` reads).
-pub fn generation_failed(id: &str, how_to_read: &str) -> ServiceError {
-    ServiceError::new(
-        ErrorCode::InternalError,
-        format!("The generation {id} failed; nothing was charged. {how_to_read} tells why."),
-    )
-}
-
-/// How long a cancel by request waits for a running generation's worker to stop before it
-/// answers with the generation as it stands (still `generating`, its stop on the way).
-pub const CANCEL_WAIT: Duration = Duration::from_secs(5);
-
-/// What a cancel by request left: the generation stopped (it now reads `failed`, "cancelled:
-/// by request"), or its worker was told and has not stopped yet.
-pub enum Cancelled {
-    Stopped(GenerationRow),
-    Stopping(GenerationRow),
-}
-
-/// Cancels the account's generation `id` because the account asked (`POST
-/// /v1/generations/{id}/cancel`, the agent's `cancel_generation`): a queued one never runs, a
-/// running one stops inside the piece it renders; it fails with "cancelled: by request",
-/// nothing is charged and its reservation ends. Another account's id is 404 `not_found`; one
-/// that had already completed or failed (before this request, or while it was on its way) is
-/// 409 `generation_finished`. Cancelling one whose cancellation is under way is not an error.
-pub async fn cancel_by_request(
-    core: &Core,
-    principal: &Principal,
-    id: &str,
-) -> Result<Cancelled, ServiceError> {
-    super::operations::Operation::CancelGeneration.check(principal)?;
-    let row = reads::owned_generation(core, principal, None, id).await?;
-    if row.status.is_finished() && !row.cancelled {
-        return Err(finished(&row));
-    }
-    if !row.status.is_finished() {
-        super::delivery::cancel(&core.pool, id, CancelReason::Request, 0).await?;
-        // A missed notification is re-checked every half second.
-        let _ = tokio::time::timeout(
-            CANCEL_WAIT,
-            core.completions.wait(id, Duration::from_millis(500)),
-        )
-        .await;
-    }
-    let row = reads::owned_generation(core, principal, None, id).await?;
-    match row.status {
-        GenerationStatus::Generating => Ok(Cancelled::Stopping(row)),
-        GenerationStatus::Failed if row.cancelled => Ok(Cancelled::Stopped(row)),
-        // It completed (or failed on its own) before the cancellation reached it.
-        _ => Err(finished(&row)),
-    }
-}
-
-fn finished(row: &GenerationRow) -> ServiceError {
-    ServiceError::new(
-        ErrorCode::GenerationFinished,
-        format!(
-            "The generation {} has already {}; there is nothing to cancel.",
-            row.id,
-            row.status.as_str()
-        ),
-    )
-    .with_param("generationId")
-}
-
-/// The generation a speech request of this principal made (what MCP `speak` presents once it
-/// has waited), read under the speech requirement: a principal that may speak sees what it
-/// spoke without `voice:read`.
-pub async fn made(
-    core: &Core,
-    principal: &Principal,
-    id: &str,
-) -> Result<GenerationRow, ServiceError> {
-    super::operations::Operation::CreateSpeech.check(principal)?;
-    reads::owned_generation(core, principal, None, id).await
 }

@@ -1,5 +1,5 @@
 //! `cancel_generation`: `POST /v1/generations/{id}/cancel` for agents, the same core operation
-//! (`service::speech::cancel_by_request`) and the same generation object as `get_generation`.
+//! (`service::delivery::cancel_by_request`) and the same generation object as `get_generation`.
 
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::json;
@@ -11,7 +11,7 @@ use crate::http::json::JsonObject;
 use crate::http::models::Generation;
 use crate::mcp::McpState;
 use crate::service::Principal;
-use crate::service::speech::{self, Cancelled};
+use crate::service::delivery::{self, Cancelled};
 
 pub async fn cancel_generation(
     state: &McpState,
@@ -19,7 +19,7 @@ pub async fn cancel_generation(
     args: &JsonObject,
 ) -> Result<CallToolResult, ServiceError> {
     let id = args.decode::<GenerationArguments>()?.id()?;
-    let (row, note) = match speech::cancel_by_request(state, principal, id.as_str()).await? {
+    let (row, note) = match delivery::cancel_by_request(state, principal, id.as_str()).await? {
         Cancelled::Stopped(row) => (row, "Cancelled; nothing was charged."),
         Cancelled::Stopping(row) => (
             row,

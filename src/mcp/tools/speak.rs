@@ -145,7 +145,7 @@ pub async fn speak(
         state.request_timeout(),
     ));
     wait_for(state, &id, wait, context).await?;
-    let row = service::made(state, principal, &id)
+    let row = crate::service::delivery::made(state, principal, &id)
         .await
         .map_err(|err| match err.code {
             ErrorCode::NotFound => ServiceError::internal("admitted generation not found"),
@@ -155,7 +155,7 @@ pub async fn speak(
     let generation = Generation::present(state, row);
     match status {
         GenerationStatus::Completed => completed(state, &generation, replayed, inline).await,
-        GenerationStatus::Failed => Err(service::generation_failed(
+        GenerationStatus::Failed => Err(crate::service::delivery::generation_failed(
             &id,
             "get_generation with this id",
         )),
