@@ -56,6 +56,10 @@ if ! "$vad_venv/bin/python" -c 'import onnxruntime, numpy' 2>/dev/null; then
   "$vad_venv/bin/pip" install --quiet --disable-pip-version-check 'onnxruntime==1.31.1' 'numpy==2.2.6'
 fi
 export VOICED_VAD_PYTHON="$vad_venv/bin/python" VOICED_REQUIRE_VAD_REFERENCE=1
+# Deepgram's dialect (`/v1/listen`): the official deepgram-sdk (PyPI), pinned, driven by
+# tests/api/listen.rs.
+VOICED_DEEPGRAM_PYTHON=$(./scripts/deepgram-sdk-test.sh --venv)
+export VOICED_DEEPGRAM_PYTHON VOICED_REQUIRE_DEEPGRAM_SDK=1
 cargo test --locked --no-fail-fast -- --test-threads="${VOICED_TEST_THREADS:-2}"
 ./scripts/sdk-test.sh "$bin"
 ./scripts/sdk-ts-test.sh "$bin"

@@ -4,6 +4,11 @@
 //! translates frames into [`LiveInput`]s and the session's events into Deepgram's messages
 //! (`Results`, `SpeechStarted`, `UtteranceEnd`, `Metadata`). The rules are the core's
 //! (`service::live`); docs/live-transcription.md has the wire and the choices.
+//!
+//! `POST /v1/listen` is Deepgram's pre-recorded call on the same path and credentials: the
+//! body is the audio file, the query is the live route's (the same acceptance and refusals),
+//! and the core's file transcription (`service::transcription::run`, word timings) answers
+//! in Deepgram's pre-recorded JSON.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,31 +18,38 @@ use axum::Router;
 use axum::extract::ws::{
     Message, WebSocket, WebSocketUpgrade, rejection::WebSocketUpgradeRejection,
 };
-use axum::extract::{RawQuery, Request, State};
-use axum::http::{HeaderValue, header};
+use axum::extract::{DefaultBodyLimit, RawQuery, Request, State};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::{Next, from_fn, from_fn_with_state};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 
 use crate::audio::LiveEncoding;
+use crate::domain::{RecognitionOptions, Timestamps, Word};
 use crate::http;
 use crate::http::auth::Principal;
-use crate::http::error::ApiError;
+use crate::http::error::{ApiError, ErrorCode};
 use crate::service::Core;
+use crate::service::idempotency::{KeyUse, Keyed};
 use crate::service::live::utterances::EndReason;
 use crate::service::live::{
     self, CloseReason, Hypothesis, LiveEvent, LiveInput, LiveOptions, MAX_AUDIO_MESSAGE,
 };
 use crate::service::operations::Operation;
+use crate::service::transcription::{self, Incoming, Transcribed};
+
+/// The largest pre-recorded body: the file doors' 25 MiB of audio.
+const BODY_LIMIT: usize = crate::audio::MAX_AUDIO_BYTES;
 
 /// The route with its own stack, outermost first: Deepgram's credential forms → authenticate
 /// (always looked up; the upgrade counts as one write) → rate limit → the operation's
 /// requirement (`Operation::Transcribe`) → the handler.
 pub fn router(core: Core) -> Router<Core> {
     Router::new()
-        .route("/v1/listen", get(listen))
+        .route("/v1/listen", get(listen).post(prerecorded))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(from_fn_with_state(
             Operation::Transcribe.requirement(),
             http::auth::authorize,
@@ -53,7 +65,7 @@ pub fn router(core: Core) -> Router<Core> {
         .layer(from_fn(deepgram_credentials))
 }
 
-/// Deepgram's credential forms as the ones `http::auth` reads: `Authorization: Token <key>`,
+/// Deepgram's credential forms (both methods) as the ones `http::auth` reads: `Authorization: Token <key>`,
 /// and the browser's `Sec-WebSocket-Protocol: token, <key>`, become `Authorization: Bearer`.
 async fn deepgram_credentials(mut request: Request, next: Next) -> Response {
     let headers = request.headers_mut();
@@ -145,7 +157,48 @@ fn language(value: &str) -> Option<String> {
     (primary != "multi" && !primary.is_empty()).then_some(primary)
 }
 
+/// The live route's query: raw audio, so `encoding` (or at least `sample_rate`) is required.
 fn parse_query(raw: Option<&str>) -> Result<Query, ApiError> {
+    let (mut query, encoding, sample_rate) = parse_params(raw)?;
+    match encoding {
+        Some(encoding) => query.options.encoding = encoding,
+        None if sample_rate.is_some() => {}
+        None => {
+            return Err(ApiError::invalid(
+                "encoding",
+                "encoding is required on the live route (linear16 or mulaw): containerised audio is not supported",
+            ));
+        }
+    }
+    query.options.sample_rate = sample_rate.unwrap_or(match query.options.encoding {
+        LiveEncoding::Linear16 => 16_000,
+        LiveEncoding::Mulaw => 8_000,
+    });
+    Ok(query)
+}
+
+/// The pre-recorded route's query: the same parameters, refusals and defaults; the body is a
+/// file whose container says its encoding, so raw `encoding`/`sample_rate` are refused.
+fn parse_prerecorded_query(raw: Option<&str>) -> Result<Query, ApiError> {
+    let (query, encoding, sample_rate) = parse_params(raw)?;
+    if encoding.is_some() || sample_rate.is_some() {
+        let param = if encoding.is_some() {
+            "encoding"
+        } else {
+            "sample_rate"
+        };
+        return Err(ApiError::invalid(
+            param,
+            format!(
+                "{param} is for raw audio, which POST /v1/listen does not read: send a wav, mp3, flac, ogg or webm file and omit {param}"
+            ),
+        ));
+    }
+    Ok(query)
+}
+
+/// Every parameter both routes share, with the encoding and sample rate as sent.
+fn parse_params(raw: Option<&str>) -> Result<(Query, Option<LiveEncoding>, Option<u32>), ApiError> {
     let unreadable = || ApiError::invalid("query", "the query string could not be read");
     let uri: axum::http::Uri = format!("/?{}", raw.unwrap_or_default())
         .parse()
@@ -229,21 +282,143 @@ fn parse_query(raw: Option<&str>) -> Result<Query, ApiError> {
     if !keywords.is_empty() {
         query.options.prompt = Some(keywords.join(", "));
     }
-    match encoding {
-        Some(encoding) => query.options.encoding = encoding,
-        None if sample_rate.is_some() => {}
-        None => {
-            return Err(ApiError::invalid(
-                "encoding",
-                "encoding is required on the live route (linear16 or mulaw): containerised audio is not supported",
-            ));
-        }
+    Ok((query, encoding, sample_rate))
+}
+
+/// The pre-recorded body must be audio: `audio/*`, `video/*` or `application/octet-stream`
+/// (what Deepgram's SDKs send), else 415; a JSON body (Deepgram's `{"url": …}`) is a 400
+/// naming `url`.
+fn require_audio_body(headers: &HeaderMap) -> Result<(), ApiError> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    if content_type.starts_with("audio/")
+        || content_type.starts_with("video/")
+        || content_type == "application/octet-stream"
+    {
+        Ok(())
+    } else if content_type == "application/json" {
+        Err(ApiError::invalid(
+            "url",
+            "transcribing a URL is not supported: send the audio file as the body (Content-Type: audio/* or application/octet-stream)",
+        ))
+    } else {
+        Err(ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            "Send the audio file as the body with Content-Type audio/* or application/octet-stream.",
+        )
+        .with_param("body"))
     }
-    query.options.sample_rate = sample_rate.unwrap_or(match query.options.encoding {
-        LiveEncoding::Linear16 => 16_000,
-        LiveEncoding::Mulaw => 8_000,
-    });
-    Ok(query)
+}
+
+/// `POST /v1/listen`: the body transcribed with word timings, stored as a capture
+/// (`source: api`) and answered as Deepgram's pre-recorded response.
+async fn prerecorded(
+    State(core): State<Core>,
+    Extension(principal): Extension<Arc<Principal>>,
+    RawQuery(raw): RawQuery,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let (parts, body) = request.into_parts();
+    let refused = |err: ApiError, body: axum::body::Body| {
+        http::body::discard(body, BODY_LIMIT, core.request_timeout());
+        err
+    };
+    let query = match parse_prerecorded_query(raw.as_deref())
+        .and_then(|q| require_audio_body(&parts.headers).map(|()| q))
+    {
+        Ok(query) => query,
+        Err(err) => return Err(refused(err, body)),
+    };
+    // Admission before work: the place is taken before the upload is read.
+    let place = match transcription::take_place(&core, &principal).await {
+        Ok(place) => place,
+        Err(err) => return Err(refused(err, body)),
+    };
+    let audio = http::body::read_limited(body, BODY_LIMIT).await?;
+    let options = RecognitionOptions {
+        language: query.options.language,
+        prompt: query.options.prompt,
+        timestamps: Timestamps::Word,
+        ..RecognitionOptions::default()
+    };
+    let incoming = Incoming {
+        audio: std::future::ready(Ok(audio.to_vec())),
+        source: "api",
+        param: "body",
+        options,
+        progress: None,
+    };
+    // Deepgram's dialect has no idempotency key.
+    let keyed = Keyed {
+        operation: KeyUse::Transcription,
+        key: None,
+        fingerprint: Vec::new(),
+    };
+    let done = transcription::run(&core, &principal, place, incoming, keyed).await?;
+    let body = prerecorded_response(&done.transcribed, &query.model);
+    Ok(axum::Json(body).into_response())
+}
+
+/// Deepgram's pre-recorded response for one channel.
+fn prerecorded_response(t: &Transcribed, model: &str) -> Value {
+    let words: Vec<Value> = t.words.iter().map(word).collect();
+    let confidence = if t.words.is_empty() {
+        0.0
+    } else {
+        t.words.iter().map(|w| w.probability).sum::<f32>() / t.words.len() as f32
+    };
+    // Deepgram names its model by a UUID; the capture's id stands in for it (stable per answer).
+    let model_uuid = t.capture_id.clone();
+    json!({
+        "metadata": {
+            "transaction_key": "deprecated",
+            "request_id": t.capture_id,
+            "created": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "duration": round(t.duration),
+            "channels": 1,
+            "models": [model_uuid],
+            "model_info": {
+                model_uuid.as_str(): {"name": model, "version": env!("CARGO_PKG_VERSION"), "arch": "whisper"},
+            },
+            "capture_id": t.capture_id,
+        },
+        "results": {
+            "channels": [{
+                "detected_language": t.language,
+                "alternatives": [{
+                    "transcript": t.text.trim(),
+                    "confidence": confidence,
+                    "words": words,
+                    "languages": [t.language],
+                }],
+            }],
+        },
+    })
+}
+
+/// One word as Deepgram writes it: `word` bare and lower-case, `punctuated_word` as spoken.
+fn word(w: &Word) -> Value {
+    let bare: String = w
+        .word
+        .trim()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == '\'' || *c == '-')
+        .collect::<String>()
+        .to_lowercase();
+    json!({
+        "word": bare,
+        "start": round(w.start),
+        "end": round(w.end),
+        "confidence": w.probability,
+        "punctuated_word": w.word.trim(),
+    })
 }
 
 /// `GET /v1/listen`: the upgrade, once the session is open.
@@ -350,25 +525,7 @@ fn control(text: &str) -> Option<LiveInput> {
 }
 
 fn results(hypothesis: &Hypothesis, dialect: &Dialect, finals: Option<EndReason>) -> Value {
-    let words: Vec<Value> = hypothesis
-        .words
-        .iter()
-        .map(|w| {
-            let bare: String = w
-                .word
-                .chars()
-                .filter(|c| c.is_alphanumeric() || *c == '\'' || *c == '-')
-                .collect::<String>()
-                .to_lowercase();
-            json!({
-                "word": bare,
-                "start": w.start,
-                "end": w.end,
-                "confidence": w.probability,
-                "punctuated_word": w.word,
-            })
-        })
-        .collect();
+    let words: Vec<Value> = hypothesis.words.iter().map(word).collect();
     json!({
         "type": "Results",
         "channel_index": [0, 1],

@@ -347,3 +347,171 @@ async fn the_token_subprotocol_authenticates_and_an_idle_session_ends() {
     );
     app.stop().await;
 }
+
+/// `POST /v1/listen` with `query` and a wav body, `Authorization: Token`.
+async fn prerecorded(
+    app: &TestApp,
+    secret: &str,
+    query: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> (u16, Value) {
+    json(
+        app.post(&format!("/v1/listen?{query}"))
+            .header("authorization", format!("Token {secret}"))
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn prerecorded_speech_answers_in_deepgrams_shape_and_becomes_a_capture() {
+    let app = TestApp::start().await;
+    let (_, secret) = app.pro_user().await;
+    let wav = std::fs::read(asr::beckett_wav()).unwrap();
+    let seconds = asr::beckett().len() as f64 / 16_000.0;
+    let (status, body) = prerecorded(
+        &app,
+        &secret,
+        "model=nova-3&smart_format=true&punctuate=true&language=en-US&diarize=false",
+        "audio/wav",
+        wav.clone(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let alternative = &body["results"]["channels"][0]["alternatives"][0];
+    let transcript = alternative["transcript"].as_str().unwrap();
+    let wer = asr::wer(BECKETT, transcript);
+    assert!(wer <= 0.2, "WER {wer}: {transcript}");
+    let confidence = alternative["confidence"].as_f64().unwrap();
+    assert!(confidence > 0.0 && confidence <= 1.0, "{body}");
+    let words = alternative["words"].as_array().unwrap();
+    assert!(words.len() >= 10, "{body}");
+    let mut previous = 0.0;
+    for w in words {
+        let (start, end) = (w["start"].as_f64().unwrap(), w["end"].as_f64().unwrap());
+        assert!(
+            start >= previous - 0.01 && end >= start && end <= seconds + 0.1,
+            "{w}"
+        );
+        previous = start;
+        let bare = w["word"].as_str().unwrap();
+        let punctuated = w["punctuated_word"].as_str().unwrap();
+        assert_eq!(
+            bare,
+            punctuated
+                .chars()
+                .filter(|c| c.is_alphanumeric() || *c == '\'' || *c == '-')
+                .collect::<String>()
+                .to_lowercase(),
+            "{w}"
+        );
+    }
+    let metadata = &body["metadata"];
+    assert!((metadata["duration"].as_f64().unwrap() - seconds).abs() < 0.1);
+    assert_eq!(metadata["channels"], 1);
+    let model = metadata["models"][0].as_str().unwrap();
+    assert_eq!(metadata["model_info"][model]["name"], "nova-3");
+    let capture_id = metadata["capture_id"].as_str().unwrap();
+    let (status, capture) = json(
+        app.get(&format!("/v1/captures/{capture_id}"))
+            .bearer_auth(&secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 200, "{capture}");
+    assert_eq!(capture["source"], "api");
+
+    // The live route's refusals, and the body's.
+    for (query, content_type, expected, param) in [
+        ("model=nova-3&diarize=true", "audio/wav", 400, "diarize"),
+        (
+            "encoding=linear16&sample_rate=16000",
+            "audio/wav",
+            400,
+            "encoding",
+        ),
+        ("interim_results=maybe", "audio/wav", 400, "interim_results"),
+        ("model=nova-3", "application/json", 400, "url"),
+        ("model=nova-3", "text/plain", 415, "body"),
+    ] {
+        let (status, body) = prerecorded(&app, &secret, query, content_type, wav.clone()).await;
+        assert_eq!(status, expected, "{query} {content_type}: {body}");
+        assert_eq!(body["param"], param, "{body}");
+    }
+    let (status, body) = prerecorded(&app, &secret, "", "audio/wav", b"not audio".to_vec()).await;
+    assert_eq!(status, 400, "{body}");
+    let (status, _) = json(
+        app.post("/v1/listen")
+            .header("content-type", "audio/wav")
+            .body(wav)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 401);
+}
+
+/// The Deepgram Python SDK's interpreter (`VOICED_DEEPGRAM_PYTHON`, default the venv
+/// `scripts/deepgram-sdk-test.sh` makes), or `None` (the test says SKIPPED) unless
+/// `VOICED_REQUIRE_DEEPGRAM_SDK=1`.
+fn deepgram_python() -> Option<std::path::PathBuf> {
+    let python = std::env::var_os("VOICED_DEEPGRAM_PYTHON")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            let home = std::env::var_os("HOME")?;
+            Some(std::path::PathBuf::from(home).join(".cache/voiced/venv-deepgram/bin/python"))
+        })?;
+    let ok = std::process::Command::new(&python)
+        .args(["-c", "import deepgram"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok && std::env::var("VOICED_REQUIRE_DEEPGRAM_SDK").as_deref() == Ok("1") {
+        panic!("{} lacks the deepgram-sdk package", python.display());
+    }
+    ok.then_some(python)
+}
+
+#[tokio::test]
+async fn deepgram_python_sdk_streams_and_transcribes_a_real_clip() {
+    let Some(python) = deepgram_python() else {
+        eprintln!("SKIPPED: no deepgram-sdk venv (scripts/deepgram-sdk-test.sh makes it)");
+        return;
+    };
+    let app = TestApp::start().await;
+    let (_, secret) = app.pro_user().await;
+    let clip = asr::espeak_wav("en-us", FOX);
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/deepgram_sdk/test_listen.py"
+    );
+    let output = tokio::process::Command::new(python)
+        .arg(script)
+        .env("VOICED_BASE_URL", &app.base)
+        .env("VOICED_KEY", &secret)
+        .env("VOICED_CLIP", &clip)
+        .env("VOICED_EXPECTED", "quick brown fox lazy dog quiet")
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(180), output)
+        .await
+        .expect("the SDK test finishes")
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("live: ") && stdout.contains("pre-recorded: "),
+        "{stdout}"
+    );
+    eprintln!("{stdout}");
+}
