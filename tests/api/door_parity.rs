@@ -706,3 +706,62 @@ async fn a_hang_up_after_the_first_byte_is_charged_alike_on_every_streaming_door
     }
     app.stop().await;
 }
+
+/// The operations check their own requirement with no door in front of them (issue 37 item 2):
+/// a principal that lacks the scope, the feature or the plan is refused by the core operation
+/// itself, with the code every door shows.
+#[tokio::test]
+async fn each_operation_refuses_what_its_requirement_refuses_without_a_door() {
+    use voiced::domain::Feature;
+    use voiced::service::principal::Credential;
+    use voiced::service::{ErrorCode, Principal, deletion, reads};
+    let app = TestApp::start().await;
+    let (account, _) = app.pro_user().await;
+    let principal = |plan: Plan, scopes: &[Scope], features: &[Feature]| Principal {
+        account_id: account.clone(),
+        scopes: scopes.to_vec(),
+        plan,
+        features: features.to_vec(),
+        credential: Credential::ApiKey {
+            key_id: "key_none".into(),
+            ceiling_minutes: None,
+        },
+    };
+    let all = [Feature::Speech, Feature::Transcription];
+    let writer = principal(Plan::Pro, &[Scope::VoiceGenerate], &all);
+    let reader = principal(Plan::Pro, &[Scope::VoiceRead], &all);
+    let free = principal(Plan::None, &Scope::ALL, &all);
+    let code = |r: Result<(), voiced::service::ServiceError>| r.err().map(|e| e.code);
+    assert_eq!(
+        code(reads::voices(&app.core, &writer, None).await.map(|_| ())),
+        Some(ErrorCode::InsufficientScope)
+    );
+    assert_eq!(
+        code(reads::voices(&app.core, &free, None).await.map(|_| ())),
+        Some(ErrorCode::ProPlanRequired)
+    );
+    assert_eq!(
+        code(reads::voices(&app.core, &reader, None).await.map(|_| ())),
+        None
+    );
+    assert_eq!(
+        code(deletion::delete_capture(&app.core, &reader, "cap_none").await),
+        Some(ErrorCode::InsufficientScope)
+    );
+    assert_eq!(
+        code(deletion::delete_capture(&app.core, &writer, "cap_none").await),
+        Some(ErrorCode::NotFound)
+    );
+    assert_eq!(
+        code(
+            voiced::service::transcription::take_place(
+                &app.core,
+                &principal(Plan::Pro, &Scope::ALL, &[Feature::Speech])
+            )
+            .await
+            .map(|_| ())
+        ),
+        Some(ErrorCode::FeatureNotEnabled)
+    );
+    app.stop().await;
+}
