@@ -1,0 +1,110 @@
+"""The official Python SDK for the voiced voice API.
+
+    from voiced import Voiced
+    client = Voiced()  # VOICED_API_KEY, VOICED_BASE_URL
+    result = client.speech.create_and_wait(text="Hello.", voice="Narrator", format="wav")
+"""
+
+from . import types, webhooks
+from ._client import AsyncVoiced, Voiced
+from ._errors import (
+    ERROR_CLASSES,
+    APIConnectionError,
+    APITimeoutError,
+    ApiErrorCode,
+    ClientErrorCode,
+    Conflict,
+    ErrorCode,
+    FeatureNotEnabled,
+    GenerationFailed,
+    GenerationFinished,
+    IdempotencyKeyInUse,
+    IdempotencyKeyReused,
+    InsufficientScope,
+    InternalError,
+    InvalidApiKey,
+    InvalidRequest,
+    InvalidSignature,
+    KeyCeilingExceeded,
+    LiveConnectionClosed,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    PermissionDenied,
+    ProPlanRequired,
+    QuotaExhausted,
+    RangeNotSatisfiable,
+    RateLimitExceeded,
+    RequestTimeout,
+    ServiceUnavailable,
+    TimestampsUnavailable,
+    TooManyRequests,
+    UnknownError,
+    UnsupportedMediaType,
+    VoicedError,
+)
+from ._files import AudioInput
+from ._rate_limit import RateLimitInfo, RateLimitPolicy, parse_rate_limit
+from ._transport import DEFAULT_BASE_URL, ResponseCapture, ResponseInfo
+from ._version import __version__
+from .resources.audio import AsyncSpeechStream, SpeechAudio, SpeechStream, TranscriptionStreamEvent
+from .resources.speech import Audio, AudioFormat, CaptionFormat, SpeechResult
+from .webhooks import WebhookVerificationError
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "ERROR_CLASSES",
+    "APIConnectionError",
+    "APITimeoutError",
+    "ApiErrorCode",
+    "AsyncSpeechStream",
+    "AsyncVoiced",
+    "Audio",
+    "AudioFormat",
+    "AudioInput",
+    "CaptionFormat",
+    "ClientErrorCode",
+    "Conflict",
+    "ErrorCode",
+    "FeatureNotEnabled",
+    "GenerationFailed",
+    "GenerationFinished",
+    "IdempotencyKeyInUse",
+    "IdempotencyKeyReused",
+    "InsufficientScope",
+    "InternalError",
+    "InvalidApiKey",
+    "InvalidRequest",
+    "InvalidSignature",
+    "KeyCeilingExceeded",
+    "LiveConnectionClosed",
+    "MethodNotAllowed",
+    "NotFound",
+    "PayloadTooLarge",
+    "PermissionDenied",
+    "ProPlanRequired",
+    "QuotaExhausted",
+    "RangeNotSatisfiable",
+    "RateLimitExceeded",
+    "RateLimitInfo",
+    "RateLimitPolicy",
+    "RequestTimeout",
+    "ResponseCapture",
+    "ResponseInfo",
+    "ServiceUnavailable",
+    "SpeechAudio",
+    "SpeechResult",
+    "SpeechStream",
+    "TimestampsUnavailable",
+    "TooManyRequests",
+    "TranscriptionStreamEvent",
+    "UnknownError",
+    "UnsupportedMediaType",
+    "Voiced",
+    "VoicedError",
+    "WebhookVerificationError",
+    "__version__",
+    "parse_rate_limit",
+    "types",
+    "webhooks",
+]
