@@ -104,6 +104,8 @@ VOICED_SDK_FIXTURES="$work/fixtures.json" "$venv/bin/pytest" -q -p no:cacheprovi
   --rootdir "$sdk/tests" "$sdk/tests" "$@"
 
 # The examples, as a user runs them: the key and base URL from the environment.
+mkdir "$work/examples"
+cd "$work/examples"
 key_main=$(python3 -c "import json; print(json.load(open('$work/fixtures.json'))['keys']['main'])")
 for example in "$sdk"/examples/*.py; do
   echo "example: $(basename "$example")"

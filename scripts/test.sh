@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one command that runs the tests: installs what is missing, fetches the models, runs the
 # Rust suites (real PostgreSQL, real models, fault and security tests, the scale-out test with
-# Redis and an S3-compatible server), the OpenAI SDK compatibility test, the TypeScript SDK's
+# Redis and an S3-compatible server), the OpenAI SDK compatibility test, the TypeScript and Python SDKs'
 # tests, the agent interface (/mcp) with the official MCP Python SDK and conformance suite, the
 # console in a real browser (Playwright driving Debian's chromium), schema fuzzing of the served
 # OpenAPI document, and the README: its Markdown is linted and its walk-through run
@@ -63,6 +63,7 @@ export VOICED_DEEPGRAM_PYTHON VOICED_REQUIRE_DEEPGRAM_SDK=1
 cargo test --locked --no-fail-fast -- --test-threads="${VOICED_TEST_THREADS:-2}"
 ./scripts/sdk-test.sh "$bin"
 ./scripts/sdk-ts-test.sh "$bin"
+./scripts/sdk-py-test.sh "$bin"
 ./scripts/mcp-test.sh "$bin"
 ./scripts/console-test.sh "$bin"
 ./scripts/readme-test.sh "$bin"

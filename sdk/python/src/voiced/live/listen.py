@@ -224,8 +224,8 @@ class ListenSession:
         self.ws.send(json.dumps({"type": "CloseStream"}))
 
     def recv(self, timeout: float | None = None) -> ListenEvent:
-        """The next event; raises `StopIteration`-free `LiveConnectionClosed` on an error close,
-        and `EOFError` once the server has closed normally."""
+        """The next event (`timeout` in seconds, `TimeoutError` past it); `EOFError` once the
+        server has closed normally, `LiveConnectionClosed` after an error close."""
         try:
             return parse_event(self.ws.recv(timeout))
         except websockets.exceptions.ConnectionClosedOK as e:
