@@ -31,6 +31,7 @@ use crate::domain::{RecognitionOptions, Timestamps, Word};
 use crate::http;
 use crate::http::auth::Principal;
 use crate::http::error::{ApiError, ErrorCode};
+use crate::http::models::Problem;
 use crate::service::Core;
 use crate::service::idempotency::{KeyUse, Keyed};
 use crate::service::live::utterances::EndReason;
@@ -157,22 +158,20 @@ fn language(value: &str) -> Option<String> {
     (primary != "multi" && !primary.is_empty()).then_some(primary)
 }
 
-/// The live route's query: raw audio, so `encoding` (or at least `sample_rate`) is required.
+/// The live route's query: raw audio names its `encoding` (a `sample_rate` alone means
+/// linear16); with neither, the audio is containerised, Opus in Ogg or WebM, as Deepgram reads an
+/// omitted encoding.
 fn parse_query(raw: Option<&str>) -> Result<Query, ApiError> {
     let (mut query, encoding, sample_rate) = parse_params(raw)?;
     match encoding {
         Some(encoding) => query.options.encoding = encoding,
         None if sample_rate.is_some() => {}
-        None => {
-            return Err(ApiError::invalid(
-                "encoding",
-                "encoding is required on the live route (linear16 or mulaw): containerised audio is not supported",
-            ));
-        }
+        None => query.options.encoding = LiveEncoding::Container,
     }
     query.options.sample_rate = sample_rate.unwrap_or(match query.options.encoding {
         LiveEncoding::Linear16 => 16_000,
         LiveEncoding::Mulaw => 8_000,
+        LiveEncoding::Container => 48_000,
     });
     Ok(query)
 }
@@ -316,6 +315,72 @@ fn require_audio_body(headers: &HeaderMap) -> Result<(), ApiError> {
         .with_param("body"))
     }
 }
+
+/// The query both `/v1/listen` methods read (docs/live-transcription.md has every parameter and
+/// what is best effort); declared for the OpenAPI document only, the routes parse the raw query
+/// themselves so that unknown Deepgram parameters are accepted.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct ListenParams {
+    /// Any Deepgram model name (`nova-3`, …): the server's recogniser answers.
+    model: Option<String>,
+    /// BCP 47 (`en-US`); `multi` or absent: detected.
+    language: Option<String>,
+    /// Live only: `linear16` or `mulaw` for raw audio; absent: Opus in Ogg or WebM.
+    #[param(pattern = "^(linear16|mulaw)$")]
+    encoding: Option<String>,
+    /// Live only: Hz of raw audio.
+    #[param(minimum = 8000, maximum = 384000)]
+    sample_rate: Option<u32>,
+    /// Live only: send interim results of the open utterance.
+    interim_results: Option<bool>,
+    /// Live only: milliseconds of silence that end an utterance (at least 300 are used), or `false`.
+    endpointing: Option<String>,
+    /// Live only: send `UtteranceEnd` after this much silence following the last word.
+    utterance_end_ms: Option<u32>,
+    /// Live only: send `SpeechStarted`.
+    vad_events: Option<bool>,
+    /// Words the recogniser is primed with (repeatable).
+    keywords: Option<String>,
+}
+
+/// Deepgram's live transcription: `GET /v1/listen` upgraded to a WebSocket. Audio frames in;
+/// `Results` (interim and final, with word timings), `SpeechStarted`, `UtteranceEnd` and
+/// `Metadata` out; the finals stored as one capture (`source: api`). Credentials: `Authorization:
+/// Token <key>` or `Bearer`, `x-api-key`, or the WebSocket subprotocol pair `token`, `<key>`.
+/// Refusals come before the upgrade, as the problem document with Deepgram's `err_code`,
+/// `err_msg` and `request_id` added.
+#[utoipa::path(get, path = "/v1/listen", tag = "live",
+    security(("api_key" = []), ("bearer" = [])),
+    params(ListenParams),
+    responses(
+        (status = 101, description = "Switching Protocols: the session's WebSocket (docs/live-transcription.md)"),
+        (status = 400, description = "`invalid_request` naming the parameter (`encoding`, `sample_rate`, `diarize`, …), or no upgrade headers (`upgrade`)", body = Problem, content_type = "application/json"),
+        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/json"),
+        (status = 403, description = "`pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled`", body = Problem, content_type = "application/json"),
+        (status = 429, description = "`rate_limit_exceeded` (the upgrade counts as one write; see `Retry-After`)", body = Problem, content_type = "application/json"),
+        (status = 503, description = "`service_unavailable`: every live or recogniser place is taken, or no model is installed", body = Problem, content_type = "application/json"),
+    ))]
+pub async fn listen_document() {}
+
+/// Deepgram's pre-recorded call: the body is the audio file, transcribed with word timings,
+/// stored as a capture (`source: api`) and answered in Deepgram's response shape.
+#[utoipa::path(post, path = "/v1/listen", tag = "live",
+    security(("api_key" = []), ("bearer" = [])),
+    params(ListenParams),
+    request_body(content = Vec<u8>, content_type = "audio/*", description = "The audio file (wav, mp3, flac, ogg, webm; at most 25 MiB and 15 minutes)"),
+    responses(
+        (status = 200, description = "Deepgram's pre-recorded response: `metadata` (`request_id` and `capture_id`: the capture) and `results.channels[0].alternatives[0]` with `transcript` and `words`", body = Object, content_type = "application/json"),
+        (status = 400, description = "`invalid_request` naming the parameter, `url` (a JSON body: voiced does not fetch audio), or the audio", body = Problem, content_type = "application/json"),
+        (status = 401, description = "`invalid_api_key`", body = Problem, content_type = "application/json"),
+        (status = 403, description = "`pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled`", body = Problem, content_type = "application/json"),
+        (status = 413, description = "`payload_too_large`: more than 25 MiB of audio", body = Problem, content_type = "application/json"),
+        (status = 415, description = "`unsupported_media_type`: the body is not `audio/*`, `video/*` or `application/octet-stream`", body = Problem, content_type = "application/json"),
+        (status = 429, description = "`rate_limit_exceeded` (see `Retry-After`)", body = Problem, content_type = "application/json"),
+        (status = 503, description = "`service_unavailable`: the recogniser's queue is full (see `Retry-After`), or no model is installed", body = Problem, content_type = "application/json"),
+    ))]
+pub async fn prerecorded_document() {}
 
 /// `POST /v1/listen`: the body transcribed with word timings, stored as a capture
 /// (`source: api`) and answered as Deepgram's pre-recorded response.
@@ -494,23 +559,49 @@ async fn serve(socket: WebSocket, session: live::LiveSession, dialect: Dialect) 
             let _ = sink.send(Message::Text(message.to_string().into())).await;
         }
         if let LiveEvent::Ended(ending) = &event {
-            let (code, reason) = match ending.reason {
-                CloseReason::Client => (1000, ""),
-                CloseReason::Idle => (1011, "NET-0001: no audio or KeepAlive received"),
-                CloseReason::MaxDuration => (1008, "the session reached its longest length"),
-                CloseReason::Shutdown => (1001, "the server is shutting down"),
-                CloseReason::Failed => (1011, "the recogniser failed"),
+            let undecodable = ending
+                .error
+                .as_ref()
+                .filter(|e| e.code == ErrorCode::InvalidRequest)
+                .map(|e| format!("DATA-0000: {}", e.detail));
+            let (code, reason) = match (ending.reason, undecodable) {
+                // Deepgram's close for audio it cannot decode.
+                (CloseReason::Failed, Some(reason)) => (1008, reason),
+                (reason, _) => {
+                    let (code, reason) = match reason {
+                        CloseReason::Client => (1000, ""),
+                        CloseReason::Idle => (1011, "NET-0001: no audio or KeepAlive received"),
+                        CloseReason::MaxDuration => {
+                            (1008, "the session reached its longest length")
+                        }
+                        CloseReason::Shutdown => (1001, "the server is shutting down"),
+                        CloseReason::Failed => (1011, "the recogniser failed"),
+                    };
+                    (code, reason.to_owned())
+                }
             };
             let _ = sink
                 .send(Message::Close(Some(axum::extract::ws::CloseFrame {
                     code,
-                    reason: reason.into(),
+                    reason: close_reason(reason).into(),
                 })))
                 .await;
             break;
         }
     }
     reader.abort();
+}
+
+/// A close frame's reason is at most 123 bytes: longer ones are cut at a character boundary.
+fn close_reason(mut reason: String) -> String {
+    if reason.len() > 123 {
+        let mut end = 123;
+        while !reason.is_char_boundary(end) {
+            end -= 1;
+        }
+        reason.truncate(end);
+    }
+    reason
 }
 
 /// A client's text frame: `KeepAlive`, `Finalize`, `CloseStream`; anything else is ignored.

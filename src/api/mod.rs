@@ -54,10 +54,16 @@ use crate::service::operations::Operation;
         (name = "voices", description = "Voice profiles"),
         (name = "speech", description = "Speech generation"),
         (name = "captures", description = "Transcriptions stored as captures"),
+        (name = "live", description = "Live sockets (WebSockets) and the vendor dialects beside them"),
         (name = "health", description = "Liveness and readiness"),
     )
 )]
 struct ApiDoc;
+
+/// The live routes' documentation (declared beside their handlers).
+#[derive(OpenApi)]
+#[openapi(paths(listen::listen_document, listen::prerecorded_document))]
+struct LiveDoc;
 
 struct SecuritySchemes;
 
@@ -195,6 +201,9 @@ fn documented(v1: OpenApiRouter<Core>) -> (Router<Core>, utoipa::openapi::OpenAp
         .routes(routes!(health::healthz))
         .routes(routes!(health::readyz))
         .split_for_parts();
+    // The live routes are routed by their own routers (their credentials and upgrades are
+    // their own); their documentation joins here.
+    openapi.merge(LiveDoc::openapi());
     openapi.info.version = env!("CARGO_PKG_VERSION").to_owned();
     (router, openapi)
 }

@@ -1,9 +1,12 @@
-//! Raw audio as a live session receives it, a message at a time: 16-bit little-endian PCM or
-//! G.711 μ-law, mono, at the rate the client named, turned into the 16 kHz `f32` the voice
-//! activity detector and the recogniser take. Resampled once, as it arrives (the converter keeps
-//! only its filter's history); a sample split across two messages is carried to the next.
+//! Audio as a live session receives it, a message at a time: 16-bit little-endian PCM or
+//! G.711 μ-law, mono, at the rate the client named, or Opus in Ogg or WebM (the container says
+//! its rate; [`super::live_container`]), turned into the 16 kHz `f32` the voice activity
+//! detector and the recogniser take. Resampled once, as it arrives (the converter keeps only its
+//! filter's history); a sample split across two messages is carried to the next.
 
 use super::ASR_SAMPLE_RATE;
+pub use super::live_container::ContainerError;
+use super::live_container::{OPUS_RATE, OpusContainer};
 use super::resample::{Resampler, UnsupportedRate};
 
 /// How the client's bytes encode its samples.
@@ -13,6 +16,8 @@ pub enum LiveEncoding {
     Linear16,
     /// G.711 μ-law, one byte a sample.
     Mulaw,
+    /// Opus in Ogg or WebM, told apart by the first bytes; the named rate is not used.
+    Container,
 }
 
 /// One session's decoder: bytes in, 16 kHz mono samples out.
@@ -22,23 +27,33 @@ pub struct LiveDecoder {
     carry: Option<u8>,
     resampler: Resampler,
     scratch: Vec<f32>,
+    container: Option<Box<OpusContainer>>,
 }
 
 impl LiveDecoder {
-    /// A decoder for `encoding` at `sample_rate` (8–384 kHz).
+    /// A decoder for `encoding` at `sample_rate` (8–384 kHz; a container's own rate wins).
     pub fn new(encoding: LiveEncoding, sample_rate: u32) -> Result<Self, UnsupportedRate> {
+        let (rate, container) = match encoding {
+            LiveEncoding::Container => (OPUS_RATE, Some(Box::new(OpusContainer::new()))),
+            _ => (sample_rate, None),
+        };
         Ok(Self {
             encoding,
             carry: None,
-            resampler: Resampler::new(sample_rate, ASR_SAMPLE_RATE)?,
+            resampler: Resampler::new(rate, ASR_SAMPLE_RATE)?,
             scratch: Vec::new(),
+            container,
         })
     }
 
-    /// Appends what `bytes` hold, at 16 kHz, to `out`.
-    pub fn push(&mut self, bytes: &[u8], out: &mut Vec<f32>) {
+    /// Appends what `bytes` hold, at 16 kHz, to `out`. Only a container can be malformed.
+    pub fn push(&mut self, bytes: &[u8], out: &mut Vec<f32>) -> Result<(), ContainerError> {
         self.scratch.clear();
         match self.encoding {
+            LiveEncoding::Container => {
+                let container = self.container.as_mut().expect("made with the encoding");
+                container.push(bytes, &mut self.scratch)?;
+            }
             LiveEncoding::Mulaw => self
                 .scratch
                 .extend(bytes.iter().map(|&b| f32::from(mulaw(b)) / 32768.0)),
@@ -61,6 +76,7 @@ impl LiveDecoder {
             }
         }
         self.resampler.push(&self.scratch, out);
+        Ok(())
     }
 
     /// The converter's tail (its filter's delay), at the end of the stream.
@@ -100,11 +116,12 @@ mod tests {
         let mut whole = Vec::new();
         LiveDecoder::new(LiveEncoding::Linear16, 16_000)
             .unwrap()
-            .push(&bytes, &mut whole);
+            .push(&bytes, &mut whole)
+            .unwrap();
         let mut split = Vec::new();
         let mut decoder = LiveDecoder::new(LiveEncoding::Linear16, 16_000).unwrap();
         for piece in bytes.chunks(7) {
-            decoder.push(piece, &mut split);
+            decoder.push(piece, &mut split).unwrap();
         }
         assert_eq!(whole.len(), 100);
         assert_eq!(whole, split);
@@ -115,7 +132,7 @@ mod tests {
     fn eight_kilohertz_becomes_sixteen() {
         let mut decoder = LiveDecoder::new(LiveEncoding::Mulaw, 8_000).unwrap();
         let mut out = Vec::new();
-        decoder.push(&[0xFF; 8_000], &mut out);
+        decoder.push(&[0xFF; 8_000], &mut out).unwrap();
         decoder.finish(&mut out);
         assert_eq!(out.len(), 16_000);
         assert!(out.iter().all(|s| s.abs() < 1e-6));

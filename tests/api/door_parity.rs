@@ -39,6 +39,11 @@ enum Door {
     ConsoleSpeak,
     /// `POST /console/playground/stream` (the page's streamed speech), with the session
     ConsoleStream,
+    /// `GET /v1/listen` upgraded to a WebSocket (Deepgram's live dialect): refused at the
+    /// upgrade, in Deepgram's envelope around the problem document
+    Listen,
+    /// `POST /v1/listen` (Deepgram's pre-recorded call: the audio as the body)
+    ListenFile,
 }
 
 const SPEECH_DOORS: &[Door] = &[Door::Speech, Door::OpenAiSpeech, Door::McpSpeak];
@@ -51,13 +56,24 @@ const SPEECH_AND_CONSOLE_DOORS: &[Door] = &[
     Door::ConsoleStream,
 ];
 const CONSOLE_DOORS: &[Door] = &[Door::ConsoleSpeak, Door::ConsoleStream];
-const TRANSCRIPTION_DOORS: &[Door] = &[Door::Transcriptions, Door::McpTranscribe];
+const TRANSCRIPTION_DOORS: &[Door] = &[Door::Transcriptions, Door::McpTranscribe, Door::ListenFile];
+/// Every door a credential reaches, the live ones included.
+const CREDENTIAL_DOORS: &[Door] = &[
+    Door::Speech,
+    Door::OpenAiSpeech,
+    Door::Transcriptions,
+    Door::McpSpeak,
+    Door::McpTranscribe,
+    Door::Listen,
+    Door::ListenFile,
+];
 const ALL_DOORS: &[Door] = &[
     Door::Speech,
     Door::OpenAiSpeech,
     Door::Transcriptions,
     Door::McpSpeak,
     Door::McpTranscribe,
+    Door::ListenFile,
 ];
 
 /// What a case sends, beyond its credential.
@@ -117,6 +133,16 @@ async fn every_door_refuses_the_same_input_with_the_same_code() {
                     let session = case.session.as_ref().expect("a console row has a session");
                     send_console(&app, door, session, &case.input).await
                 }
+                Door::Listen => {
+                    let (status, body) = crate::listen::refused(
+                        &app,
+                        "model=nova-3&encoding=linear16&sample_rate=16000",
+                        &[("authorization", &format!("Token {}", case.credential))],
+                    )
+                    .await;
+                    refusal(door, status, &body)
+                }
+                Door::ListenFile => send_listen_file(&app, &case.credential, &case.input).await,
                 _ => send(&app, door, &case.credential, &case.input).await,
             };
             if (refusal.status, refusal.code.as_str()) != (case.status, case.code) {
@@ -257,7 +283,7 @@ async fn cases(app: &TestApp) -> Vec<Case> {
             "no plan",
             &free_key,
             normal("Mine"),
-            ALL_DOORS,
+            CREDENTIAL_DOORS,
             403,
             "pro_plan_required",
         ),
@@ -265,7 +291,7 @@ async fn cases(app: &TestApp) -> Vec<Case> {
             "read-only key",
             &reader,
             normal("Mine"),
-            ALL_DOORS,
+            CREDENTIAL_DOORS,
             403,
             "insufficient_scope",
         ),
@@ -273,7 +299,7 @@ async fn cases(app: &TestApp) -> Vec<Case> {
             "revoked key",
             &revoked,
             normal("Mine"),
-            ALL_DOORS,
+            CREDENTIAL_DOORS,
             401,
             "invalid_api_key",
         ),
@@ -281,7 +307,7 @@ async fn cases(app: &TestApp) -> Vec<Case> {
             "OAuth token without voice:generate",
             &read_token,
             normal("Mine"),
-            ALL_DOORS,
+            CREDENTIAL_DOORS,
             403,
             "insufficient_scope",
         ),
@@ -481,7 +507,9 @@ async fn send(app: &TestApp, door: Door, credential: &str, input: &Input) -> Ref
             "/mcp",
             mcp_tools_call("transcribe", json!({"audio_base64": audio})),
         ),
-        Door::ConsoleSpeak | Door::ConsoleStream => unreachable!("send_console sends these"),
+        Door::ConsoleSpeak | Door::ConsoleStream | Door::Listen | Door::ListenFile => {
+            unreachable!("sent by their own functions")
+        }
     };
     let mut request = app
         .post(path)
@@ -500,6 +528,31 @@ async fn send(app: &TestApp, door: Door, credential: &str, input: &Input) -> Ref
     let http_status = response.status().as_u16();
     let (_, body) = json(response).await;
     refusal(door, http_status, &body)
+}
+
+/// Sends `input`'s clip as the body of Deepgram's pre-recorded call (oversized: past the
+/// transcription doors' 25 MiB).
+async fn send_listen_file(app: &TestApp, credential: &str, input: &Input) -> Refusal {
+    let audio = if input.oversized {
+        vec![0u8; voiced::audio::MAX_AUDIO_BYTES + 1024 * 1024]
+    } else {
+        input
+            .audio
+            .clone()
+            .unwrap_or_else(|| STANDARD.decode(common::tone_wav_base64()).unwrap())
+    };
+    let response = app
+        .post("/v1/listen?model=nova-3")
+        .header("authorization", format!("Token {credential}"))
+        .header("content-type", "audio/wav")
+        .timeout(Duration::from_secs(60))
+        .body(audio)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("ListenFile: {e}"));
+    let http_status = response.status().as_u16();
+    let (_, body) = json(response).await;
+    refusal(Door::ListenFile, http_status, &body)
 }
 
 /// A console session of `account` (created without a password: one is set, then signed in).

@@ -41,7 +41,7 @@ async fn connect(
 }
 
 /// The refusal of an upgrade: status and body.
-async fn refused(app: &TestApp, query: &str, headers: &[(&str, &str)]) -> (u16, Value) {
+pub(crate) async fn refused(app: &TestApp, query: &str, headers: &[(&str, &str)]) -> (u16, Value) {
     match connect(app, query, headers).await {
         Ok(_) => panic!("the upgrade was accepted"),
         Err(tungstenite::Error::Http(response)) => {
@@ -218,6 +218,105 @@ async fn speech_with_pauses_streams_interims_and_finals_and_becomes_one_capture(
         .unwrap();
     assert_eq!(captions.status(), 200);
     assert!(captions.text().await.unwrap().starts_with("WEBVTT"));
+    app.stop().await;
+}
+
+/// The Beckett clip (and 1.5 s of silence) as a browser's MediaRecorder sends it: Opus in a
+/// streamed WebM (unknown sizes, no cues), made by ffmpeg into a pipe.
+fn beckett_webm() -> Vec<u8> {
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ffmpeg -hide_banner -loglevel error -i {} -af apad=pad_dur=1.5 -ac 1 -c:a libopus -b:a 32k -f webm - | cat",
+            asr::beckett_wav().display()
+        ))
+        .output()
+        .expect("ffmpeg");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
+#[tokio::test]
+async fn opus_in_webm_with_no_encoding_is_transcribed_and_garbage_is_refused() {
+    let app = TestApp::start().await;
+    let (_, secret) = app.pro_user().await;
+    let token = format!("Token {secret}");
+    // No `encoding`: containerised audio, as Deepgram reads it.
+    let (socket, _) = connect(
+        &app,
+        "model=nova-3&language=en",
+        &[("authorization", &token)],
+    )
+    .await
+    .expect("upgrade");
+    let (mut sink, mut stream) = socket.split();
+    let webm = beckett_webm();
+    let sender = tokio::spawn(async move {
+        // About a quarter of a second of audio per message, a little faster than real time.
+        for piece in webm.chunks(1000) {
+            sink.send(Message::Binary(piece.to_vec().into()))
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        sink.send(Message::Text(r#"{"type":"CloseStream"}"#.into()))
+            .await
+            .unwrap();
+        sink
+    });
+    let mut finals = Vec::new();
+    let mut duration = None;
+    while let Some(message) = next_json(&mut stream, Duration::from_secs(60)).await {
+        if message["type"] == "Results" && message["is_final"] == true {
+            let text = message["channel"]["alternatives"][0]["transcript"]
+                .as_str()
+                .unwrap();
+            if !text.is_empty() {
+                finals.push(text.to_owned());
+            }
+        }
+        if message["type"] == "Metadata" {
+            duration = message["duration"].as_f64();
+        }
+    }
+    drop(sender.await.unwrap());
+    let transcript = finals.join(" ");
+    let wer = asr::wer(BECKETT, &transcript);
+    assert!(wer <= 0.2, "WER {wer}: {transcript}");
+    let expected = asr::beckett().len() as f64 / 16_000.0 + 1.5;
+    let duration = duration.expect("a Metadata message");
+    assert!(
+        (duration - expected).abs() < 0.1,
+        "{duration} s of {expected}"
+    );
+
+    // A stream that is neither Ogg nor WebM: closed with Deepgram's DATA-0000, nothing stored.
+    let before = fixtures::captures(&app).await.len();
+    let (mut socket, _) = connect(&app, "model=nova-3", &[("authorization", &token)])
+        .await
+        .expect("upgrade");
+    socket
+        .send(Message::Binary(vec![7u8; 4096].into()))
+        .await
+        .unwrap();
+    let close = loop {
+        match tokio::time::timeout(Duration::from_secs(10), socket.next())
+            .await
+            .expect("the session closes")
+        {
+            Some(Ok(Message::Close(frame))) => break frame.expect("a close frame"),
+            Some(Ok(_)) => {}
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(u16::from(close.code), 1008, "{close:?}");
+    assert!(close.reason.starts_with("DATA-0000"), "{close:?}");
+    assert!(close.reason.contains("neither Ogg nor WebM"), "{close:?}");
+    assert_eq!(fixtures::captures(&app).await.len(), before);
     app.stop().await;
 }
 

@@ -4,6 +4,7 @@
 mod decoding;
 mod encoding;
 mod hostile;
+mod live;
 mod streaming;
 
 use std::f64::consts::PI;

@@ -396,7 +396,9 @@ impl Session {
 
     /// Decodes `bytes`, runs the detector over the whole frames and endpoints them.
     async fn audio(&mut self, bytes: &[u8]) -> Result<(), ServiceError> {
-        self.decoder.push(bytes, &mut self.pending);
+        self.decoder.push(bytes, &mut self.pending).map_err(|e| {
+            ServiceError::invalid("audio", format!("the audio cannot be decoded: {e}"))
+        })?;
         let whole = self.pending.len() / FRAME * FRAME;
         if whole == 0 {
             return Ok(());
