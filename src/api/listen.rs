@@ -500,6 +500,9 @@ async fn serve(socket: WebSocket, session: live::LiveSession, dialect: Dialect) 
                 CloseReason::MaxDuration => (1008, "the session reached its longest length"),
                 CloseReason::Shutdown => (1001, "the server is shutting down"),
                 CloseReason::Failed => (1011, "the recogniser failed"),
+                CloseReason::FreeMinutesUsed => {
+                    (1008, "the free transcription minutes are used up")
+                }
             };
             let _ = sink
                 .send(Message::Close(Some(axum::extract::ws::CloseFrame {
