@@ -39,6 +39,9 @@ pub const SAMPLE_RATE: u32 = 16_000;
 /// 300 ms between phrases of one thought).
 const ENDPOINTING: Duration = Duration::from_millis(500);
 
+/// How long the page has to answer the server's close.
+const CLOSING: Duration = Duration::from_secs(5);
+
 #[derive(Deserialize)]
 pub struct Params {
     #[serde(default)]
@@ -138,8 +141,15 @@ async fn serve(socket: WebSocket, session: LiveSession) {
     let ready = json!({"type": "ready", "session_id": session.id(), "sample_rate": SAMPLE_RATE});
     let (inputs, mut events) = session.split();
     let _ = sink.send(Message::Text(ready.to_string().into())).await;
-    let reader = tokio::spawn(async move {
+    let mut reader = tokio::spawn(async move {
+        let mut open = true;
         while let Some(Ok(message)) = stream.next().await {
+            if !open {
+                // The session has ended: read (and drop) what the page still sends until its
+                // close, so that the socket is not closed with unread data, which resets the
+                // connection and can lose the last messages on their way to the page.
+                continue;
+            }
             let input = match message {
                 Message::Binary(bytes) => LiveInput::Audio(bytes.to_vec()),
                 Message::Text(text) => match control(text.as_str()) {
@@ -151,10 +161,12 @@ async fn serve(socket: WebSocket, session: LiveSession) {
             };
             let closing = matches!(input, LiveInput::Close);
             if !inputs.send(input).await || closing {
-                return;
+                open = false;
             }
         }
-        inputs.send(LiveInput::Close).await;
+        if open {
+            inputs.send(LiveInput::Close).await;
+        }
     });
     while let Some(event) = events.next().await {
         if let Some(message) = render(&event) {
@@ -177,7 +189,10 @@ async fn serve(socket: WebSocket, session: LiveSession) {
             break;
         }
     }
-    reader.abort();
+    // The page's answer to the close, for a moment.
+    if tokio::time::timeout(CLOSING, &mut reader).await.is_err() {
+        reader.abort();
+    }
 }
 
 /// The page's text frames: `{"type":"stop"}` (no more audio: settle, store, end),

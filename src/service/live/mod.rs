@@ -220,7 +220,8 @@ impl LiveEvents {
 }
 
 /// Opens a live session for `principal`: the transcription's requirement and places
-/// ([`transcription::take_place`]), a place among the process's live sessions (503 with
+/// ([`transcription::take_place`]; for the app's free use 429 `quota_exhausted` when less than
+/// a frame of its free minutes is left), a place among the process's live sessions (503 with
 /// `Retry-After` when all are taken), the options checked (400 naming the parameter), and the
 /// voice activity detector loaded. Everything a door must refuse before it upgrades.
 pub async fn open(
@@ -253,6 +254,14 @@ pub async fn open(
         .with_retry_after(5)
     })?;
     let place = transcription::take_place(core, principal).await?;
+    // Whole 16 kHz samples of the free minutes left (a place of the free use is one per account,
+    // so nothing else spends them while the session holds it); less than a frame is nothing.
+    let free_left = place
+        .free_left_ms
+        .map(|ms| u64::try_from(ms).unwrap_or(0) * u64::from(SAMPLE_RATE) / 1000);
+    if free_left.is_some_and(|left| left < FRAME as u64) {
+        return Err(transcription::free_minutes_used_up());
+    }
     let models_dir = settings.models_dir.clone();
     let vad = tokio::task::spawn_blocking(move || Vad::load(&models_dir))
         .await
@@ -265,11 +274,6 @@ pub async fn open(
     let (input_tx, input_rx) = mpsc::channel(INPUT_QUEUE);
     let (event_tx, event_rx) = mpsc::channel(EVENT_QUEUE);
     let endpointing = options.endpointing.map(|d| d.max(MIN_ENDPOINTING));
-    // Whole 16 kHz samples of the free minutes left (a place of the free use is one per account,
-    // so nothing else spends them while the session holds it).
-    let free_left = place
-        .free_left_ms
-        .map(|ms| u64::try_from(ms).unwrap_or(0) * u64::from(SAMPLE_RATE) / 1000);
     let session = Session {
         core: core.clone(),
         principal: principal.clone(),
