@@ -576,6 +576,9 @@ async fn serve(socket: WebSocket, session: live::LiveSession, dialect: Dialect) 
                         }
                         CloseReason::Shutdown => (1001, "the server is shutting down"),
                         CloseReason::Failed => (1011, "the recogniser failed"),
+                        CloseReason::FreeMinutesUsed => {
+                            (1008, "the free transcription minutes are used up")
+                        }
                     };
                     (code, reason.to_owned())
                 }

@@ -1,5 +1,5 @@
 //! The developer console under `/console`, and the error pages under `/errors`: server-rendered
-//! HTML (askama templates in `templates/`), a small stylesheet and script served from here.
+//! HTML (askama templates in `templates/`), a small stylesheet and scripts served from here.
 //!
 //! A thin door like `http/`: pages call the same service and store functions as the API and
 //! never hold SQL. Sessions are `tower-sessions` cookies (HttpOnly, SameSite=Lax, Secure when
@@ -13,6 +13,7 @@ mod flash;
 mod history;
 mod keys;
 pub mod limiter;
+mod live;
 pub mod oauth;
 mod page;
 mod playground;
@@ -157,6 +158,7 @@ pub fn router(state: ConsoleState) -> Router {
             axum::routing::post(playground::preview),
         )
         .route("/console/audio/{id}", get(playground::audio))
+        .route("/console/playground/listen", get(live::listen))
         .route(
             "/console/playground/stream",
             axum::routing::post(playground::stream),
@@ -205,6 +207,7 @@ pub fn router(state: ConsoleState) -> Router {
         .merge(pages)
         .route("/assets/console.css", get(stylesheet))
         .route("/assets/console.js", get(script))
+        .route("/assets/live-worklet.js", get(worklet))
         .route("/errors", get(error_pages::list))
         .route("/errors/{code}", get(error_pages::page))
         .with_state(state)
@@ -227,6 +230,18 @@ async fn script() -> impl IntoResponse {
             (header::CACHE_CONTROL, "public, max-age=3600"),
         ],
         include_str!("../../templates/assets/console.js"),
+    )
+}
+
+/// The playground's live panel's AudioWorklet (the microphone downsampled to 16 kHz 16-bit
+/// PCM); a file of this origin, as the content security policy wants worklets.
+async fn worklet() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        include_str!("../../templates/assets/live-worklet.js"),
     )
 }
 

@@ -92,7 +92,7 @@ struct PlaygroundPage {
 }
 
 /// The console owner's principal: the account's plan, or without one the app's free allowance.
-fn principal(state: &ConsoleState, user: &SignedIn) -> Result<Principal, ServiceError> {
+pub(super) fn principal(state: &ConsoleState, user: &SignedIn) -> Result<Principal, ServiceError> {
     Principal::console(
         &user.account_id,
         &user.plan,

@@ -26,7 +26,8 @@ pub struct Place {
     pub(super) ticket: Ticket,
     /// The app's free use: its free transcription minutes left when the place was taken (one
     /// transcription of such an account at a time, so nothing else spends them meanwhile).
-    free_left_ms: Option<i64>,
+    /// A live session caps its audio at it (`service::live`).
+    pub(super) free_left_ms: Option<i64>,
 }
 
 /// Seconds an account over its cap of transcriptions in flight is told to wait.
@@ -91,13 +92,19 @@ async fn free_minutes_left(pool: &PgPool, principal: &Principal) -> Result<i64, 
     let used = store::usage::free_transcribed_ms(pool, &principal.account_id, month).await?;
     let left = principal.free_transcription_ms() - used;
     if left <= 0 {
-        return Err(ServiceError::new(
-            ErrorCode::QuotaExhausted,
-            "This month's free transcription minutes in the playground are used up; they renew on the 1st (UTC), or subscribe to a plan for more and for the API.",
-        )
-        .with_settings(super::SettingsPage::Billing));
+        return Err(free_minutes_used_up());
     }
     Ok(left)
+}
+
+/// 429 `quota_exhausted`: this month's free transcription minutes are used up. The refusal of a
+/// transcription's start, and the reason a live session of the app's free use ends.
+pub fn free_minutes_used_up() -> ServiceError {
+    ServiceError::new(
+        ErrorCode::QuotaExhausted,
+        "This month's free transcription minutes in the playground are used up; they renew on the 1st (UTC), or subscribe to a plan for more and for the API.",
+    )
+    .with_settings(super::SettingsPage::Billing)
 }
 
 /// The `audio` field's base64 → file bytes. CPU work: call it off the async workers.

@@ -1,4 +1,4 @@
-// The console's only script. The copy button next to a new key's secret: without it the
+// The console's script (with the live panel's worklet, /assets/live-worklet.js). The copy button next to a new key's secret: without it the
 // secret is still plain, selectable text.
 document.addEventListener("click", (event) => {
   const button = event.target.closest("[data-copy]");
@@ -118,5 +118,147 @@ if (streamButton && window.MediaSource && MediaSource.isTypeSupported("audio/mpe
     } finally {
       streamButton.disabled = false;
     }
+  });
+}
+
+// The playground's live panel: the microphone (getUserMedia) downsampled to 16 kHz 16-bit PCM by
+// an AudioWorklet (/assets/live-worklet.js) and sent as binary frames over the console's own
+// WebSocket (/console/playground/listen: the session cookie, this page's origin and its CSRF
+// token). Words appear while the person speaks (interims, shown as tentative) and settle into
+// the transcript when they pause (finals). Stop ends the stream; the session's finals are
+// stored as one capture (source: app), which the panel names. Without script, a microphone or
+// AudioWorklet the button stays hidden.
+const liveButton = document.getElementById("live-toggle");
+if (liveButton && navigator.mediaDevices && window.AudioWorkletNode && window.WebSocket) {
+  liveButton.hidden = false;
+  const status = document.getElementById("live-status");
+  const transcript = document.getElementById("live-transcript");
+  const interim = document.createElement("span");
+  interim.className = "interim";
+  let live = null;
+  const say = (text, error) => {
+    status.className = error ? "error" : "";
+    status.textContent = text;
+  };
+  const idle = () => {
+    live = null;
+    liveButton.disabled = false;
+    liveButton.textContent = "Start listening";
+    liveButton.setAttribute("aria-pressed", "false");
+  };
+  // The microphone and the audio graph, released once (Stop, the end, a refusal).
+  const release = (session) => {
+    if (session.released) return;
+    session.released = true;
+    session.stream?.getTracks().forEach((track) => track.stop());
+    session.node?.disconnect();
+    session.context?.close().catch(() => {});
+  };
+  const onMessage = (session, event) => {
+    const message = JSON.parse(event.data);
+    switch (message.type) {
+      case "ready":
+        session.ready = true;
+        for (const buffer of session.queued.splice(0)) session.socket.send(buffer);
+        liveButton.disabled = false;
+        liveButton.textContent = "Stop";
+        liveButton.setAttribute("aria-pressed", "true");
+        say("Listening: speak now.");
+        break;
+      case "interim":
+        interim.textContent = message.text;
+        transcript.append(interim);
+        break;
+      case "final":
+        interim.remove();
+        if (message.text) {
+          const settled = document.createElement("span");
+          settled.className = "final";
+          settled.textContent = `${message.text} `;
+          transcript.append(settled);
+        }
+        break;
+      case "ended": {
+        session.ended = true;
+        release(session);
+        interim.remove();
+        const stored = message.capture_id
+          ? `Stored as capture ${message.capture_id} (source: app), listed in History.`
+          : "Nothing was heard, so nothing was stored.";
+        if (message.capture_id) transcript.dataset.capture = message.capture_id;
+        say(message.detail ? `${message.detail} ${stored}` : stored, Boolean(message.detail));
+        idle();
+        break;
+      }
+      case "error":
+        session.ended = true;
+        release(session);
+        say(message.detail, true);
+        status.dataset.code = message.code;
+        idle();
+        break;
+      default:
+        break;
+    }
+  };
+  const start = async () => {
+    const session = { queued: [], ready: false, ended: false, released: false };
+    live = session;
+    liveButton.disabled = true;
+    delete status.dataset.code;
+    say("Starting the microphone…");
+    try {
+      session.stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+      session.context = new AudioContext();
+      await session.context.audioWorklet.addModule("/assets/live-worklet.js");
+      const source = session.context.createMediaStreamSource(session.stream);
+      session.node = new AudioWorkletNode(session.context, "pcm16-downsampler", {
+        numberOfInputs: 1, numberOfOutputs: 0, channelCount: 1, channelCountMode: "explicit",
+      });
+      source.connect(session.node);
+      await session.context.resume();
+    } catch (error) {
+      release(session);
+      say(`The microphone could not be used (${error.name || error}).`, true);
+      idle();
+      return;
+    }
+    const token = liveButton.dataset.csrf;
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const socket = new WebSocket(
+      `${scheme}://${location.host}/console/playground/listen?csrf_token=${encodeURIComponent(token)}`);
+    socket.binaryType = "arraybuffer";
+    session.socket = socket;
+    session.node.port.onmessage = (event) => {
+      if (session.stopSent || socket.readyState !== WebSocket.OPEN) return;
+      if (session.ready) socket.send(event.data);
+      else session.queued.push(event.data);
+    };
+    socket.addEventListener("message", (event) => onMessage(session, event));
+    socket.addEventListener("close", () => {
+      release(session);
+      if (!session.ended) {
+        say("The connection closed before the session ended; reload the page and try again.", true);
+        if (live === session) idle();
+      }
+    });
+  };
+  const stop = () => {
+    const session = live;
+    liveButton.disabled = true;
+    say("Settling the last words…");
+    session.node?.port.postMessage("flush");
+    // The flushed buffer comes back before the stop message goes out.
+    setTimeout(() => {
+      release(session);
+      session.stopSent = true;
+      if (session.socket?.readyState === WebSocket.OPEN) {
+        session.socket.send(JSON.stringify({ type: "stop" }));
+      }
+    }, 150);
+  };
+  liveButton.addEventListener("click", () => {
+    if (live) stop();
+    else start();
   });
 }

@@ -10,6 +10,7 @@ mod common;
 mod api_core;
 mod concurrency;
 mod console;
+mod console_live;
 mod db;
 mod door_parity;
 mod embedded;

@@ -329,6 +329,51 @@ def test_the_playground_records_the_microphone_and_highlights_words(playwright, 
     chromium.close()
 
 
+def test_the_playground_listens_live_to_the_microphone(playwright, page, tmp_path):
+    """Issue 38 item 5: the live panel (chromium's fake microphone plays a spoken clip) streams
+    16 kHz PCM over the console's own WebSocket; tentative words come while the clip plays, the
+    final text holds the clip's words, Stop stores the session as a capture listed in history."""
+    clip = tmp_path / "live.wav"
+    subprocess.run(["espeak-ng", "-v", "en-us", "-w", str(clip),
+                    "The quick brown fox jumps over the lazy dog."], check=True)
+    args = ARGS + ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+                   f"--use-file-for-fake-audio-capture={clip}%noloop",
+                   "--autoplay-policy=no-user-gesture-required"]
+    chromium = playwright.chromium.launch(executable_path=os.environ["VOICED_CHROMIUM"], args=args)
+    context = chromium.new_context(viewport={"width": 1100, "height": 760},
+                                   storage_state=page.context.storage_state())
+    live = context.new_page()
+    sockets, frames = [], []
+
+    def opened(socket):
+        sockets.append(socket.url)
+        socket.on("framereceived", lambda payload: frames.append(payload))
+
+    live.on("websocket", opened)
+    live.goto(f"{BASE}/console/playground")
+    live.get_by_role("button", name="Start listening").click()
+    expect(live.locator("#live-transcript .final")).to_contain_text("fox", ignore_case=True,
+                                                                    timeout=120_000)
+    shot(live, "playground-live")
+    live.get_by_role("button", name="Stop", exact=True).click()
+    expect(live.locator("#live-status")).to_contain_text("Stored as capture", timeout=120_000)
+    capture = live.locator("#live-transcript").get_attribute("data-capture")
+    assert capture and capture.startswith("cap_"), capture
+    assert len(sockets) == 1 and "/console/playground/listen?csrf_token=" in sockets[0], sockets
+    kinds = [json.loads(f)["type"] for f in frames if isinstance(f, str)]
+    print("live panel messages:", kinds)
+    assert "interim" in kinds and kinds[-1] == "ended", kinds
+    settled = live.locator("#live-transcript").inner_text().lower()
+    assert "lazy dog" in settled, settled
+    live.goto(f"{BASE}/console/history")
+    stored = live.locator("#captures li").filter(
+        has=live.locator(f"form[action='/console/history/captures/{capture}/delete']"))
+    expect(stored).to_have_count(1)
+    expect(stored).to_contain_text("app")
+    context.close()
+    chromium.close()
+
+
 def test_the_console_pages_have_no_serious_accessibility_violations(page):
     """Issue 30: every page of the signed-in console passes axe-core (npm) in chromium with no
     serious or critical violation."""

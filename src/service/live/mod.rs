@@ -19,8 +19,10 @@
 //!   socket (TCP pushes back on the client). Nothing grows with a client that sends faster
 //!   than the recogniser keeps up.
 //! - **Ends**: the client's close, `live_idle_timeout_secs` without audio or keep-alive,
-//!   `live_max_session_secs` (of wall clock or of audio), shutdown. The finals become one
-//!   capture (segments and words on the session's clock) when any audio was received.
+//!   `live_max_session_secs` (of wall clock or of audio), shutdown, and for the app's free use
+//!   (an account without a plan, in the console) its free transcription minutes: the audio is
+//!   cut where they end. The finals become one capture (segments and words on the session's
+//!   clock, metered like a file transcription of its length) when any audio was received.
 
 pub mod utterances;
 
@@ -122,6 +124,20 @@ pub enum CloseReason {
     Shutdown,
     /// The recogniser failed.
     Failed,
+    /// The app's free use: this month's free transcription minutes ran out; the audio up to
+    /// them was transcribed and kept.
+    FreeMinutesUsed,
+}
+
+impl CloseReason {
+    /// The refusal a door shows for an ending that is one (the free minutes used up: 429
+    /// `quota_exhausted`, the same as a transcription refused at its start).
+    pub fn refusal(self) -> Option<ServiceError> {
+        match self {
+            CloseReason::FreeMinutesUsed => Some(transcription::free_minutes_used_up()),
+            _ => None,
+        }
+    }
 }
 
 /// The end of a session.
@@ -204,7 +220,8 @@ impl LiveEvents {
 }
 
 /// Opens a live session for `principal`: the transcription's requirement and places
-/// ([`transcription::take_place`]), a place among the process's live sessions (503 with
+/// ([`transcription::take_place`]; for the app's free use 429 `quota_exhausted` when less than
+/// a frame of its free minutes is left), a place among the process's live sessions (503 with
 /// `Retry-After` when all are taken), the options checked (400 naming the parameter), and the
 /// voice activity detector loaded. Everything a door must refuse before it upgrades.
 pub async fn open(
@@ -237,6 +254,14 @@ pub async fn open(
         .with_retry_after(5)
     })?;
     let place = transcription::take_place(core, principal).await?;
+    // Whole 16 kHz samples of the free minutes left (a place of the free use is one per account,
+    // so nothing else spends them while the session holds it); less than a frame is nothing.
+    let free_left = place
+        .free_left_ms
+        .map(|ms| u64::try_from(ms).unwrap_or(0) * u64::from(SAMPLE_RATE) / 1000);
+    if free_left.is_some_and(|left| left < FRAME as u64) {
+        return Err(transcription::free_minutes_used_up());
+    }
     let models_dir = settings.models_dir.clone();
     let vad = tokio::task::spawn_blocking(move || Vad::load(&models_dir))
         .await
@@ -254,6 +279,7 @@ pub async fn open(
         principal: principal.clone(),
         id: id.clone(),
         place,
+        free_left,
         _slot: slot,
         vad: Some(vad),
         decoder,
@@ -307,6 +333,8 @@ struct Session {
     principal: Principal,
     id: String,
     place: Place,
+    /// The app's free use: the session's audio may not pass this sample.
+    free_left: Option<u64>,
     _slot: Slot,
     /// Out while a batch of frames is on the blocking pool.
     vad: Option<Vad>,
@@ -363,6 +391,9 @@ impl Session {
                         if seconds(self.utterances.clock()) >= self.settings.max_session.as_secs_f64() {
                             break (CloseReason::MaxDuration, None);
                         }
+                        if self.free_minutes_spent() {
+                            break (CloseReason::FreeMinutesUsed, None);
+                        }
                     }
                     Some(LiveInput::KeepAlive) => {
                         idle_deadline = Instant::now() + self.settings.idle_timeout;
@@ -394,11 +425,23 @@ impl Session {
         let _ = tokio::time::timeout_at(until, self.events.send(event)).await;
     }
 
-    /// Decodes `bytes`, runs the detector over the whole frames and endpoints them.
+    /// Whether no whole frame fits in the free minutes left (never without a free allowance).
+    fn free_minutes_spent(&self) -> bool {
+        self.free_left
+            .is_some_and(|left| self.utterances.clock() + FRAME as u64 > left)
+    }
+
+    /// Decodes `bytes` (cut where the free minutes end), runs the detector over the whole
+    /// frames and endpoints them.
     async fn audio(&mut self, bytes: &[u8]) -> Result<(), ServiceError> {
         self.decoder.push(bytes, &mut self.pending).map_err(|e| {
             ServiceError::invalid("audio", format!("the audio cannot be decoded: {e}"))
         })?;
+        if let Some(left) = self.free_left {
+            let room = left.saturating_sub(self.utterances.clock());
+            self.pending
+                .truncate(usize::try_from(room).unwrap_or(usize::MAX));
+        }
         let whole = self.pending.len() / FRAME * FRAME;
         if whole == 0 {
             return Ok(());
