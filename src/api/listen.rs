@@ -166,13 +166,13 @@ fn parse_query(raw: Option<&str>) -> Result<Query, ApiError> {
         None => {
             return Err(ApiError::invalid(
                 "encoding",
-                "encoding is required on the live route (linear16 or mulaw): containerised audio is not supported",
+                "encoding is required on the live route (linear16, mulaw or alaw): containerised audio is not supported",
             ));
         }
     }
     query.options.sample_rate = sample_rate.unwrap_or(match query.options.encoding {
         LiveEncoding::Linear16 => 16_000,
-        LiveEncoding::Mulaw => 8_000,
+        LiveEncoding::Mulaw | LiveEncoding::Alaw => 8_000,
     });
     Ok(query)
 }
@@ -231,10 +231,11 @@ fn parse_params(raw: Option<&str>) -> Result<(Query, Option<LiveEncoding>, Optio
                 encoding = Some(match value {
                     "linear16" => LiveEncoding::Linear16,
                     "mulaw" => LiveEncoding::Mulaw,
+                    "alaw" => LiveEncoding::Alaw,
                     _ => {
                         return Err(ApiError::invalid(
                             "encoding",
-                            "encoding must be linear16 or mulaw on the live route",
+                            "encoding must be linear16, mulaw or alaw on the live route",
                         ));
                     }
                 })
