@@ -508,7 +508,7 @@ const MAX_KEYWORDS: usize = 100;
 const MAX_KEYWORD_CHARS: usize = 100;
 
 /// `languages`: the recogniser takes one language or detects among all it knows, so the first
-/// of the list is the language (docs/speech-text.md). With `language` too, `language` must be
+/// of the list is the language (docs/api.md). With `language` too, `language` must be
 /// one of the list.
 fn first_language<'a>(
     language: Option<&'a str>,
