@@ -106,7 +106,7 @@ fn mulaw_8k(samples: &[f32]) -> Vec<u8> {
             let magnitude = x.abs() + 0x84;
             let exponent = (0..8).rev().find(|e| magnitude >= 0x80 << e).unwrap_or(0);
             let mantissa = (magnitude >> (exponent + 3)) & 0x0f;
-            !(sign | (exponent << 4) as i32 | mantissa) as u8
+            !(sign | (exponent << 4) | mantissa) as u8
         })
         .collect()
 }
