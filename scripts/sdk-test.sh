@@ -2,17 +2,18 @@
 # OpenAI SDK compatibility test: starts the real `voiced serve` (embedded PostgreSQL in a
 # temporary data dir), sets up an account, key and voice with `voiced admin`, and runs the
 # official `openai` Python package against it (tests/sdk/test_openai_sdk.py, pytest): speech,
-# transcriptions (every response format, both granularities, the stream) and translations.
+# transcriptions (every response format, both granularities, the stream) and translations, and a
+# realtime transcription session (`client.realtime.connect`, its `realtime` extra: websockets).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 bin="${1:-$CARGO_TARGET_DIR/debug/voiced}"
 venv="$VOICED_CACHE/venv-sdk"
-if [ ! -x "$venv/bin/pytest" ] || ! "$venv/bin/python" -c 'import openai, soundfile, mutagen, webvtt, srt' 2>/dev/null; then
+if [ ! -x "$venv/bin/pytest" ] || ! "$venv/bin/python" -c 'import openai, soundfile, mutagen, webvtt, srt, websockets' 2>/dev/null; then
   python3 -m venv --clear "$venv"
   # soundfile (libsndfile) and mutagen: strict readers of the stored files' declared lengths.
   # webvtt-py and srt parse the captions of /v1/audio/transcriptions (issue 25).
-  "$venv/bin/python" -m pip install -q 'openai==3.51.0' 'pytest==9.2.0' \
+  "$venv/bin/python" -m pip install -q 'openai[realtime]==3.51.0' 'websockets==15.0.1' 'pytest==9.2.0' \
     'soundfile==0.13.1' 'cffi==2.0.0' 'numpy==2.4.6' 'mutagen==1.48.1' \
     'webvtt-py==0.6.0' 'srt==3.5.3'
 fi

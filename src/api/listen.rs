@@ -170,7 +170,7 @@ fn parse_query(raw: Option<&str>) -> Result<Query, ApiError> {
     }
     query.options.sample_rate = sample_rate.unwrap_or(match query.options.encoding {
         LiveEncoding::Linear16 => 16_000,
-        LiveEncoding::Mulaw => 8_000,
+        LiveEncoding::Mulaw | LiveEncoding::Alaw => 8_000,
         LiveEncoding::Container => 48_000,
     });
     Ok(query)
@@ -230,10 +230,11 @@ fn parse_params(raw: Option<&str>) -> Result<(Query, Option<LiveEncoding>, Optio
                 encoding = Some(match value {
                     "linear16" => LiveEncoding::Linear16,
                     "mulaw" => LiveEncoding::Mulaw,
+                    "alaw" => LiveEncoding::Alaw,
                     _ => {
                         return Err(ApiError::invalid(
                             "encoding",
-                            "encoding must be linear16 or mulaw on the live route",
+                            "encoding must be linear16, mulaw or alaw on the live route",
                         ));
                     }
                 })

@@ -12,6 +12,7 @@ pub mod openai_speech;
 pub mod openai_transcriptions;
 pub mod pronunciations;
 pub mod reads;
+pub mod realtime;
 pub mod speech;
 pub mod transcriptions;
 pub mod voices;
@@ -234,6 +235,8 @@ pub fn router(core: Core) -> (Router, utoipa::openapi::OpenApi) {
     let (api, document) = documented(v1);
     // Deepgram's live route has its own credential forms and counts as a write.
     let api = api.merge(listen::router(core.clone()));
+    // OpenAI's realtime transcription: the same core session, the same admission.
+    let api = api.merge(realtime::router(core.clone()));
     let spec_json = Arc::new(document.to_pretty_json().expect("OpenAPI serialises"));
     let router = api
         .route(

@@ -71,6 +71,16 @@ pub struct OpenAiTranscriptionForm {
     /// `true`: a `text/event-stream` of `transcript.text.delta` events, one a segment as it is
     /// decoded, then one `transcript.text.done` (with `json` or `text` only).
     stream: Option<bool>,
+    /// ISO 639-1 codes (repeated `languages[]` fields): the recogniser takes the first as
+    /// `language` (it cannot restrict detection to a list); with `language` too, `language`
+    /// must be one of them.
+    #[schema(rename = "languages[]")]
+    languages: Option<Vec<String>>,
+    /// Names and terms (repeated `keywords[]` fields, at most 100 of at most 100 characters):
+    /// joined with commas after `prompt` to prime the recogniser; the whole prompt at most 2000
+    /// characters.
+    #[schema(rename = "keywords[]")]
+    keywords: Option<Vec<String>>,
 }
 
 /// Request form of `POST /v1/audio/translations` (for the document).
@@ -335,6 +345,8 @@ async fn read_form(
     let mut temperature: Option<String> = None;
     let mut granularities: Vec<String> = Vec::new();
     let mut stream: Option<String> = None;
+    let mut languages: Vec<String> = Vec::new();
+    let mut keywords: Vec<String> = Vec::new();
     while let Some(field) = multipart.next_field().await.map_err(unreadable)? {
         let name = field.name().unwrap_or_default().to_owned();
         let translate = task == Task::Translate;
@@ -354,6 +366,18 @@ async fn read_form(
                 granularities.push(text(field, &name).await?);
             }
             "stream" if !translate => stream = Some(text(field, &name).await?),
+            "languages[]" | "languages" if !translate => {
+                languages.push(text(field, &name).await?);
+            }
+            "keywords[]" | "keywords" if !translate => {
+                keywords.push(text(field, &name).await?);
+                if keywords.len() > MAX_KEYWORDS {
+                    return Err(ApiError::invalid(
+                        "keywords",
+                        format!("at most {MAX_KEYWORDS} keywords"),
+                    ));
+                }
+            }
             "include[]" | "include" if !translate => {
                 let value = text(field, &name).await?;
                 return Err(ApiError::invalid(
@@ -379,7 +403,7 @@ async fn read_form(
                         if translate {
                             ""
                         } else {
-                            ", timestamp_granularities[], stream"
+                            ", timestamp_granularities[], stream, languages[], keywords[]"
                         }
                     ),
                 ));
@@ -465,6 +489,8 @@ async fn read_form(
         ),
     };
     let language = language.as_deref().map(str::trim).filter(|l| !l.is_empty());
+    let language = first_language(language, &languages)?;
+    let prompt = with_keywords(prompt, &keywords)?;
     let options =
         RecognitionOptions::new(language, task, prompt.as_deref(), temperature, timestamps)
             .map_err(|e| ApiError::invalid(e.param, e.message))?;
@@ -477,8 +503,81 @@ async fn read_form(
     })
 }
 
+/// Keywords a request may send (each at most [`MAX_KEYWORD_CHARS`]).
+const MAX_KEYWORDS: usize = 100;
+const MAX_KEYWORD_CHARS: usize = 100;
+
+/// `languages`: the recogniser takes one language or detects among all it knows, so the first
+/// of the list is the language (docs/api.md). With `language` too, `language` must be
+/// one of the list.
+fn first_language<'a>(
+    language: Option<&'a str>,
+    languages: &'a [String],
+) -> Result<Option<&'a str>, ApiError> {
+    let listed: Vec<&str> = languages
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    if let Some(unknown) = listed
+        .iter()
+        .find(|l| !crate::domain::LANGUAGES.contains(l))
+    {
+        return Err(ApiError::invalid(
+            "languages[]",
+            format!(
+                "language {unknown:?} is not a language the recogniser knows: use ISO 639-1 \
+                 codes in lower case, e.g. en, de, fr"
+            ),
+        ));
+    }
+    match (language, listed.first()) {
+        (language, None) => Ok(language),
+        (None, Some(first)) => Ok(Some(first)),
+        (Some(language), Some(_)) if listed.contains(&language) => Ok(Some(language)),
+        (Some(_), Some(_)) => Err(ApiError::invalid(
+            "languages[]",
+            "language must be one of languages[] when both are sent",
+        )),
+    }
+}
+
+/// `keywords`: joined with commas after the prompt (Whisper spells names and terms it was
+/// primed with); the whole prompt stays within the recogniser's limit (400 naming `keywords`).
+fn with_keywords(prompt: Option<String>, keywords: &[String]) -> Result<Option<String>, ApiError> {
+    let words: Vec<&str> = keywords
+        .iter()
+        .map(|k| k.trim())
+        .filter(|k| !k.is_empty())
+        .collect();
+    if words.is_empty() {
+        return Ok(prompt);
+    }
+    if let Some(long) = words.iter().find(|k| k.chars().count() > MAX_KEYWORD_CHARS) {
+        return Err(ApiError::invalid(
+            "keywords",
+            format!("keyword {long:?} is longer than {MAX_KEYWORD_CHARS} characters"),
+        ));
+    }
+    let joined = words.join(", ");
+    let prompt = match prompt.as_deref().map(str::trim) {
+        None | Some("") => joined,
+        Some(p) => format!("{p} {joined}"),
+    };
+    if prompt.chars().count() > crate::domain::MAX_PROMPT_CHARS {
+        return Err(ApiError::invalid(
+            "keywords",
+            format!(
+                "the prompt with its keywords is longer than {} characters",
+                crate::domain::MAX_PROMPT_CHARS
+            ),
+        ));
+    }
+    Ok(Some(prompt))
+}
+
 /// The OpenAI model names, or the installed recogniser's own id; anything else is refused.
-fn check_model(model: Option<&str>, installed: &str) -> Result<(), ApiError> {
+pub(crate) fn check_model(model: Option<&str>, installed: &str) -> Result<(), ApiError> {
     match model.map(str::trim) {
         None | Some("") => Err(ApiError::invalid("model", "model is required")),
         Some(m) if OPENAI_MODELS.contains(&m) || m == installed => Ok(()),

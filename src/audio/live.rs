@@ -1,5 +1,5 @@
-//! Audio as a live session receives it, a message at a time: 16-bit little-endian PCM or
-//! G.711 μ-law, mono, at the rate the client named, or Opus in Ogg or WebM (the container says
+//! Audio as a live session receives it, a message at a time: 16-bit little-endian PCM, G.711
+//! μ-law or A-law, mono, at the rate the client named, or Opus in Ogg or WebM (the container says
 //! its rate; [`super::live_container`]), turned into the 16 kHz `f32` the voice activity
 //! detector and the recogniser take. Resampled once, as it arrives (the converter keeps only its
 //! filter's history); a sample split across two messages is carried to the next.
@@ -18,6 +18,8 @@ pub enum LiveEncoding {
     Mulaw,
     /// Opus in Ogg or WebM, told apart by the first bytes; the named rate is not used.
     Container,
+    /// G.711 A-law, one byte a sample.
+    Alaw,
 }
 
 /// One session's decoder: bytes in, 16 kHz mono samples out.
@@ -57,6 +59,9 @@ impl LiveDecoder {
             LiveEncoding::Mulaw => self
                 .scratch
                 .extend(bytes.iter().map(|&b| f32::from(mulaw(b)) / 32768.0)),
+            LiveEncoding::Alaw => self
+                .scratch
+                .extend(bytes.iter().map(|&b| f32::from(alaw(b)) / 32768.0)),
             LiveEncoding::Linear16 => {
                 let mut rest = bytes;
                 if let Some(first) = self.carry
@@ -95,6 +100,19 @@ fn mulaw(byte: u8) -> i16 {
     value as i16
 }
 
+/// G.711 A-law → 16-bit linear (the even bits are inverted on the wire).
+fn alaw(byte: u8) -> i16 {
+    let a = byte ^ 0x55;
+    let exponent = i32::from((a >> 4) & 0x07);
+    let mantissa = i32::from(a & 0x0f);
+    let magnitude = match exponent {
+        0 => (mantissa << 4) + 8,
+        e => ((mantissa << 4) + 0x108) << (e - 1),
+    };
+    let value = if a & 0x80 != 0 { magnitude } else { -magnitude };
+    value as i16
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,6 +125,49 @@ mod tests {
         assert_eq!(mulaw(0x80), 32124);
         assert_eq!(mulaw(0x00), -32124);
         assert_eq!(mulaw(0xF0), 120);
+    }
+
+    #[test]
+    fn alaw_decodes_the_g711_table() {
+        // ITU-T G.711 A-law: 0xD5 and 0x55 are the smallest steps (±8), 0xAA and 0x2A the
+        // extremes (±32256); the sign bit set is positive.
+        assert_eq!(alaw(0xD5), 8);
+        assert_eq!(alaw(0x55), -8);
+        assert_eq!(alaw(0xAA), 32256);
+        assert_eq!(alaw(0x2A), -32256);
+        // Segment 1, mantissa 0: 0x80|0x10 inverted = 0xC5 → 264.
+        assert_eq!(alaw(0xC5), 264);
+        // Monotonic over the positive half, as decoded: every code a distinct level.
+        let mut levels: Vec<i16> = (0u8..=255)
+            .filter(|b| (b ^ 0x55) & 0x80 != 0)
+            .map(alaw)
+            .collect();
+        levels.sort_unstable();
+        levels.dedup();
+        assert_eq!(levels.len(), 128);
+    }
+
+    #[test]
+    fn alaw_at_eight_kilohertz_becomes_sixteen_and_keeps_a_tone() {
+        // A 440 Hz tone encoded to A-law by the inverse of the table, decoded back.
+        let encode = |x: i16| -> u8 {
+            (0u8..=255)
+                .min_by_key(|&b| (i32::from(alaw(b)) - i32::from(x)).abs())
+                .unwrap()
+        };
+        let tone: Vec<u8> = (0..8_000)
+            .map(|n| {
+                let t = f64::from(n) / 8_000.0;
+                encode((16_000.0 * (2.0 * std::f64::consts::PI * 440.0 * t).sin()) as i16)
+            })
+            .collect();
+        let mut decoder = LiveDecoder::new(LiveEncoding::Alaw, 8_000).unwrap();
+        let mut out = Vec::new();
+        decoder.push(&tone, &mut out);
+        decoder.finish(&mut out);
+        assert_eq!(out.len(), 16_000);
+        let peak = out.iter().fold(0f32, |m, s| m.max(s.abs()));
+        assert!((peak - 16_000.0 / 32768.0).abs() < 0.03, "{peak}");
     }
 
     #[test]

@@ -255,7 +255,7 @@ fn problem_document(error: &ApiError, links: &ErrorLinks, path: &str) -> Value {
 pub fn speaks_openai(path: &str) -> bool {
     matches!(
         path,
-        "/v1/audio/speech" | "/v1/audio/transcriptions" | "/v1/audio/translations"
+        "/v1/audio/speech" | "/v1/audio/transcriptions" | "/v1/audio/translations" | "/v1/realtime"
     )
 }
 

@@ -23,6 +23,7 @@ mod openai_speech;
 mod openai_transcriptions;
 mod playground;
 mod pronunciations;
+mod realtime;
 mod roundtrip;
 mod security;
 mod speech;

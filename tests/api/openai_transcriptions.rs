@@ -515,3 +515,99 @@ async fn an_oversized_file_is_413() {
     assert_eq!(captures(&app).await, 0);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn languages_take_the_first_and_keywords_join_the_prompt() {
+    let app = TestApp::start().await;
+    let (_, secret) = app.pro_user().await;
+    let path = "/v1/audio/transcriptions";
+    let german = std::fs::read(asr::espeak_wav(
+        "de",
+        "Guten Morgen, heute ist das Wetter schön und wir gehen in den Park.",
+    ))
+    .unwrap();
+    // The first language of the list is the recogniser's language, whatever the audio.
+    for (first, second) in [("de", "en"), ("en", "de")] {
+        let fields = [
+            ("model", "gpt-4o-transcribe"),
+            ("response_format", "verbose_json"),
+            ("languages[]", first),
+            ("languages[]", second),
+        ];
+        let (status, body) = json(post(&app, path, &secret, &fields, Some(&german)).await).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["language"], first, "{body}");
+    }
+    // Keywords prime the recogniser with the prompt; the transcript is still the clip's.
+    let wav = std::fs::read(asr::beckett_wav()).unwrap();
+    let fields = [
+        ("model", "gpt-4o-transcribe"),
+        ("prompt", "Samuel Beckett, Worstward Ho."),
+        ("keywords[]", "Beckett"),
+        ("keywords[]", "fail better"),
+    ];
+    let (status, body) = json(post(&app, path, &secret, &fields, Some(&wav)).await).await;
+    assert_eq!(status, 200, "{body}");
+    let text = body["text"].as_str().unwrap();
+    assert!(
+        asr::wer(
+            "Ever tried. Ever failed. No matter. Try again. Fail again. Fail better.",
+            text
+        ) <= 0.1,
+        "{text}"
+    );
+    // Bounds and conflicts, each refused by name before anything is stored.
+    let before = captures(&app).await;
+    let long = "k".repeat(101);
+    let prompt = "p".repeat(1995);
+    let many: Vec<(&str, &str)> = std::iter::once(("model", "whisper-1"))
+        .chain(std::iter::repeat_n(("keywords[]", "word"), 101))
+        .collect();
+    for (fields, param) in [
+        (
+            vec![("model", "whisper-1"), ("languages[]", "klingon")],
+            "languages[]",
+        ),
+        (
+            vec![
+                ("model", "whisper-1"),
+                ("language", "fr"),
+                ("languages[]", "de"),
+            ],
+            "languages[]",
+        ),
+        (
+            vec![("model", "whisper-1"), ("keywords[]", long.as_str())],
+            "keywords",
+        ),
+        (
+            vec![
+                ("model", "whisper-1"),
+                ("prompt", prompt.as_str()),
+                ("keywords[]", "Beckett"),
+            ],
+            "keywords",
+        ),
+        (many, "keywords"),
+    ] {
+        let (status, body) = json(post(&app, path, &secret, &fields, Some(&wav)).await).await;
+        assert_eq!(status, 400, "{param}: {body}");
+        assert_envelope(&body, "invalid_request", Some(param));
+    }
+    // On translations the lists are not fields at all.
+    let (status, body) = json(
+        post(
+            &app,
+            "/v1/audio/translations",
+            &secret,
+            &[("model", "whisper-1"), ("keywords[]", "Beckett")],
+            Some(&wav),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_envelope(&body, "invalid_request", Some("keywords[]"));
+    assert_eq!(captures(&app).await, before);
+    app.stop().await;
+}

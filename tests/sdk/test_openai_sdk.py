@@ -322,3 +322,67 @@ def test_transcription_refusals_name_the_field(spoken_wav, extra, param):
         client.audio.transcriptions.create(file=f, **args)
     assert caught.value.code == "invalid_request"
     assert caught.value.param == param
+
+
+# --- Realtime transcription (issue 38): `client.realtime.connect` with intent=transcription. ---
+
+
+def test_realtime_transcription_session_matches_the_batch_transcript(spoken_wav):
+    import base64
+    import difflib
+
+    with spoken_wav.open("rb") as f:
+        batch = client.audio.transcriptions.create(model="gpt-4o-transcribe", file=f).text
+    with wave.open(str(spoken_wav)) as w:
+        assert w.getnchannels() == 1 and w.getsampwidth() == 2
+        rate = w.getframerate()
+        audio = w.readframes(w.getnframes()) + b"\0\0" * rate  # and a second of silence
+    events = []
+    with client.realtime.connect(
+        model="gpt-4o-mini-transcribe", extra_query={"intent": "transcription"}
+    ) as connection:
+        connection.session.update(
+            session={
+                "type": "transcription",
+                "audio": {
+                    "input": {
+                        "format": {"type": "audio/pcm", "rate": rate},
+                        "transcription": {"model": "gpt-4o-mini-transcribe", "language": "en"},
+                        "turn_detection": {
+                            "type": "server_vad",
+                            "threshold": 0.5,
+                            "prefix_padding_ms": 300,
+                            "silence_duration_ms": 500,
+                        },
+                    }
+                },
+            }
+        )
+        step = rate // 10 * 2  # 100 ms of 16-bit samples
+        for i in range(0, len(audio), step):
+            connection.input_audio_buffer.append(audio=base64.b64encode(audio[i : i + step]).decode())
+        # Two commits: the second has nothing open, and its error comes after every final.
+        connection.input_audio_buffer.commit()
+        connection.input_audio_buffer.commit()
+        for event in connection:
+            events.append(event)
+            if event.type == "error":
+                assert event.error.code == "input_audio_buffer_commit_empty", event
+                break
+    kinds = [e.type for e in events]
+    assert kinds[0] == "session.created" and "session.updated" in kinds, kinds
+    assert "input_audio_buffer.speech_started" in kinds, kinds
+    completed = [e for e in events if e.type == "conversation.item.input_audio_transcription.completed"]
+    assert completed, kinds
+    committed = {e.item_id for e in events if e.type == "input_audio_buffer.committed"}
+    for done in completed:
+        assert done.item_id in committed
+        sent = "".join(
+            e.delta for e in events
+            if e.type == "conversation.item.input_audio_transcription.delta" and e.item_id == done.item_id
+        )
+        # Deltas only append: they spell the start of the item's transcript.
+        assert words_of(done.transcript)[: len(words_of(sent))] == words_of(sent), (sent, done.transcript)
+    streamed = " ".join(e.transcript for e in completed)
+    similarity = difflib.SequenceMatcher(None, words_of(batch), words_of(streamed)).ratio()
+    assert similarity >= 0.8, (streamed, batch)

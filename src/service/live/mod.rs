@@ -1,6 +1,8 @@
 //! Live transcription: a session the core owns, fed audio a message at a time, answering with
 //! speech events, interim hypotheses and finals; every door's live dialect (Deepgram's
-//! `/v1/listen` today) translates its frames into [`LiveInput`]s and [`LiveEvent`]s into its own.
+//! `/v1/listen`, OpenAI's `/v1/realtime`) translates its frames into [`LiveInput`]s and
+//! [`LiveEvent`]s into its own. A dialect that configures its session after it opened (OpenAI's
+//! `session.update`) sends a checked [`Tuning`].
 //!
 //! The pipeline: bytes → [`crate::audio::LiveDecoder`] (16 kHz, resampled once) → Silero VAD
 //! (`engines::vad`, 512-sample frames, on the blocking pool) → [`utterances::Utterances`]
@@ -94,8 +96,99 @@ pub enum LiveInput {
     KeepAlive,
     /// End the open utterance now.
     Finalize,
+    /// Drop the open utterance's audio without a final (OpenAI's `input_audio_buffer.clear`).
+    Clear,
+    /// New settings for the session from now on ([`Tuning::check`]).
+    Tune(Tuned),
     /// No more audio: finish, store, end.
     Close,
+}
+
+/// New settings for a running session: its audio format, endpointing, detection and the
+/// recogniser's language and prompt. Every field replaces the session's.
+#[derive(Debug, Clone)]
+pub struct Tuning {
+    pub encoding: LiveEncoding,
+    pub sample_rate: u32,
+    /// As [`LiveOptions::endpointing`] (raised to [`MIN_ENDPOINTING`]; at most 60 s).
+    pub endpointing: Option<Duration>,
+    /// The speech probability that starts an utterance (0 to 1); `None`: the detector's own.
+    pub threshold: Option<f32>,
+    /// Audio kept before the first speech frame (at most
+    /// [`utterances::MAX_PRE_ROLL`]); `None`: [`utterances::PRE_ROLL`].
+    pub pre_roll: Option<Duration>,
+    /// ISO 639-1; detected when `None`.
+    pub language: Option<String>,
+    pub prompt: Option<String>,
+}
+
+/// A [`Tuning`] that passed [`Tuning::check`].
+#[derive(Debug, Clone)]
+pub struct Tuned {
+    encoding: LiveEncoding,
+    sample_rate: u32,
+    endpointing: Option<Duration>,
+    threshold: f32,
+    pre_roll: Duration,
+    recognition: RecognitionOptions,
+}
+
+/// The longest endpointing a session takes.
+pub const MAX_ENDPOINTING: Duration = Duration::from_secs(60);
+
+impl Tuning {
+    /// Checks the settings as [`open`] checks its options: 400 naming `sample_rate`,
+    /// `endpointing`, `threshold`, `pre_roll`, `language` or `prompt`.
+    pub fn check(self) -> Result<Tuned, ServiceError> {
+        LiveDecoder::new(self.encoding, self.sample_rate).map_err(|_| {
+            ServiceError::invalid(
+                "sample_rate",
+                "sample_rate must be between 8000 and 384000 Hz",
+            )
+        })?;
+        if self.endpointing.is_some_and(|d| d > MAX_ENDPOINTING) {
+            return Err(ServiceError::invalid(
+                "endpointing",
+                "the silence that ends an utterance is at most 60000 ms",
+            ));
+        }
+        let threshold = match self.threshold {
+            None => crate::engines::vad::THRESHOLD,
+            Some(t) if (0.0..=1.0).contains(&t) => t,
+            Some(_) => {
+                return Err(ServiceError::invalid(
+                    "threshold",
+                    "threshold must be a number from 0 to 1",
+                ));
+            }
+        };
+        let pre_roll = match self.pre_roll {
+            None => utterances::PRE_ROLL,
+            Some(d) if d <= utterances::MAX_PRE_ROLL => d,
+            Some(_) => {
+                return Err(ServiceError::invalid(
+                    "pre_roll",
+                    "the audio kept before speech is at most 1000 ms",
+                ));
+            }
+        };
+        let recognition = RecognitionOptions::new(
+            self.language.as_deref(),
+            Task::Transcribe,
+            self.prompt.as_deref(),
+            None,
+            Timestamps::Word,
+        )
+        .map_err(|e| ServiceError::invalid(e.param, e.message))?;
+        Ok(Tuned {
+            encoding: self.encoding,
+            sample_rate: self.sample_rate,
+            endpointing: self.endpointing.map(|d| d.max(MIN_ENDPOINTING)),
+            threshold,
+            pre_roll,
+            recognition,
+        })
+    }
 }
 
 /// A hypothesis of one utterance, on the session's clock (seconds from its first sample).
@@ -283,6 +376,7 @@ pub async fn open(
         _slot: slot,
         vad: Some(vad),
         decoder,
+        format: (options.encoding, options.sample_rate),
         utterances: Utterances::new(endpointing),
         pending: Vec::new(),
         recognition,
@@ -339,6 +433,8 @@ struct Session {
     /// Out while a batch of frames is on the blocking pool.
     vad: Option<Vad>,
     decoder: LiveDecoder,
+    /// The decoder's encoding and rate.
+    format: (LiveEncoding, u32),
     utterances: Utterances,
     /// Decoded audio not yet a whole frame.
     pending: Vec<f32>,
@@ -402,6 +498,14 @@ impl Session {
                         idle_deadline = Instant::now() + self.settings.idle_timeout;
                         self.finalize(EndReason::Finalize);
                         self.next_job();
+                    }
+                    Some(LiveInput::Clear) => {
+                        idle_deadline = Instant::now() + self.settings.idle_timeout;
+                        self.clear();
+                    }
+                    Some(LiveInput::Tune(tuned)) => {
+                        idle_deadline = Instant::now() + self.settings.idle_timeout;
+                        self.tune(tuned);
                     }
                     Some(LiveInput::Close) | None => break (CloseReason::Client, None),
                 },
@@ -494,6 +598,30 @@ impl Session {
         }
         self.next_job();
         Ok(())
+    }
+
+    /// Clear: the open utterance's audio is dropped; an interim of it still running is not
+    /// sent (it is of an older utterance now).
+    fn clear(&mut self) {
+        self.utterances.clear();
+        self.utterance_seq += 1;
+        self.interim_mark = 0;
+    }
+
+    /// New settings from now on; audio already decoded keeps its place on the clock.
+    fn tune(&mut self, tuned: Tuned) {
+        let format = (tuned.encoding, tuned.sample_rate);
+        if format != self.format
+            && let Ok(decoder) = LiveDecoder::new(tuned.encoding, tuned.sample_rate)
+        {
+            self.decoder.finish(&mut self.pending);
+            self.decoder = decoder;
+            self.format = format;
+        }
+        self.utterances.set_endpointing(tuned.endpointing);
+        self.utterances
+            .set_detection(tuned.threshold, tuned.pre_roll);
+        self.recognition = tuned.recognition;
     }
 
     fn wait_final(&mut self, utterance: Utterance) {

@@ -24,6 +24,8 @@ pub const MAX_UTTERANCE: Duration = Duration::from_secs(30);
 pub const MIN_SPEECH: Duration = Duration::from_millis(160);
 /// Inside speech, a frame is silence below the threshold less this.
 const HYSTERESIS: f32 = 0.15;
+/// The longest pre-roll a session may ask for.
+pub const MAX_PRE_ROLL: Duration = Duration::from_secs(1);
 
 /// Why an utterance ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +101,10 @@ pub struct Utterances {
     clock: u64,
     /// The last [`PRE_ROLL`] of audio outside speech.
     pre_roll: std::collections::VecDeque<f32>,
+    /// Samples of pre-roll kept ([`PRE_ROLL`] unless the session asked otherwise).
+    pre_roll_len: usize,
+    /// The speech probability that starts an utterance ([`THRESHOLD`] unless asked otherwise).
+    threshold: f32,
     open: Option<Open>,
     /// The utterance just ended, until [`Self::take_ended`].
     ended: Option<Utterance>,
@@ -115,9 +121,33 @@ impl Utterances {
             endpoint_frames: endpointing.map(|d| samples_of(d).div_ceil(FRAME).max(1)),
             clock: 0,
             pre_roll: std::collections::VecDeque::with_capacity(samples_of(PRE_ROLL)),
+            pre_roll_len: samples_of(PRE_ROLL),
+            threshold: THRESHOLD,
             open: None,
             ended: None,
         }
+    }
+
+    /// Changes the endpointing of the utterances to come (and of the open one).
+    pub fn set_endpointing(&mut self, endpointing: Option<Duration>) {
+        self.endpoint_frames = endpointing.map(|d| samples_of(d).div_ceil(FRAME).max(1));
+    }
+
+    /// Changes the speech threshold (0 to 1; inside speech a frame is silence below it less
+    /// the hysteresis) and the pre-roll (at most [`MAX_PRE_ROLL`]).
+    pub fn set_detection(&mut self, threshold: f32, pre_roll: Duration) {
+        self.threshold = threshold.clamp(0.0, 1.0);
+        self.pre_roll_len = samples_of(pre_roll.min(MAX_PRE_ROLL));
+        while self.pre_roll.len() > self.pre_roll_len {
+            self.pre_roll.pop_front();
+        }
+    }
+
+    /// Drops the open utterance and the pre-roll without ending anything (a client's clear).
+    /// The clock runs on.
+    pub fn clear(&mut self) {
+        self.open = None;
+        self.pre_roll.clear();
     }
 
     /// Samples seen so far.
@@ -140,7 +170,7 @@ impl Utterances {
         let frame_start = self.clock;
         self.clock += frame.len() as u64;
         let Some(open) = &mut self.open else {
-            if probability >= THRESHOLD {
+            if probability >= self.threshold {
                 let mut samples = Vec::with_capacity(samples_of(Duration::from_secs(4)));
                 samples.extend(self.pre_roll.drain(..));
                 let start_sample = frame_start - samples.len() as u64;
@@ -156,7 +186,7 @@ impl Utterances {
                     at_sample: frame_start,
                 });
             }
-            let keep = samples_of(PRE_ROLL);
+            let keep = self.pre_roll_len;
             self.pre_roll.extend(frame.iter().copied());
             while self.pre_roll.len() > keep {
                 self.pre_roll.pop_front();
@@ -164,7 +194,7 @@ impl Utterances {
             return None;
         };
         open.samples.extend_from_slice(frame);
-        if probability >= THRESHOLD - HYSTERESIS {
+        if probability >= self.threshold - HYSTERESIS {
             open.speech_frames += 1;
             open.silence_frames = 0;
             open.speech_end_sample = self.clock;
@@ -309,6 +339,48 @@ mod tests {
         assert!(parts.len <= samples_of(MAX_UTTERANCE));
         let closed = u.take_ended().unwrap();
         assert_eq!(closed.reason, EndReason::MaxLength);
+    }
+
+    #[test]
+    fn the_threshold_pre_roll_endpointing_and_clear_are_the_sessions() {
+        let mut u = Utterances::new(Some(Duration::from_millis(500)));
+        u.set_detection(0.8, Duration::from_millis(64));
+        // 0.7 no longer starts speech; 0.9 does, with 64 ms (2 frames) of pre-roll.
+        assert!(feed(&mut u, &frames(10, 0.7)).is_empty());
+        let marks = feed(&mut u, &[0.9]);
+        assert_eq!(
+            marks,
+            vec![Mark::SpeechStarted {
+                at_sample: 10 * 512
+            }]
+        );
+        assert_eq!(u.open_audio().unwrap().0, 8 * 512);
+        // Inside speech 0.6 is still speech (above 0.8 − 0.15), 0.5 is silence.
+        assert!(feed(&mut u, &frames(20, 0.66)).is_empty());
+        u.set_endpointing(Some(Duration::from_millis(64)));
+        let marks = feed(&mut u, &[0.5, 0.5]);
+        assert!(
+            matches!(
+                marks.as_slice(),
+                [Mark::Ended {
+                    utterance: Some(_),
+                    ..
+                }]
+            ),
+            "{marks:?}"
+        );
+        u.take_ended().unwrap();
+        // Clear drops what is open; the clock runs on and nothing ends.
+        feed(&mut u, &frames(3, 0.9));
+        assert!(u.in_speech());
+        let clock = u.clock();
+        u.clear();
+        assert!(!u.in_speech());
+        assert_eq!(u.clock(), clock);
+        assert!(u.close(EndReason::Finalize).is_none());
+        // After a clear the pre-roll starts empty.
+        feed(&mut u, &[0.9]);
+        assert_eq!(u.open_audio().unwrap().1.len(), 512);
     }
 
     #[test]

@@ -642,10 +642,22 @@ export interface components {
              */
             file: string;
             /**
+             * @description Names and terms (repeated `keywords[]` fields, at most 100 of at most 100 characters):
+             *     joined with commas after `prompt` to prime the recogniser; the whole prompt at most 2000
+             *     characters.
+             */
+            "keywords[]"?: string[] | null;
+            /**
              * @description ISO 639-1 code of the language spoken (detected when absent).
              * @example en
              */
             language?: string | null;
+            /**
+             * @description ISO 639-1 codes (repeated `languages[]` fields): the recogniser takes the first as
+             *     `language` (it cannot restrict detection to a list); with `language` too, `language`
+             *     must be one of them.
+             */
+            "languages[]"?: string[] | null;
             /**
              * @description `whisper-1`, `gpt-4o-transcribe`, `gpt-4o-mini-transcribe` or `gpt-transcribe` select the
              *     configured recogniser; so does its own id (`whisper-base` or `whisper-tiny.en`).
