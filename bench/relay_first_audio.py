@@ -23,8 +23,8 @@ Run: python3 bench/relay_first_audio.py [--rounds 20] [--format wav] [--bin PATH
 
 The compose layout (compose.yaml: serve + worker + PostgreSQL + Redis as containers) is measured
 the same way with --compose BASE_ONE,BASE_ACROSS: two running deployments' base URLs (one
-without Redis and with workers in serve, one scaled) and --key KEY valid on both, with a voice
-named "bench"; the script then starts nothing.
+without Redis and with workers in serve, one scaled) and --keys KEY_ONE,KEY_ACROSS (a key of
+each, each account with a voice named "bench"); the script then starts nothing.
 """
 
 import argparse
@@ -103,8 +103,9 @@ class Postgres:
 
     def create(self, name: str) -> str:
         admin = f"{self.base}/postgres{self.query}"
-        subprocess.run(["psql", admin, "-qc", f"DROP DATABASE IF EXISTS {name}"], check=True)
-        subprocess.run(["psql", admin, "-qc", f"CREATE DATABASE {name}"], check=True)
+        quiet = dict(os.environ, PGOPTIONS="-c client_min_messages=warning")
+        for statement in (f"DROP DATABASE IF EXISTS {name}", f"CREATE DATABASE {name}"):
+            subprocess.run(["psql", admin, "-qc", statement], check=True, env=quiet)
         return f"{self.base}/{name}{self.query}"
 
     def stop(self):
@@ -194,7 +195,7 @@ def main():
     parser.add_argument("--bin", default=os.environ.get("VOICED_BIN", str(BIN)))
     parser.add_argument("--database-url")
     parser.add_argument("--compose", help="BASE_ONE,BASE_ACROSS of running deployments")
-    parser.add_argument("--key", help="an API key valid on both --compose deployments")
+    parser.add_argument("--keys", help="KEY_ONE,KEY_ACROSS: an API key of each --compose deployment")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="relay-bench."))
@@ -204,7 +205,8 @@ def main():
     try:
         if args.compose:
             one, across = args.compose.split(",")
-            layouts = [Remote("one process", one, args.key), Remote("across processes", across, args.key)]
+            key_one, key_across = args.keys.split(",")
+            layouts = [Remote("one", one, key_one), Remote("across", across, key_across)]
         else:
             assert Path(args.bin).exists(), f"build first: cargo build --release --bin voiced ({args.bin})"
             pg = Postgres(work, args.database_url)

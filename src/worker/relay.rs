@@ -606,3 +606,145 @@ fn text(value: Value) -> Option<String> {
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inbox() -> Inbox {
+        // Only the URL is checked: nothing here talks to Redis.
+        Relay::open("redis://127.0.0.1:1", Duration::from_secs(2))
+            .unwrap()
+            .subscribe("gen_1")
+    }
+
+    fn start(attempt: &str) -> Entry {
+        Entry::Start {
+            attempt: attempt.into(),
+            content_type: format!("audio/{attempt}"),
+        }
+    }
+
+    fn chunk(attempt: &str, number: u64) -> Entry {
+        Entry::Chunk {
+            attempt: attempt.into(),
+            number,
+            chunk: AudioChunk {
+                bytes: Bytes::from(format!("{attempt}{number}")),
+                end_ms: 100 * (number + 1),
+            },
+        }
+    }
+
+    fn bytes(event: Option<StreamEvent>) -> String {
+        match event {
+            Some(StreamEvent::Chunk(c)) => String::from_utf8(c.bytes.to_vec()).unwrap(),
+            other => panic!("a chunk expected, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_subscriber_without_audio_yet_follows_the_newest_attempt() {
+        let mut inbox = inbox();
+        assert_eq!(inbox.take(start("a")), None);
+        // The first attempt ended before any chunk; the second takes over.
+        assert_eq!(
+            inbox.take(Entry::End {
+                attempt: "a".into(),
+                end: StreamEnd::Broken
+            }),
+            Some(StreamEvent::End(StreamEnd::Broken))
+        );
+        let mut inbox = self::inbox();
+        assert_eq!(inbox.take(start("a")), None);
+        assert_eq!(inbox.take(start("b")), None);
+        assert_eq!(inbox.content_type().as_deref(), Some("audio/b"));
+        // A late chunk of the first attempt (a worker that lost its lease) is not this audio.
+        assert_eq!(inbox.take(chunk("a", 0)), None);
+        assert_eq!(bytes(inbox.take(chunk("b", 0))), "b0");
+        assert_eq!(bytes(inbox.take(chunk("b", 1))), "b1");
+        assert_eq!(
+            inbox.take(Entry::End {
+                attempt: "b".into(),
+                end: StreamEnd::Completed
+            }),
+            Some(StreamEvent::End(StreamEnd::Completed))
+        );
+    }
+
+    #[test]
+    fn a_new_attempt_after_audio_or_a_gap_ends_the_stream_broken() {
+        let mut inbox = inbox();
+        inbox.take(start("a"));
+        assert_eq!(bytes(inbox.take(chunk("a", 0))), "a0");
+        assert_eq!(
+            inbox.take(start("b")),
+            Some(StreamEvent::End(StreamEnd::Broken))
+        );
+        assert_eq!(inbox.ended, Some(StreamEnd::Broken));
+
+        let mut inbox = self::inbox();
+        inbox.take(start("a"));
+        assert_eq!(bytes(inbox.take(chunk("a", 0))), "a0");
+        // Chunk 1 was trimmed away under this reader.
+        assert_eq!(
+            inbox.take(chunk("a", 2)),
+            Some(StreamEvent::End(StreamEnd::Broken))
+        );
+    }
+
+    #[test]
+    fn entries_parse_from_xread_answers() {
+        let field = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let reply = Value::Array(vec![Value::Array(vec![
+            field("voiced:audio:gen_1"),
+            Value::Array(vec![
+                Value::Array(vec![
+                    field("1-0"),
+                    Value::Array(vec![
+                        field("a"),
+                        field("x1"),
+                        field("k"),
+                        field("s"),
+                        field("t"),
+                        field("audio/wav"),
+                    ]),
+                ]),
+                Value::Array(vec![
+                    field("2-0"),
+                    Value::Array(vec![
+                        field("a"),
+                        field("x1"),
+                        field("k"),
+                        field("c"),
+                        field("n"),
+                        field("0"),
+                        field("m"),
+                        field("250"),
+                        field("b"),
+                        Value::BulkString(vec![0, 255, 1]),
+                    ]),
+                ]),
+                Value::Array(vec![
+                    field("3-0"),
+                    Value::Array(vec![field("k"), field("?")]),
+                ]),
+            ]),
+        ])]);
+        let entries = parse_xread(reply);
+        let ids: Vec<&str> = entries.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(ids, ["1-0", "2-0", "3-0"]);
+        assert!(
+            matches!(&entries[0].1, Some(Entry::Start { content_type, .. }) if content_type == "audio/wav")
+        );
+        assert!(matches!(
+            &entries[1].1,
+            Some(Entry::Chunk { number: 0, chunk, .. }) if chunk.end_ms == 250 && chunk.bytes[..] == [0, 255, 1]
+        ));
+        assert!(
+            entries[2].1.is_none(),
+            "an entry of another format is skipped"
+        );
+        assert!(parse_xread(Value::Nil).is_empty(), "BLOCK ran out");
+    }
+}
