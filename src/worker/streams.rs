@@ -230,6 +230,8 @@ impl Subscription {
                         StreamEvent::End(StreamEnd::Broken)
                     });
                 }
+                // Its Redis failed after it chose it: that stream has ended.
+                (Source::Remote, None) => return StreamEvent::End(StreamEnd::Broken),
                 (Source::Undecided, Some(remote)) if !lock(&self.entry.state).published => remote,
                 _ => {
                     // A worker of this process runs it (or there is no Redis to hear another's).
