@@ -113,6 +113,8 @@ for name, service in voiced.items():
         serve_port = int(env.get("VOICED_BIND", image_env["VOICED_BIND"]).rsplit(":", 1)[1])
     if command[0] == "worker":
         check("VOICED_BIND" not in env, f"compose {name}: a worker does not listen")
+        # Its audio reaches the serve processes' streaming requests through Redis.
+        check(env.get("VOICED_REDIS_URL", "").startswith("redis://"), f"compose {name}: worker without Redis")
 check(len(secrets) == 1, "compose: serve processes must share one signing secret")
 
 # Credentials from the environment only, and the signing secret on serve and workers alike.
@@ -280,6 +282,9 @@ for name, workload in workloads.items():
             stop = float(pod.get("terminationGracePeriodSeconds", 30))
             needed = grace + prestop_seconds(container)
             check(stop > needed, f"{where}: terminationGracePeriodSeconds {stop:g} <= {needed:g} (preStop + grace)")
+        if role == "worker":
+            redis = env.get("VOICED_REDIS_URL", "")
+            check(redis.startswith(("redis://", "rediss://")), f"{where}: worker without Redis")
         if role == "serve":
             bind = port_of(env.get("VOICED_BIND", image_env["VOICED_BIND"]))
             check(env.get("VOICED_WORKERS") == "0", f"{where}: serve runs in-process workers")

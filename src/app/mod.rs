@@ -190,6 +190,7 @@ pub async fn state(
             health,
             shutdown_deadline,
             oauth_clients: clients,
+            streams: streams(config)?,
         },
     );
     Ok(AppState {
@@ -319,6 +320,18 @@ pub fn blob_store(config: &Config, pool: &PgPool) -> anyhow::Result<Arc<dyn Blob
     )))
 }
 
+/// The registry of running generations' audio: relayed through Redis when `redis_url` is set,
+/// so that a worker process's audio reaches a serve process's requests as it is rendered.
+pub fn streams(config: &Config) -> anyhow::Result<Streams> {
+    Ok(match &config.redis_url {
+        Some(url) => Streams::relayed(
+            crate::worker::relay::Relay::open(url, Duration::from_secs(config.lease_secs))
+                .map_err(|e| anyhow::anyhow!("setting redis_url: {e}"))?,
+        ),
+        None => Streams::default(),
+    })
+}
+
 /// What the process's workers share. `streams` is the one the process's requests read (a
 /// `voiced worker` process has none reading it).
 pub fn worker_deps(
@@ -374,7 +387,7 @@ pub async fn run_workers(config: Config, count: u32) -> anyhow::Result<()> {
             &database.pool,
             blob_store(&config, &database.pool)?,
             health,
-            Streams::default(),
+            streams(&config)?,
         ),
         count,
         &shutdown,

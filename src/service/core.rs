@@ -47,6 +47,9 @@ pub struct Parts {
     pub shutdown_deadline: tokio::sync::watch::Receiver<Option<tokio::time::Instant>>,
     /// The OAuth clients' directory (registrations and metadata documents).
     pub oauth_clients: ClientDirectory,
+    /// Where running generations' audio is published as it is produced (through Redis too
+    /// when `redis_url` is set: `worker::relay`).
+    pub streams: Streams,
 }
 
 impl Core {
@@ -63,7 +66,7 @@ impl Core {
             blob_redirect: config.blob_redirect,
             engines: parts.engines,
             completions: parts.completions,
-            streams: Streams::default(),
+            streams: parts.streams,
             asr: parts.asr,
             admission: AdmissionPolicy {
                 max_pending_per_account: i64::from(config.max_pending_per_account),

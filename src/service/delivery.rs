@@ -1,7 +1,8 @@
 //! Delivering a synchronous generation's audio to its caller, for every door that answers with
 //! audio as it is made (`POST /v1/audio/speech`, the console playground's streamed speech, and
-//! the doors built later): waiting for it, streaming its chunks as this process's worker renders
-//! them (else the stored file once it has completed), cancelling it when the caller goes away,
+//! the doors built later): waiting for it, streaming its chunks as a worker renders them (this
+//! process's, or another's through Redis: `worker::relay`; else the stored file once it has
+//! completed), cancelling it when the caller goes away,
 //! at the time limit or at shutdown, and settling what it costs (docs/api.md, "Streaming").
 //!
 //! What is charged: a generation that completes is charged its whole audio by its completion
@@ -44,8 +45,9 @@ pub struct Delivery {
 
 /// Delivers generation `id` (admitted for this request, or, `replayed`, a duplicate of the
 /// request that made it: a replay only watches, it never cancels nor charges). Streamed as a
-/// worker of this process renders it; otherwise (another process's worker, or a replay of a
-/// finished one) the stored file once it has completed. Before the first chunk, a dropped
+/// worker renders it (another process's through Redis, when `redis_url` is set); otherwise
+/// (another process's worker without Redis, or a replay of a finished one) the stored file once
+/// it has completed. Before the first chunk, a dropped
 /// caller (the future is dropped), the time limit or shutdown cancel it at no charge; after,
 /// the body's end settles it (see the module).
 pub async fn deliver(core: &Core, id: &str, replayed: bool) -> Result<Delivery, ServiceError> {

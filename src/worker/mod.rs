@@ -10,6 +10,7 @@ pub mod completions;
 mod engine_thread;
 pub mod health;
 pub mod pieces;
+pub mod relay;
 pub mod streams;
 pub mod webhooks;
 

@@ -1,13 +1,19 @@
-//! The audio of running generations as it is produced, for the synchronous requests of the same
-//! process (`POST /v1/audio/speech`) that stream it to their clients.
+//! The audio of running generations as it is produced, for the synchronous requests
+//! (`POST /v1/audio/speech`, and every door that streams a generation) that stream it to their
+//! clients.
 //!
 //! A worker publishes each encoded chunk of the generation it runs; a request subscribes to its
 //! generation's id and receives every chunk from the first, whenever it subscribes while the
-//! worker runs. Only workers of this process publish here: a generation another process (a
-//! `voiced worker`) runs is never seen, and its request answers from the blob store once the
-//! generation has completed (`worker::completions`). The audio is the same either way: the
-//! stored file is the concatenation of the published chunks, finished (exact wav sizes where the
-//! stream carried the placeholder, the mp3 Info tag frame in front; `audio::StreamEncoder`).
+//! worker runs. Inside one process this registry carries it. With Redis (`redis_url`, the
+//! scaled layout) every publisher also relays its chunks there and every subscriber also reads
+//! them from there ([`super::relay`]), so that a generation a `voiced worker` process renders
+//! reaches a `voiced serve` process's request as it is rendered. A subscriber follows whichever
+//! source gives it something first (this process's worker, when it runs the generation here).
+//! Without Redis, or while it fails, a generation another process runs is never seen here, and
+//! its request answers from the blob store once the generation has completed
+//! (`worker::completions`). The audio is the same either way: the stored file is the
+//! concatenation of the published chunks, finished (exact wav sizes where the stream carried
+//! the placeholder, the mp3 Info tag frame in front; `audio::StreamEncoder`).
 //!
 //! An entry lives while a worker publishes or a request listens, whichever is longer; the chunks
 //! of a generation nobody listens to are dropped when it ends.
@@ -17,6 +23,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
 use tokio::sync::Notify;
+
+use super::relay::{Inbox, Outbox, Relay};
 
 /// How a published generation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +55,8 @@ pub enum StreamEvent {
 #[derive(Clone, Default)]
 pub struct Streams {
     entries: Arc<Mutex<HashMap<String, Arc<Entry>>>>,
+    /// Redis, in the scaled layout: chunks cross processes there too.
+    relay: Option<Relay>,
 }
 
 #[derive(Default)]
@@ -67,6 +77,14 @@ struct EntryState {
 }
 
 impl Streams {
+    /// A registry whose publishers and subscribers meet other processes' in Redis too.
+    pub fn relayed(relay: Relay) -> Self {
+        Self {
+            entries: Arc::default(),
+            relay: Some(relay),
+        }
+    }
+
     /// Starts publishing generation `id`. A previous attempt's entry (a generation handed back
     /// and claimed again here) is left to its subscribers, who saw it end broken.
     pub fn publish(&self, id: &str, content_type: &str) -> Publisher {
@@ -89,12 +107,14 @@ impl Streams {
             streams: self.clone(),
             id: id.to_owned(),
             entry,
+            outbox: self.relay.as_ref().map(|r| r.publish(id, content_type)),
             ended: false,
         }
     }
 
-    /// Listens to generation `id`: every chunk from the first, then its end. Until a worker of
-    /// this process publishes it, the subscription waits (forever, when another process runs it).
+    /// Listens to generation `id`: every chunk from the first, then its end. Until a worker
+    /// publishes it, the subscription waits (forever, when another process runs it and there is
+    /// no Redis).
     pub fn subscribe(&self, id: &str) -> Subscription {
         let mut entries = lock(&self.entries);
         let entry = entries.entry(id.to_owned()).or_default().clone();
@@ -104,6 +124,8 @@ impl Streams {
             id: id.to_owned(),
             entry,
             next: 0,
+            remote: self.relay.as_ref().map(|r| r.subscribe(id)),
+            source: Source::Undecided,
         }
     }
 
@@ -132,11 +154,16 @@ pub struct Publisher {
     streams: Streams,
     id: String,
     entry: Arc<Entry>,
+    /// Redis's copy, in the scaled layout.
+    outbox: Option<Outbox>,
     ended: bool,
 }
 
 impl Publisher {
     pub fn chunk(&self, chunk: AudioChunk) {
+        if let Some(outbox) = &self.outbox {
+            outbox.chunk(chunk.clone());
+        }
         lock(&self.entry.state).chunks.push(chunk);
         self.entry.changed.notify_waiters();
     }
@@ -150,6 +177,9 @@ impl Publisher {
             return;
         }
         self.ended = true;
+        if let Some(outbox) = &self.outbox {
+            outbox.end(end);
+        }
         {
             let mut state = lock(&self.entry.state);
             state.end = Some(end);
@@ -172,34 +202,92 @@ pub struct Subscription {
     id: String,
     entry: Arc<Entry>,
     next: usize,
+    /// Redis's copy, in the scaled layout (gone once this process's stream is followed, or
+    /// when Redis fails).
+    remote: Option<Inbox>,
+    source: Source,
+}
+
+/// Where a subscription's chunks come from: decided by the first event either gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Undecided,
+    Local,
+    Remote,
 }
 
 impl Subscription {
-    /// The next chunk, or the end. Waits while the worker renders (or while no worker of this
-    /// process has claimed the generation).
+    /// The next chunk, or the end. Waits while the worker renders (or while no worker has
+    /// claimed the generation). Cancel-safe.
     pub async fn next(&mut self) -> StreamEvent {
         loop {
-            let changed = self.entry.changed.notified();
-            tokio::pin!(changed);
-            // Registered before looking, so that a chunk published in between is not missed.
-            changed.as_mut().enable();
-            {
-                let state = lock(&self.entry.state);
-                if let Some(chunk) = state.chunks.get(self.next) {
-                    self.next += 1;
-                    return StreamEvent::Chunk(chunk.clone());
+            let remote = match (self.source, self.remote.as_mut()) {
+                (Source::Remote, Some(remote)) => {
+                    return remote.next().await.unwrap_or_else(|err| {
+                        // Redis failed under a stream already under way: it is cut.
+                        tracing::warn!(generation_id = %self.id, error = %err, "Redis failed mid-stream");
+                        self.remote = None;
+                        StreamEvent::End(StreamEnd::Broken)
+                    });
                 }
-                if let Some(end) = state.end {
-                    return StreamEvent::End(end);
+                // Its Redis failed after it chose it: that stream has ended.
+                (Source::Remote, None) => return StreamEvent::End(StreamEnd::Broken),
+                (Source::Undecided, Some(remote)) if !lock(&self.entry.state).published => remote,
+                _ => {
+                    // A worker of this process runs it (or there is no Redis to hear another's).
+                    self.source = Source::Local;
+                    self.remote = None;
+                    return next_local(&self.entry, &mut self.next).await;
                 }
+            };
+            tokio::select! {
+                biased;
+                event = next_local(&self.entry, &mut self.next) => {
+                    self.source = Source::Local;
+                    self.remote = None;
+                    return event;
+                }
+                event = remote.next() => match event {
+                    Ok(event) => {
+                        self.source = Source::Remote;
+                        return event;
+                    }
+                    Err(err) => {
+                        tracing::warn!(generation_id = %self.id, error = %err, "Redis unreachable: waiting for this process's worker or the stored file");
+                        self.remote = None;
+                    }
+                },
             }
-            changed.await;
         }
     }
 
     /// The content type the worker announced (known once it publishes).
     pub fn content_type(&self) -> Option<String> {
-        lock(&self.entry.state).content_type.clone()
+        match (self.source, &self.remote) {
+            (Source::Remote, Some(remote)) => remote.content_type(),
+            _ => lock(&self.entry.state).content_type.clone(),
+        }
+    }
+}
+
+/// The next chunk of this process's entry after `next`, or its end.
+async fn next_local(entry: &Entry, next: &mut usize) -> StreamEvent {
+    loop {
+        let changed = entry.changed.notified();
+        tokio::pin!(changed);
+        // Registered before looking, so that a chunk published in between is not missed.
+        changed.as_mut().enable();
+        {
+            let state = lock(&entry.state);
+            if let Some(chunk) = state.chunks.get(*next) {
+                *next += 1;
+                return StreamEvent::Chunk(chunk.clone());
+            }
+            if let Some(end) = state.end {
+                return StreamEvent::End(end);
+            }
+        }
+        changed.await;
     }
 }
 

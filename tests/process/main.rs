@@ -10,6 +10,7 @@ mod common;
 mod cli;
 mod faults;
 mod hostile_audio;
+mod relay;
 mod scale;
 mod whisper_fetch;
 mod worker_crash;

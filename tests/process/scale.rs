@@ -15,13 +15,13 @@ use crate::common::{TempDir, TestApp, poll_until};
 
 /// A private `redis-server` (Debian's package; `scripts/install-deps.sh`) on a unix socket, no
 /// TCP, no persistence. Killed when dropped.
-struct Redis {
+pub(super) struct Redis {
     child: Child,
     socket: PathBuf,
 }
 
 impl Redis {
-    async fn start(dir: &Path) -> Redis {
+    pub(super) async fn start(dir: &Path) -> Redis {
         let socket = dir.join("redis.sock");
         let child = Command::new("redis-server")
             .args(["--port", "0", "--save", "", "--appendonly", "no"])
@@ -50,12 +50,12 @@ impl Redis {
         redis
     }
 
-    fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         format!("unix://{}", self.socket.display())
     }
 
     /// Names of the keys matching `pattern`.
-    async fn keys(&self, pattern: &str) -> Vec<String> {
+    pub(super) async fn keys(&self, pattern: &str) -> Vec<String> {
         let client = redis::Client::open(self.url()).expect("redis url");
         let mut connection = client
             .get_multiplexed_async_connection()
@@ -82,7 +82,7 @@ impl Redis {
         secs * 1_000_000 + micros
     }
 
-    fn stop(mut self) {
+    pub(super) fn stop(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.socket);
@@ -378,10 +378,10 @@ const LONG_TEXT: &str = "The first worker starts this paragraph and never finish
 
 /// A `voiced worker` process (one engine thread) with a short lease, so that a killed worker's
 /// job is taken over quickly. Killed when dropped (a failing test leaves no process behind).
-struct Worker(Child);
+pub(super) struct Worker(pub(super) Child);
 
 impl Worker {
-    fn start(database_url: &str, env: &[(&str, &str)]) -> Worker {
+    pub(super) fn start(database_url: &str, env: &[(&str, &str)]) -> Worker {
         let child = Command::new(env!("CARGO_BIN_EXE_voiced"))
             .args(["worker", "--count", "1"])
             .env("VOICED_DATABASE_URL", database_url)
@@ -438,7 +438,7 @@ async fn finished(
 
 /// Decodes `bytes` as the API's audio (any of its formats) and checks that it is speech-like:
 /// at least half a second long and not silent. Returns its duration in milliseconds.
-fn assert_audio(bytes: &[u8], what: &str) -> u64 {
+pub(super) fn assert_audio(bytes: &[u8], what: &str) -> u64 {
     let decoded = voiced::audio::decode_for_asr(bytes.to_vec(), &Default::default())
         .unwrap_or_else(|e| panic!("{what}: the audio does not decode: {e}"));
     let samples = &decoded.samples_16k;
