@@ -12,6 +12,7 @@ mod concurrency;
 mod console;
 mod db;
 mod door_parity;
+mod elevenlabs;
 mod embedded;
 mod idempotency;
 mod lifecycle;
