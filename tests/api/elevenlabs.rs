@@ -99,7 +99,7 @@ struct Heard {
     chunks: usize,
 }
 
-/// Seconds of 22.05 kHz mp3 (frames of 1152 samples; 32 kbit/s frames are 209 or 208 bytes).
+/// Seconds of 22.05 kHz 32 kbit/s mp3 (MPEG-2 layer III: 576 samples and 104 or 105 bytes a frame).
 fn mp3_secs(bytes: &[u8]) -> f64 {
     let mut at = 0;
     let mut frames = 0;
@@ -468,5 +468,63 @@ async fn the_single_context_form_and_the_rest_twin_speak() {
     assert_eq!(response.status(), 400);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["detail"]["param"], "voice_settings.style", "{body}");
+    app.stop().await;
+}
+
+/// The python of a venv with the pinned ElevenLabs SDK (`VOICED_ELEVENLABS_PYTHON`, else the
+/// one `scripts/elevenlabs-sdk-test.sh` makes), or `None` (the test says SKIPPED) unless
+/// `VOICED_REQUIRE_ELEVENLABS_SDK=1`.
+fn elevenlabs_python() -> Option<std::path::PathBuf> {
+    let python = std::env::var_os("VOICED_ELEVENLABS_PYTHON")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            let home = std::env::var_os("HOME")?;
+            Some(std::path::PathBuf::from(home).join(".cache/voiced/venv-elevenlabs/bin/python"))
+        })?;
+    let ok = std::process::Command::new(&python)
+        .args(["-c", "import elevenlabs"])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok && std::env::var("VOICED_REQUIRE_ELEVENLABS_SDK").as_deref() == Ok("1") {
+        panic!("{} lacks the elevenlabs package", python.display());
+    }
+    ok.then_some(python)
+}
+
+#[tokio::test]
+async fn elevenlabs_python_sdk_converts_and_streams() {
+    let Some(python) = elevenlabs_python() else {
+        eprintln!("SKIPPED: no elevenlabs venv (scripts/elevenlabs-sdk-test.sh makes it)");
+        return;
+    };
+    let app = TestApp::start().await;
+    let (account, secret) = app.pro_user().await;
+    app.voice(&account, "Agent", EngineId::Kokoro, "af_heart")
+        .await;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/elevenlabs_sdk/test_tts.py"
+    );
+    let output = tokio::process::Command::new(python)
+        .arg(script)
+        .env("VOICED_BASE_URL", &app.base)
+        .env("VOICED_KEY", &secret)
+        .env("VOICED_VOICE", "Agent")
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(300), output)
+        .await
+        .expect("the SDK test finishes")
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("convert: ") && stdout.contains("stream: ") && stdout.contains("refused: "),
+        "{stdout}"
+    );
+    eprintln!("{stdout}");
     app.stop().await;
 }

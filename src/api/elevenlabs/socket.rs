@@ -179,20 +179,17 @@ fn read(text: &str, multi: bool) -> Result<Vec<SpeechInput>, ApiError> {
     if let Some(settings) = message.get("voice_settings") {
         params::voice_settings(settings, "voice_settings")?;
     }
-    let schedule = params::generation_config(
-        message
-            .get("generation_config")
-            .and_then(Value::as_object)
-            .or(match message.get("generation_config") {
-                None | Some(Value::Null) => None,
-                Some(_) => {
-                    return Err(ApiError::invalid(
-                        "generation_config",
-                        "generation_config must be an object",
-                    ));
-                }
-            }),
-    )?;
+    let config = match message.get("generation_config") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(config)) => Some(config),
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "generation_config",
+                "generation_config must be an object",
+            ));
+        }
+    };
+    let schedule = params::generation_config(config)?;
     let context = if multi {
         string(&message, "context_id")?
             .or(string(&message, "contextId")?)
