@@ -168,7 +168,7 @@ fn squash(text: &str) -> String {
 
 #[tokio::test]
 async fn livekits_multi_context_sequence_speaks_aligns_cancels_and_charges_once() {
-    let app = TestApp::start().await;
+    let app = TestApp::start_with_workers(1).await;
     let (account, secret) = app.pro_user().await;
     let voice = app
         .voice(&account, "Agent", EngineId::Kokoro, "af_heart")
@@ -407,7 +407,7 @@ async fn a_ceiling_crossed_mid_socket_refuses_the_next_phrase_with_its_code() {
 
 #[tokio::test]
 async fn the_single_context_form_and_the_rest_twin_speak() {
-    let app = TestApp::start().await;
+    let app = TestApp::start_with_workers(1).await;
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Agent", EngineId::Kokoro, "af_heart")
         .await;
@@ -498,7 +498,7 @@ async fn elevenlabs_python_sdk_converts_and_streams() {
         eprintln!("SKIPPED: no elevenlabs venv (scripts/elevenlabs-sdk-test.sh makes it)");
         return;
     };
-    let app = TestApp::start().await;
+    let app = TestApp::start_with_workers(1).await;
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Agent", EngineId::Kokoro, "af_heart")
         .await;
