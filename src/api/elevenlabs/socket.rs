@@ -344,7 +344,7 @@ mod tests {
             ),
             ("[]", "message"),
         ] {
-            let err = read(message, true).err().expect(message);
+            let err = read(message, true).expect_err(message);
             assert_eq!(err.param.as_deref(), Some(param), "{message}");
         }
     }

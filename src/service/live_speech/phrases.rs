@@ -44,9 +44,9 @@ impl Buffer {
             let at_space = self
                 .text
                 .char_indices()
-                .filter(|(_, c)| c.is_whitespace())
-                .map(|(i, c)| i + c.len_utf8())
-                .last();
+                .rev()
+                .find(|(_, c)| c.is_whitespace())
+                .map(|(i, c)| i + c.len_utf8());
             let forced = (chars >= MAX_PHRASE_CHARS).then_some(self.text.len());
             cut = cut.max(at_space.or(forced));
         }
