@@ -60,6 +60,10 @@ export VOICED_VAD_PYTHON="$vad_venv/bin/python" VOICED_REQUIRE_VAD_REFERENCE=1
 # tests/api/listen.rs.
 VOICED_DEEPGRAM_PYTHON=$(./scripts/deepgram-sdk-test.sh --venv)
 export VOICED_DEEPGRAM_PYTHON VOICED_REQUIRE_DEEPGRAM_SDK=1
+# ElevenLabs' dialect (`/v1/text-to-speech/…`): the official elevenlabs SDK (PyPI), pinned,
+# driven by tests/api/elevenlabs.rs.
+VOICED_ELEVENLABS_PYTHON=$(./scripts/elevenlabs-sdk-test.sh --venv)
+export VOICED_ELEVENLABS_PYTHON VOICED_REQUIRE_ELEVENLABS_SDK=1
 cargo test --locked --no-fail-fast -- --test-threads="${VOICED_TEST_THREADS:-2}"
 ./scripts/sdk-test.sh "$bin"
 ./scripts/sdk-ts-test.sh "$bin"

@@ -95,6 +95,10 @@ struct Raw {
     live_max_session_secs: u64,
     live_idle_timeout_secs: u64,
     live_interim_interval_ms: u64,
+    // Live speech (issue 39 item 1).
+    max_speech_sockets: u32,
+    max_speech_sockets_per_account: u32,
+    speech_socket_max_session_secs: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,6 +211,13 @@ pub struct Config {
     pub live_idle_timeout_secs: u64,
     /// At most one interim hypothesis per this much new audio of an utterance.
     pub live_interim_interval_ms: u64,
+    /// Speech sockets (`/v1/text-to-speech/{voice}/stream-input`, `…/multi-stream-input`)
+    /// open at once in this process.
+    pub max_speech_sockets: u32,
+    /// Speech sockets one account may hold open at once in one process.
+    pub max_speech_sockets_per_account: u32,
+    /// The longest a speech socket stays open.
+    pub speech_socket_max_session_secs: u64,
 }
 
 impl Config {
@@ -432,6 +443,15 @@ impl Config {
         positive("live_max_session_secs", raw.live_max_session_secs)?;
         positive("live_idle_timeout_secs", raw.live_idle_timeout_secs)?;
         positive("live_interim_interval_ms", raw.live_interim_interval_ms)?;
+        positive("max_speech_sockets", raw.max_speech_sockets.into())?;
+        positive(
+            "max_speech_sockets_per_account",
+            raw.max_speech_sockets_per_account.into(),
+        )?;
+        positive(
+            "speech_socket_max_session_secs",
+            raw.speech_socket_max_session_secs,
+        )?;
         Ok(Self {
             bind,
             database_url: Some(raw.database_url).filter(|u| !u.trim().is_empty()),
@@ -494,6 +514,9 @@ impl Config {
             live_max_session_secs: raw.live_max_session_secs,
             live_idle_timeout_secs: raw.live_idle_timeout_secs,
             live_interim_interval_ms: raw.live_interim_interval_ms,
+            max_speech_sockets: raw.max_speech_sockets,
+            max_speech_sockets_per_account: raw.max_speech_sockets_per_account,
+            speech_socket_max_session_secs: raw.speech_socket_max_session_secs,
         })
     }
 }
@@ -610,6 +633,9 @@ mod tests {
         assert_eq!(config.live_max_session_secs, 3600);
         assert_eq!(config.live_idle_timeout_secs, 10);
         assert_eq!(config.live_interim_interval_ms, 1000);
+        assert_eq!(config.max_speech_sockets, 32);
+        assert_eq!(config.max_speech_sockets_per_account, 4);
+        assert_eq!(config.speech_socket_max_session_secs, 3600);
         let config =
             Config::from_sources(&env(&[("VOICED_IPV6_RATE_LIMIT_PREFIX", "56")])).unwrap();
         assert_eq!(config.ipv6_rate_limit_prefix.bits(), 56);

@@ -5,6 +5,7 @@
 
 pub mod audio;
 mod docs;
+pub mod elevenlabs;
 pub mod generations;
 pub mod health;
 pub mod listen;
@@ -237,6 +238,8 @@ pub fn router(core: Core) -> (Router, utoipa::openapi::OpenApi) {
     let api = api.merge(listen::router(core.clone()));
     // OpenAI's realtime transcription: the same core session, the same admission.
     let api = api.merge(realtime::router(core.clone()));
+    // ElevenLabs' speech sockets and REST twins: their own credential header, writes.
+    let api = api.merge(elevenlabs::router(core.clone()));
     let spec_json = Arc::new(document.to_pretty_json().expect("OpenAPI serialises"));
     let router = api
         .route(

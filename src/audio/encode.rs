@@ -126,6 +126,15 @@ fn mp3_error(e: &dyn std::fmt::Display) -> EncodeError {
 /// A mono CBR LAME encoder at `sample_rate` (see [`encode_mp3`]); `info_tag` reserves the first
 /// frame for the LAME/Info tag, which can only be filled in once the whole input is known.
 pub(super) fn mp3_encoder(sample_rate: u32, info_tag: bool) -> Result<Encoder, EncodeError> {
+    mp3_encoder_at(sample_rate, info_tag, MP3_BITRATE)
+}
+
+/// The same at another constant bit rate (the live speech socket's `mp3_<rate>_<kbps>`).
+pub(super) fn mp3_encoder_at(
+    sample_rate: u32,
+    info_tag: bool,
+    bitrate: Bitrate,
+) -> Result<Encoder, EncodeError> {
     let mut builder = Builder::new().ok_or_else(|| EncodeError::Mp3("out of memory".into()))?;
     builder.set_num_channels(1).map_err(|e| mp3_error(&e))?;
     builder
@@ -138,7 +147,7 @@ pub(super) fn mp3_encoder(sample_rate: u32, info_tag: bool) -> Result<Encoder, E
             .map_err(|e| mp3_error(&e))?;
     }
     builder.set_mode(Mode::Mono).map_err(|e| mp3_error(&e))?;
-    builder.set_brate(MP3_BITRATE).map_err(|e| mp3_error(&e))?;
+    builder.set_brate(bitrate).map_err(|e| mp3_error(&e))?;
     builder
         .set_quality(Quality::NearBest)
         .map_err(|e| mp3_error(&e))?;

@@ -10,6 +10,7 @@ mod decode;
 mod encode;
 mod live;
 mod live_container;
+mod live_out;
 mod matroska_guard;
 mod ogg_guard;
 mod ogg_opus;
@@ -26,6 +27,7 @@ pub use self::base64::{Base64Error, MAX_AUDIO_BYTES, decode_base64_audio};
 pub use self::decode::{DecodeError, DecodeLimits, DecodedAudio, MAX_CHANNELS, decode_for_asr};
 pub use self::encode::{EncodeError, encode};
 pub use self::live::{ContainerError, LiveDecoder, LiveEncoding};
+pub use self::live_out::{OutputEncoding, OutputFormat, WavTranscoder};
 pub use self::resample::{MAX_SAMPLE_RATE, MIN_SAMPLE_RATE, UnsupportedRate, resample};
 pub use self::stream::StreamEncoder;
 

@@ -148,6 +148,8 @@ pub async fn render_errors(
     }
     let (content_type, body) = if speaks_openai(&path) {
         ("application/json", openai_envelope(&error, &links))
+    } else if speaks_elevenlabs(&path) {
+        ("application/json", elevenlabs_envelope(&error))
     } else if speaks_deepgram(&path) {
         let mut body = problem_document(&error, &links, &path);
         deepgram_envelope(&mut body, &error, request_id.as_deref());
@@ -262,6 +264,39 @@ pub fn speaks_openai(path: &str) -> bool {
 /// The routes of Deepgram's dialect, whose refusals carry Deepgram's members too.
 pub fn speaks_deepgram(path: &str) -> bool {
     path == "/v1/listen"
+}
+
+/// The routes of ElevenLabs' dialect, whose errors use ElevenLabs' shape.
+pub fn speaks_elevenlabs(path: &str) -> bool {
+    path.starts_with("/v1/text-to-speech/")
+}
+
+/// ElevenLabs' `detail.status` for a code.
+pub fn elevenlabs_status(code: ErrorCode) -> &'static str {
+    match code {
+        ErrorCode::InvalidApiKey => "invalid_api_key",
+        ErrorCode::InsufficientScope => "missing_permissions",
+        ErrorCode::ProPlanRequired | ErrorCode::FeatureNotEnabled => "payment_required",
+        ErrorCode::NotFound => "voice_not_found",
+        ErrorCode::QuotaExhausted | ErrorCode::KeyCeilingExceeded => "quota_exceeded",
+        ErrorCode::RateLimitExceeded => "too_many_concurrent_requests",
+        ErrorCode::InvalidRequest => "invalid_request",
+        other => other.as_str(),
+    }
+}
+
+/// ElevenLabs' error shape, `{"detail": {"status", "message"}}`, with voiced's stable `code`
+/// (and `param`) in `detail` and at the top (DECISIONS: the live routes' errors).
+fn elevenlabs_envelope(error: &ApiError) -> Value {
+    let mut detail = json!({
+        "status": elevenlabs_status(error.code),
+        "message": error.detail,
+        "code": error.code.as_str(),
+    });
+    if let Some(param) = &error.param {
+        detail["param"] = json!(param);
+    }
+    json!({ "detail": detail, "code": error.code.as_str() })
 }
 
 /// Deepgram's error members (`err_code`, `err_msg`, `request_id`) added to the problem

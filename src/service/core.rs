@@ -92,6 +92,11 @@ impl Core {
                 interim_interval: Duration::from_millis(config.live_interim_interval_ms),
             },
             live_sessions: Arc::new(Slots::new(config.max_live_sessions as usize)),
+            speech_sockets: Arc::new(super::live_speech::SpeechSockets::new(
+                config.max_speech_sockets as usize,
+                config.max_speech_sockets_per_account as usize,
+                Duration::from_secs(config.speech_socket_max_session_secs),
+            )),
         }))
     }
 }
@@ -145,6 +150,9 @@ pub struct Handles {
     pub(in crate::service) live: super::live::LiveSettings,
     /// The process's live sessions (one key, `max_live_sessions` places).
     pub(in crate::service) live_sessions: Arc<Slots>,
+    /// The process's speech sockets and their bounds (`max_speech_sockets`,
+    /// `max_speech_sockets_per_account`, `speech_socket_max_session_secs`).
+    pub(in crate::service) speech_sockets: Arc<super::live_speech::SpeechSockets>,
 }
 
 /// The handles the composition root (`app`) hands to what it starts beside the doors: the

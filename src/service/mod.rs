@@ -16,6 +16,7 @@ pub mod housekeeping;
 pub mod idempotency;
 pub mod keys;
 pub mod live;
+pub mod live_speech;
 pub mod oauth;
 pub mod operations;
 pub mod operator;

@@ -299,6 +299,33 @@ async fn admit_sync(
     admit(core, principal, order, fields, claim).await
 }
 
+/// One phrase of a live speech session (`service::live_speech`), admitted as every speech
+/// request is (`admit`: engine installed, readability, pronunciations and normalisation, the
+/// estimate and one request's bound, pending cap, allowance and ceiling, the fair queue), with
+/// no idempotency key: the voice by id or name, rendered by its own engine as 16-bit wav (the
+/// session encodes what it delivers), with word timings where the engine has durations.
+pub(in crate::service) async fn admit_phrase(
+    core: &Core,
+    principal: &Principal,
+    voice: &str,
+    text: SpeechText,
+    fields: Fields,
+) -> Result<Admitted, ServiceError> {
+    super::operations::Operation::CreateSpeech.check(principal)?;
+    let voice = find_voice(core, principal, VoiceChoice::IdOrName(voice), fields.voice).await?;
+    let engine: EngineId = voice.engine;
+    let order = SpeechOrder {
+        text,
+        voice,
+        engine,
+        seed: None,
+        temperature: None,
+        format: AudioFormat::Wav,
+        word_timestamps: engine.reports_word_timings(),
+    };
+    admit(core, principal, order, fields, None).await
+}
+
 /// Whether the account's generation `id` was cancelled (its synchronous caller left, ran past
 /// the time limit, or the server stopped).
 pub async fn was_cancelled(

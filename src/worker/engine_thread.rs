@@ -397,6 +397,7 @@ fn render(
         sample_rate: 0,
         encoding: Duration::ZERO,
         chunks,
+        words: Vec::new(),
     };
     let input = synthesis_input(job, cancel);
     let mut words = Vec::new();
@@ -413,12 +414,17 @@ fn render(
                 cancel,
                 &mut |pcm, last| {
                     let offset = out.rendered_secs();
-                    words.extend(pcm.words.iter().map(|w| WordTiming {
-                        text: w.text.clone(),
-                        start: w.start + offset,
-                        end: w.end + offset,
-                    }));
-                    out.push(&pcm, last)?;
+                    let said: Vec<WordTiming> = pcm
+                        .words
+                        .iter()
+                        .map(|w| WordTiming {
+                            text: w.text.clone(),
+                            start: w.start + offset,
+                            end: w.end + offset,
+                        })
+                        .collect();
+                    words.extend(said.iter().cloned());
+                    out.push(&pcm, last, said)?;
                     cancel.set_rendered_ms(out.rendered_ms());
                     Ok(())
                 },
@@ -430,7 +436,7 @@ fn render(
             let pcm = engine.synthesize(&input).map_err(engine_error)?;
             drop(run);
             words = pcm.words.clone();
-            out.push(&pcm, true)?;
+            out.push(&pcm, true, words.clone())?;
         }
     }
     let bytes = out.finish()?;
@@ -524,6 +530,8 @@ struct Output {
     sample_rate: u32,
     encoding: Duration,
     chunks: Option<ChunkSender>,
+    /// Words of pieces whose bytes the encoder still holds (they go with the next chunk).
+    words: Vec<WordTiming>,
 }
 
 impl Output {
@@ -552,7 +560,9 @@ impl Output {
         Ok(bytes)
     }
 
-    fn push(&mut self, pcm: &Pcm, last: bool) -> Result<(), RenderError> {
+    /// Encodes a piece; `words` (when it is said, from the start of the audio) go with the
+    /// chunk that carries its bytes.
+    fn push(&mut self, pcm: &Pcm, last: bool, words: Vec<WordTiming>) -> Result<(), RenderError> {
         let failed = |e: &dyn std::fmt::Display| failure(ENCODING_FAILED, e);
         let started = Instant::now();
         let encoder = match &mut self.encoder {
@@ -566,6 +576,7 @@ impl Output {
         self.sample_rate = pcm.sample_rate;
         self.bytes.extend_from_slice(&chunk);
         self.encoding += started.elapsed();
+        self.words.extend(words);
         if let Some(chunks) = &self.chunks
             && !chunk.is_empty()
         {
@@ -573,6 +584,7 @@ impl Output {
             let _ = chunks.send(AudioChunk {
                 bytes: Bytes::from(chunk),
                 end_ms: self.rendered_ms(),
+                words: std::mem::take(&mut self.words),
             });
         }
         Ok(())

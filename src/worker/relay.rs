@@ -9,7 +9,9 @@
 //! (`XREAD BLOCK`, each on a connection of its own). Entries:
 //! - `k=s`: an attempt starts: `a` (the attempt's random token), `t` (the content type);
 //! - `k=c`: a chunk of that attempt: `a`, `n` (its number from 0), `b` (the bytes), `m` (the
-//!   audio rendered up to its end, ms: what a delivery cut short after it charges);
+//!   audio rendered up to its end, ms: what a delivery cut short after it charges), `w` (the
+//!   words its piece says, JSON `[[text, start, end], …]`, for the live speech socket's
+//!   alignment);
 //! - `k=e`: the attempt ends: `a`, `x` (`completed` or `broken`).
 //!
 //! Bounds: the stream keeps at most [`MAX_ENTRIES`] entries (`MAXLEN ~`) and expires
@@ -38,6 +40,7 @@ use redis::aio::{ConnectionManager, MultiplexedConnection};
 use tokio::sync::mpsc;
 
 use super::streams::{AudioChunk, StreamEnd, StreamEvent};
+use crate::engines::text::timing::WordTiming;
 
 /// Entries a generation's stream keeps at most (approximate trimming): start, end and the
 /// chunks, one per rendered segment.
@@ -192,11 +195,13 @@ impl Writer {
                 out = outbox.recv() => match out {
                     Some(Out::Chunk(chunk)) => {
                         let (n, m) = (number.to_string(), chunk.end_ms.to_string());
-                        let fields: [(&str, &[u8]); 4] = [
+                        let w = words_json(&chunk.words);
+                        let fields: [(&str, &[u8]); 5] = [
                             ("k", b"c"),
                             ("n", n.as_bytes()),
                             ("m", m.as_bytes()),
                             ("b", &chunk.bytes),
+                            ("w", w.as_bytes()),
                         ];
                         self.write(&mut connection, &fields).await?;
                         number += 1;
@@ -553,6 +558,7 @@ fn entry_of(fields: Vec<Value>) -> Option<Entry> {
     let mut kind = None;
     let (mut attempt, mut content_type, mut number, mut end_ms, mut bytes, mut end) =
         (None, None, None, None, None, None);
+    let mut words = Vec::new();
     let mut fields = fields.into_iter();
     while let (Some(name), Some(value)) = (fields.next(), fields.next()) {
         match text(name)?.as_str() {
@@ -563,6 +569,7 @@ fn entry_of(fields: Vec<Value>) -> Option<Entry> {
             "m" => end_ms = text(value)?.parse::<u64>().ok(),
             "b" => bytes = blob(value),
             "x" => end = text(value),
+            "w" => words = words_of(&text(value)?)?,
             _ => {}
         }
     }
@@ -578,6 +585,7 @@ fn entry_of(fields: Vec<Value>) -> Option<Entry> {
             chunk: AudioChunk {
                 bytes: bytes?,
                 end_ms: end_ms?,
+                words,
             },
         }),
         "e" => Some(Entry::End {
@@ -589,6 +597,33 @@ fn entry_of(fields: Vec<Value>) -> Option<Entry> {
         }),
         _ => None,
     }
+}
+
+/// A chunk's words as its `w` field.
+fn words_json(words: &[WordTiming]) -> String {
+    serde_json::Value::Array(
+        words
+            .iter()
+            .map(|w| serde_json::json!([w.text, w.start, w.end]))
+            .collect(),
+    )
+    .to_string()
+}
+
+/// A `w` field's words; `None` when it is not what [`words_json`] writes.
+fn words_of(json: &str) -> Option<Vec<WordTiming>> {
+    let value: serde_json::Value = serde_json::from_str(json).ok()?;
+    value
+        .as_array()?
+        .iter()
+        .map(|w| {
+            Some(WordTiming {
+                text: w.get(0)?.as_str()?.to_owned(),
+                start: w.get(1)?.as_f64()?,
+                end: w.get(2)?.as_f64()?,
+            })
+        })
+        .collect()
 }
 
 fn blob(value: Value) -> Option<Bytes> {
@@ -611,6 +646,25 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_chunks_words_cross_as_its_w_field() {
+        let words = vec![
+            WordTiming {
+                text: "Hello,".into(),
+                start: 0.0,
+                end: 0.42,
+            },
+            WordTiming {
+                text: "\"world\"".into(),
+                start: 0.5,
+                end: 1.25,
+            },
+        ];
+        assert_eq!(words_of(&words_json(&words)), Some(words));
+        assert_eq!(words_of("[]"), Some(Vec::new()));
+        assert_eq!(words_of("[[1, 2]]"), None);
+    }
+
     fn inbox() -> Inbox {
         // Only the URL is checked: nothing here talks to Redis.
         Relay::open("redis://127.0.0.1:1", Duration::from_secs(2))
@@ -632,6 +686,7 @@ mod tests {
             chunk: AudioChunk {
                 bytes: Bytes::from(format!("{attempt}{number}")),
                 end_ms: 100 * (number + 1),
+                words: Vec::new(),
             },
         }
     }

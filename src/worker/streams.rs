@@ -37,15 +37,18 @@ pub enum StreamEnd {
 }
 
 /// One encoded chunk and how far into the audio it reaches: `end_ms` is the audio rendered
-/// when the chunk was encoded (the charge of a delivery cut short after this chunk).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// when the chunk was encoded (the charge of a delivery cut short after this chunk). `words`:
+/// the words the chunk's piece says, in seconds from the start of the generation's audio, for
+/// engines that know them (the live speech socket's alignment); empty otherwise.
+#[derive(Debug, Clone, PartialEq)]
 pub struct AudioChunk {
     pub bytes: Bytes,
     pub end_ms: u64,
+    pub words: Vec<crate::engines::text::timing::WordTiming>,
 }
 
 /// What a subscription yields next.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {
     Chunk(AudioChunk),
     End(StreamEnd),
@@ -310,6 +313,7 @@ mod tests {
         AudioChunk {
             bytes: Bytes::from_static(s.as_bytes()),
             end_ms: s.len() as u64 * 100,
+            words: Vec::new(),
         }
     }
 

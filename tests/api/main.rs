@@ -13,6 +13,7 @@ mod console;
 mod console_live;
 mod db;
 mod door_parity;
+mod elevenlabs;
 mod embedded;
 mod idempotency;
 mod lifecycle;

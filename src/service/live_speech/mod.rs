@@ -1,0 +1,582 @@
+//! Live speech: a socket the core owns, fed text in pieces for up to [`MAX_CONTEXTS`] contexts
+//! (one agent turn each), answering with each context's audio as it is rendered, with when each
+//! character is said. Every door's speech-socket dialect (ElevenLabs' `stream-input` and
+//! `multi-stream-input` today) translates its messages into [`SpeechInput`]s and
+//! [`SpeechEvent`]s into its own frames. docs/live-speech.md has the choices:
+//!
+//! - **Phrases.** A context buffers its text ([`phrases::Buffer`]) until a phrase is complete
+//!   (a sentence end, the client's chunk schedule, a flush, the end). Each phrase is one
+//!   generation, admitted exactly as every speech request is (`speech::admit_phrase`: plan,
+//!   scope, allowance, key ceiling, pending cap, pronunciations, normalisation, the fair
+//!   queue), rendered as 16-bit wav and delivered as it is rendered, transcoded to the
+//!   socket's format, with character timings from the engine's word durations
+//!   ([`alignment`]). A context's phrases are spoken one after the other; contexts run side by
+//!   side.
+//! - **Charging** is delivery's (`delivery::CancelOnDrop`): a phrase that completes is charged
+//!   its audio by its completion; one cut (its context cancelled, the client gone, the time
+//!   limit, shutdown) is charged the audio up to the last chunk handed to the socket, once.
+//!   A refusal of a phrase (a ceiling crossed mid-socket) ends the socket with the refusal.
+//! - **Cancelling** a context ([`SpeechInput::CloseContext`] while it still holds text not
+//!   flushed) stops the phrase it renders inside its piece, drops what is queued, and drops
+//!   its audio not yet taken by the door.
+//! - **Bounds.** [`MAX_CONTEXTS`] per socket; `max_speech_sockets` per process and
+//!   `max_speech_sockets_per_account`; an idle timeout (no text and nothing rendering);
+//!   `speech_socket_max_session_secs`; queues of fixed length between the door, the session,
+//!   its contexts and the door's writer, so a client that reads slowly stops the rendering's
+//!   delivery and then its own input, and nothing grows.
+
+pub mod alignment;
+pub mod phrases;
+mod rest;
+mod speak;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Instant, sleep_until};
+
+pub use self::alignment::{CharTimes, ChunkAlignment};
+use self::phrases::{Buffer, SCHEDULE_RANGE};
+pub use self::rest::{ConvertRequest, convert};
+use super::core::{Core, Slot, Slots};
+use super::error::{ErrorCode, ServiceError};
+use super::principal::Principal;
+use super::speech::Fields;
+use crate::audio::OutputFormat;
+use crate::domain::{CancelReason, EngineId};
+
+/// Contexts one socket may hold at once (ElevenLabs' own limit).
+pub const MAX_CONTEXTS: usize = 5;
+/// The idle timeout when the client names none, and the longest it may name (seconds).
+pub const DEFAULT_IDLE_SECS: u64 = 20;
+pub const MAX_IDLE_SECS: u64 = 180;
+/// The longest context id.
+pub const MAX_CONTEXT_ID: usize = 128;
+/// Inputs a door may have handed over and the session not yet taken.
+const INPUT_QUEUE: usize = 16;
+/// Events the contexts may have produced and the door not yet taken.
+const EVENT_QUEUE: usize = 8;
+/// Phrases one context may hold before the session waits for it.
+const PHRASE_QUEUE: usize = 4;
+
+/// The process's places for speech sockets (from configuration).
+pub struct SpeechSockets {
+    pub(in crate::service) process: Slots,
+    pub(in crate::service) per_account: Slots,
+    pub(in crate::service) max_session: Duration,
+}
+
+impl SpeechSockets {
+    pub fn new(process: usize, per_account: usize, max_session: Duration) -> Self {
+        Self {
+            process: Slots::new(process),
+            per_account: Slots::new(per_account),
+            max_session,
+        }
+    }
+}
+
+/// The names a dialect gives the session's parameters (for its refusals).
+#[derive(Debug, Clone, Copy)]
+pub struct Params {
+    pub speech: Fields,
+    pub idle_timeout: &'static str,
+    pub schedule: &'static str,
+    pub context: &'static str,
+}
+
+/// How a session is to run (a door's parameters, parsed).
+#[derive(Debug, Clone)]
+pub struct SpeechOptions {
+    /// A voice profile's id or name.
+    pub voice: String,
+    /// The engine the client named, and the parameter that named it (`None`: the voice's).
+    pub engine: Option<(EngineId, &'static str)>,
+    pub output: OutputFormat,
+    /// Seconds without text (and nothing rendering) that end the socket.
+    pub idle_timeout_secs: Option<u64>,
+    /// Cut phrases at sentence ends only (no chunk schedule).
+    pub auto_mode: bool,
+    pub params: Params,
+}
+
+/// What a door hands the session.
+#[derive(Debug)]
+pub enum SpeechInput {
+    /// Text for a context; `flush` makes what it holds a phrase now. Empty text without a
+    /// flush only keeps the socket alive. `schedule`: the client's chunk schedule from now on.
+    Text {
+        context: String,
+        text: String,
+        flush: bool,
+        schedule: Option<Vec<usize>>,
+    },
+    /// Ends a context: with text still waiting for a flush it is cancelled at once; otherwise
+    /// what was flushed is finished first.
+    CloseContext { context: String },
+    /// No more input: every context's text is spoken, then the socket ends.
+    Close,
+    /// A message the door could not read: the session sends this refusal and ends.
+    Refuse(ServiceError),
+}
+
+/// What the session tells its door, in order.
+#[derive(Debug)]
+pub enum SpeechEvent {
+    Audio {
+        context: String,
+        /// The phrase's generation (readable afterwards).
+        generation_id: String,
+        audio: Bytes,
+        /// When each character of the chunk is said (engines with durations).
+        alignment: Option<ChunkAlignment>,
+    },
+    /// The context has ended: nothing more comes for it.
+    ContextDone {
+        context: String,
+    },
+    /// A refusal (a phrase's admission, a bad message); the session ends after it.
+    Refused {
+        context: Option<String>,
+        error: ServiceError,
+    },
+    Ended(EndReason),
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndReason {
+    /// The client closed it, and everything it sent was spoken.
+    Client,
+    /// No text and nothing rendering for the idle timeout.
+    Idle,
+    /// It reached `speech_socket_max_session_secs`.
+    MaxDuration,
+    Shutdown,
+    /// A refusal ended it.
+    Refused,
+}
+
+/// A door's handle on an open session.
+pub struct SpeechSession {
+    pub inputs: SpeechInputs,
+    pub events: SpeechEvents,
+}
+
+/// The session's input side.
+#[derive(Clone)]
+pub struct SpeechInputs(mpsc::Sender<SpeechInput>);
+
+impl SpeechInputs {
+    /// Hands `input` over, waiting while the session is behind. `false`: it has ended.
+    pub async fn send(&self, input: SpeechInput) -> bool {
+        self.0.send(input).await.is_ok()
+    }
+}
+
+/// An event, and for audio the flag that drops it when its context was cancelled first.
+type Queued = (SpeechEvent, Option<Arc<AtomicBool>>);
+
+/// The session's events.
+pub struct SpeechEvents(mpsc::Receiver<Queued>);
+
+impl SpeechEvents {
+    /// The next event; `None` after [`SpeechEvent::Ended`]. Audio of a context cancelled since
+    /// it was made is dropped here: a cancel stops the audio at once.
+    pub async fn next(&mut self) -> Option<SpeechEvent> {
+        loop {
+            let (event, cut) = self.0.recv().await?;
+            if cut.is_some_and(|c| c.load(Ordering::Acquire)) {
+                continue;
+            }
+            return Some(event);
+        }
+    }
+}
+
+/// Opens a speech session for `principal`: the speech requirement, the voice (404
+/// `not_found` naming it), its engine (the one the client named must be the voice's, and
+/// installed), the idle timeout, a place among the account's and the process's sockets (429
+/// `rate_limit_exceeded`, 503 `service_unavailable`). Everything a door refuses before it
+/// upgrades; each phrase is admitted on its own later.
+pub async fn open(
+    core: &Core,
+    principal: &Principal,
+    options: SpeechOptions,
+) -> Result<SpeechSession, ServiceError> {
+    super::operations::Operation::CreateSpeech.check(principal)?;
+    let params = options.params;
+    let idle = match options.idle_timeout_secs {
+        None => DEFAULT_IDLE_SECS,
+        Some(secs) if (1..=MAX_IDLE_SECS).contains(&secs) => secs,
+        Some(_) => {
+            return Err(ServiceError::invalid(
+                params.idle_timeout,
+                format!(
+                    "{} must be 1 to {MAX_IDLE_SECS} seconds",
+                    params.idle_timeout
+                ),
+            ));
+        }
+    };
+    let voice = if options.voice.contains('\0') {
+        None
+    } else {
+        crate::store::voices::find(&core.pool, &principal.account_id, &options.voice).await?
+    };
+    let voice = voice.ok_or_else(|| {
+        ServiceError::new(
+            ErrorCode::NotFound,
+            format!(
+                "No voice profile of this account has the id or name {:?} (GET /v1/voices lists them).",
+                options.voice
+            ),
+        )
+        .with_param(params.speech.voice)
+    })?;
+    super::speech::refuse_unavailable(voice.engine, &voice.name, params.speech.voice)?;
+    if let Some((engine, field)) = options.engine
+        && engine != voice.engine
+    {
+        return Err(ServiceError::invalid(
+            field,
+            format!(
+                "Voice {:?} is a preset of the {} engine; {field} {engine} cannot render it. Use {}, or an ElevenLabs model name (the voice's engine renders).",
+                voice.name, voice.engine, voice.engine
+            ),
+        ));
+    }
+    if !core.engines.is_installed(voice.engine) {
+        return Err(ServiceError::invalid(
+            options
+                .engine
+                .map_or(params.speech.voice, |(_, field)| field),
+            format!(
+                "The voice {:?} uses the {} engine, which is not installed on this deployment.",
+                voice.name, voice.engine
+            ),
+        ));
+    }
+    let sockets = &core.speech_sockets;
+    let account_slot = sockets
+        .per_account
+        .take(&principal.account_id)
+        .ok_or_else(|| {
+            ServiceError::new(
+                ErrorCode::RateLimitExceeded,
+                "This account has as many speech sockets open as it may (max_speech_sockets_per_account); close one first.",
+            )
+            .with_retry_after(5)
+        })?;
+    let process_slot = sockets.process.take("process").ok_or_else(|| {
+        ServiceError::new(
+            ErrorCode::ServiceUnavailable,
+            "This server has as many speech sockets open as it allows; retry shortly.",
+        )
+        .with_retry_after(5)
+    })?;
+    let (input_tx, input_rx) = mpsc::channel(INPUT_QUEUE);
+    let (event_tx, event_rx) = mpsc::channel(EVENT_QUEUE);
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let shared = Arc::new(speak::Shared {
+        core: core.clone(),
+        principal: principal.clone(),
+        // The voice's id: a rename mid-socket does not change what speaks.
+        voice: voice.id,
+        output: options.output,
+        fields: params.speech,
+        events: event_tx,
+        busy: AtomicUsize::new(0),
+        done: done_tx,
+    });
+    let session = Session {
+        shared,
+        params,
+        auto_mode: options.auto_mode,
+        idle: Duration::from_secs(idle),
+        max_session: sockets.max_session,
+        contexts: HashMap::new(),
+        finishing: Vec::new(),
+        done: done_rx,
+        closing: false,
+        _slots: (account_slot, process_slot),
+    };
+    metrics::gauge!("voiced_speech_sockets").increment(1.0);
+    tokio::spawn(session.run(input_rx));
+    Ok(SpeechSession {
+        inputs: SpeechInputs(input_tx),
+        events: SpeechEvents(event_rx),
+    })
+}
+
+/// One context as the session holds it.
+struct Context {
+    buffer: Buffer,
+    schedule: Option<Vec<usize>>,
+    /// `None` once the context's input has ended (its task finishes what it holds).
+    phrases: Option<mpsc::Sender<String>>,
+    stop: watch::Sender<Option<CancelReason>>,
+    cut: Arc<AtomicBool>,
+}
+
+impl Context {
+    fn cancel(&self, reason: CancelReason) {
+        self.cut.store(true, Ordering::Release);
+        let _ = self.stop.send(Some(reason));
+    }
+}
+
+struct Session {
+    shared: Arc<speak::Shared>,
+    params: Params,
+    auto_mode: bool,
+    idle: Duration,
+    max_session: Duration,
+    contexts: HashMap<String, Context>,
+    /// Contexts closed after a flush, still speaking what they hold (stopped with the rest
+    /// when the socket ends early).
+    finishing: Vec<Context>,
+    /// Contexts whose task has ended (`Err`: refused).
+    done: mpsc::UnboundedReceiver<speak::Finished>,
+    closing: bool,
+    _slots: (Slot, Slot),
+}
+
+impl Session {
+    async fn run(mut self, mut inputs: mpsc::Receiver<SpeechInput>) {
+        let opened = Instant::now();
+        let mut last_input = Instant::now();
+        let shutting_down = self.shared.core.shutting_down();
+        tokio::pin!(shutting_down);
+        // Context tasks still running (cancelled ones finish their cancellation on their own).
+        let mut running = 0usize;
+        let reason = loop {
+            let idle_at = last_input + self.idle;
+            tokio::select! {
+                input = inputs.recv(), if !self.closing => match input {
+                    Some(input) => {
+                        last_input = Instant::now();
+                        match self.handle(input, &mut running).await {
+                            Ok(()) => {}
+                            Err(error) => break self.refuse(None, error).await,
+                        }
+                        if self.closing && running == 0 {
+                            break EndReason::Client;
+                        }
+                    }
+                    // The client went away: everything stops.
+                    None => {
+                        self.stop_all(CancelReason::Disconnected);
+                        return self.finish(None).await;
+                    }
+                },
+                finished = self.done.recv() => match finished {
+                    // A phrase ended: the idle timeout counts from now.
+                    Some(speak::Finished::Spoken) => last_input = Instant::now(),
+                    Some(speak::Finished::Done) => {
+                        running = running.saturating_sub(1);
+                        self.finishing.retain(|c| !c.stop.is_closed());
+                        if self.closing && running == 0 {
+                            break EndReason::Client;
+                        }
+                    }
+                    Some(speak::Finished::Refused) | None => break EndReason::Refused,
+                },
+                () = sleep_until(idle_at), if self.shared.busy.load(Ordering::Acquire) == 0 => {
+                    break EndReason::Idle;
+                }
+                () = sleep_until(opened + self.max_session) => break EndReason::MaxDuration,
+                () = &mut shutting_down => break EndReason::Shutdown,
+            }
+        };
+        let cancel = match reason {
+            EndReason::MaxDuration => CancelReason::TimeLimit,
+            EndReason::Shutdown => CancelReason::Shutdown,
+            _ => CancelReason::Disconnected,
+        };
+        self.stop_all(cancel);
+        self.finish(Some(reason)).await;
+    }
+
+    async fn finish(self, reason: Option<EndReason>) {
+        metrics::gauge!("voiced_speech_sockets").decrement(1.0);
+        if let Some(reason) = reason {
+            let _ = self
+                .shared
+                .events
+                .send((SpeechEvent::Ended(reason), None))
+                .await;
+        }
+    }
+
+    fn stop_all(&mut self, reason: CancelReason) {
+        for (_, context) in self.contexts.drain() {
+            context.cancel(reason);
+        }
+        for context in self.finishing.drain(..) {
+            context.cancel(reason);
+        }
+    }
+
+    /// Sends a refusal of the session's own (a bad message), and ends.
+    async fn refuse(&mut self, context: Option<String>, error: ServiceError) -> EndReason {
+        let _ = self
+            .shared
+            .events
+            .send((SpeechEvent::Refused { context, error }, None))
+            .await;
+        EndReason::Refused
+    }
+
+    async fn handle(
+        &mut self,
+        input: SpeechInput,
+        running: &mut usize,
+    ) -> Result<(), ServiceError> {
+        match input {
+            SpeechInput::Text {
+                context,
+                text,
+                flush,
+                schedule,
+            } => {
+                if text.is_empty() && !flush && !self.contexts.contains_key(&context) {
+                    // A keep-alive of a context not (or no longer) open.
+                    return Ok(());
+                }
+                let schedule = schedule.map(|s| self.check_schedule(s)).transpose()?;
+                self.open_context(&context, running)?;
+                let auto_mode = self.auto_mode;
+                let Some(ctx) = self.contexts.get_mut(&context) else {
+                    return Ok(());
+                };
+                if let Some(schedule) = schedule {
+                    ctx.schedule = Some(schedule);
+                }
+                ctx.buffer.push(&text);
+                let schedule = (!auto_mode).then(|| {
+                    ctx.schedule
+                        .clone()
+                        .unwrap_or_else(|| phrases::DEFAULT_SCHEDULE.to_vec())
+                });
+                let mut ready = Vec::new();
+                while let Some(phrase) = ctx.buffer.ready(schedule.as_deref()) {
+                    ready.push(phrase);
+                }
+                if flush && let Some(phrase) = ctx.buffer.take() {
+                    ready.push(phrase);
+                }
+                for phrase in ready {
+                    self.queue(&context, phrase).await;
+                }
+            }
+            SpeechInput::CloseContext { context } => match self.contexts.remove(&context) {
+                Some(ctx) if ctx.buffer.has_words() => ctx.cancel(CancelReason::Request),
+                // Everything was flushed: its task speaks what it holds, then ends.
+                Some(mut ctx) => {
+                    ctx.phrases = None;
+                    self.finishing.push(ctx);
+                }
+                None => {
+                    let _ = self
+                        .shared
+                        .events
+                        .send((SpeechEvent::ContextDone { context }, None))
+                        .await;
+                }
+            },
+            SpeechInput::Refuse(error) => return Err(error),
+            SpeechInput::Close => {
+                self.closing = true;
+                let ids: Vec<String> = self.contexts.keys().cloned().collect();
+                for id in ids {
+                    if let Some(phrase) = self.contexts.get_mut(&id).and_then(|c| c.buffer.take()) {
+                        self.queue(&id, phrase).await;
+                    }
+                }
+                for (_, mut ctx) in self.contexts.drain() {
+                    ctx.phrases = None;
+                    self.finishing.push(ctx);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_schedule(&self, schedule: Vec<usize>) -> Result<Vec<usize>, ServiceError> {
+        if schedule.is_empty()
+            || schedule.len() > 16
+            || schedule.iter().any(|n| !SCHEDULE_RANGE.contains(n))
+        {
+            return Err(ServiceError::invalid(
+                self.params.schedule,
+                format!(
+                    "{} must be 1 to 16 numbers of characters, each {} to {}",
+                    self.params.schedule,
+                    SCHEDULE_RANGE.start(),
+                    SCHEDULE_RANGE.end()
+                ),
+            ));
+        }
+        Ok(schedule)
+    }
+
+    /// Starts `id`'s task when it is new (refused past [`MAX_CONTEXTS`]).
+    fn open_context(&mut self, id: &str, running: &mut usize) -> Result<(), ServiceError> {
+        if self.contexts.contains_key(id) {
+            return Ok(());
+        }
+        let field = self.params.context;
+        if id.chars().count() > MAX_CONTEXT_ID || id.contains('\0') {
+            return Err(ServiceError::invalid(
+                field,
+                format!("{field} must be at most {MAX_CONTEXT_ID} characters"),
+            ));
+        }
+        if self.contexts.len() >= MAX_CONTEXTS {
+            return Err(ServiceError::invalid(
+                field,
+                format!(
+                    "A socket holds at most {MAX_CONTEXTS} contexts at once; close one (close_context) before opening another."
+                ),
+            ));
+        }
+        let (phrases_tx, phrases_rx) = mpsc::channel(PHRASE_QUEUE);
+        let (stop_tx, stop_rx) = watch::channel(None);
+        let cut = Arc::new(AtomicBool::new(false));
+        tokio::spawn(speak::context(
+            self.shared.clone(),
+            id.to_owned(),
+            phrases_rx,
+            stop_rx,
+            cut.clone(),
+        ));
+        *running += 1;
+        self.contexts.insert(
+            id.to_owned(),
+            Context {
+                buffer: Buffer::default(),
+                schedule: None,
+                phrases: Some(phrases_tx),
+                stop: stop_tx,
+                cut,
+            },
+        );
+        Ok(())
+    }
+
+    /// Hands `phrase` to its context, waiting while it holds [`PHRASE_QUEUE`] already.
+    async fn queue(&mut self, id: &str, phrase: String) {
+        let Some(sender) = self.contexts.get(id).and_then(|c| c.phrases.clone()) else {
+            return;
+        };
+        self.shared.busy.fetch_add(1, Ordering::AcqRel);
+        if sender.send(phrase).await.is_err() {
+            self.shared.busy.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
