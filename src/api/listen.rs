@@ -534,26 +534,9 @@ struct Dialect {
 /// Frames in → inputs; events → frames out. The reader waits while the session is behind
 /// (that is the pacing); the writer never waits for the reader.
 async fn serve(socket: WebSocket, session: live::LiveSession, dialect: Dialect) {
-    let (mut sink, mut stream) = socket.split();
+    let (mut sink, stream) = socket.split();
     let (inputs, mut events) = session.split();
-    let reader = tokio::spawn(async move {
-        while let Some(Ok(message)) = stream.next().await {
-            let input = match message {
-                Message::Binary(bytes) => LiveInput::Audio(bytes.to_vec()),
-                Message::Text(text) => match control(text.as_str()) {
-                    Some(input) => input,
-                    None => continue,
-                },
-                Message::Close(_) => LiveInput::Close,
-                Message::Ping(_) | Message::Pong(_) => continue,
-            };
-            let closing = matches!(input, LiveInput::Close);
-            if !inputs.send(input).await || closing {
-                return;
-            }
-        }
-        inputs.send(LiveInput::Close).await;
-    });
+    let reader = http::live_socket::read_audio(stream, inputs, control);
     while let Some(event) = events.next().await {
         if let Some(message) = render(&event, &dialect) {
             // A client that is gone: the session still finishes and stores its finals.
@@ -593,7 +576,7 @@ async fn serve(socket: WebSocket, session: live::LiveSession, dialect: Dialect) 
             break;
         }
     }
-    reader.abort();
+    http::live_socket::finish(reader).await;
 }
 
 /// A close frame's reason is at most 123 bytes: longer ones are cut at a character boundary.

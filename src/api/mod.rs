@@ -64,7 +64,15 @@ struct ApiDoc;
 
 /// The live routes' documentation (declared beside their handlers).
 #[derive(OpenApi)]
-#[openapi(paths(listen::listen_document, listen::prerecorded_document))]
+#[openapi(paths(
+    listen::listen_document,
+    listen::prerecorded_document,
+    realtime::realtime_document,
+    elevenlabs::multi_stream_input_document,
+    elevenlabs::stream_input_document,
+    elevenlabs::convert_document,
+    elevenlabs::convert_stream_document,
+))]
 struct LiveDoc;
 
 struct SecuritySchemes;

@@ -118,6 +118,29 @@ fn parse_query(raw: Option<&str>, installed: &str) -> Result<Option<String>, Api
     }
 }
 
+/// OpenAI's realtime transcription: `GET /v1/realtime?intent=transcription` upgraded to a
+/// WebSocket of OpenAI's realtime events (`session.update`, `input_audio_buffer.append` /
+/// `commit` / `clear` in; `session.created`, speech started and stopped, `…transcription.delta`
+/// and `.completed`, `error` out; GA and beta names), the finals stored as one capture
+/// (`source: api`). Credentials: `Authorization: Bearer <key>`, `x-api-key`, or the subprotocols
+/// `realtime, openai-insecure-api-key.<key>`. Refusals come before the upgrade, in OpenAI's
+/// error envelope with voiced's `code`.
+#[utoipa::path(get, path = "/v1/realtime", tag = "live",
+    security(("api_key" = []), ("bearer" = [])),
+    params(
+        ("intent" = String, Query, pattern = "^transcription$", description = "`transcription` (a conversation session is not offered)"),
+        ("model" = Option<String>, Query, description = "`whisper-1`, `gpt-4o-transcribe`, `gpt-4o-mini-transcribe`, `gpt-transcribe` or the installed recogniser: the server's recogniser answers"),
+    ),
+    responses(
+        (status = 101, description = "Switching Protocols: the session's WebSocket (docs/live.md)"),
+        (status = 400, description = "`invalid_request` naming `intent`, `model`, or `upgrade` (no upgrade headers)", body = crate::http::models::OpenAiError),
+        (status = 401, description = "`invalid_api_key`", body = crate::http::models::OpenAiError),
+        (status = 403, description = "`pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled`", body = crate::http::models::OpenAiError),
+        (status = 429, description = "`rate_limit_exceeded` (the upgrade counts as one write; see `Retry-After`)", body = crate::http::models::OpenAiError),
+        (status = 503, description = "`service_unavailable`: every live or recogniser place is taken, or no model is installed", body = crate::http::models::OpenAiError),
+    ))]
+pub async fn realtime_document() {}
+
 /// `GET /v1/realtime`: the upgrade, once the session is open.
 async fn realtime(
     State(core): State<Core>,

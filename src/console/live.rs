@@ -25,6 +25,7 @@ use super::page::PageError;
 use super::session::{SignedIn, check_csrf};
 use crate::audio::LiveEncoding;
 use crate::console::ConsoleState;
+use crate::http;
 use crate::http::error::HttpStatus;
 use crate::service::ServiceError;
 use crate::service::live::utterances::EndReason;
@@ -38,9 +39,6 @@ pub const SAMPLE_RATE: u32 = 16_000;
 /// Silence that settles what was said (a person at a microphone pauses longer than an agent's
 /// 300 ms between phrases of one thought).
 const ENDPOINTING: Duration = Duration::from_millis(500);
-
-/// How long the page has to answer the server's close.
-const CLOSING: Duration = Duration::from_secs(5);
 
 #[derive(Deserialize)]
 pub struct Params {
@@ -137,37 +135,11 @@ async fn refuse(mut socket: WebSocket, err: ServiceError) {
 /// Frames in → inputs; events → messages out. The reader waits while the session is behind
 /// (the core's pacing); the writer never waits for the reader.
 async fn serve(socket: WebSocket, session: LiveSession) {
-    let (mut sink, mut stream) = socket.split();
+    let (mut sink, stream) = socket.split();
     let ready = json!({"type": "ready", "session_id": session.id(), "sample_rate": SAMPLE_RATE});
     let (inputs, mut events) = session.split();
     let _ = sink.send(Message::Text(ready.to_string().into())).await;
-    let mut reader = tokio::spawn(async move {
-        let mut open = true;
-        while let Some(Ok(message)) = stream.next().await {
-            if !open {
-                // The session has ended: read (and drop) what the page still sends until its
-                // close, so that the socket is not closed with unread data, which resets the
-                // connection and can lose the last messages on their way to the page.
-                continue;
-            }
-            let input = match message {
-                Message::Binary(bytes) => LiveInput::Audio(bytes.to_vec()),
-                Message::Text(text) => match control(text.as_str()) {
-                    Some(input) => input,
-                    None => continue,
-                },
-                Message::Close(_) => LiveInput::Close,
-                Message::Ping(_) | Message::Pong(_) => continue,
-            };
-            let closing = matches!(input, LiveInput::Close);
-            if !inputs.send(input).await || closing {
-                open = false;
-            }
-        }
-        if open {
-            inputs.send(LiveInput::Close).await;
-        }
-    });
+    let reader = http::live_socket::read_audio(stream, inputs, control);
     while let Some(event) = events.next().await {
         if let Some(message) = render(&event) {
             // A page that went away: the session still finishes and stores its finals.
@@ -189,10 +161,7 @@ async fn serve(socket: WebSocket, session: LiveSession) {
             break;
         }
     }
-    // The page's answer to the close, for a moment.
-    if tokio::time::timeout(CLOSING, &mut reader).await.is_err() {
-        reader.abort();
-    }
+    http::live_socket::finish(reader).await;
 }
 
 /// The page's text frames: `{"type":"stop"}` (no more audio: settle, store, end),

@@ -10,6 +10,7 @@ pub mod error;
 pub mod fields;
 pub mod idempotency;
 pub mod json;
+pub mod live_socket;
 pub mod models;
 pub mod principal_check;
 pub mod rate_limit;

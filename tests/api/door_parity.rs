@@ -44,14 +44,46 @@ enum Door {
     Listen,
     /// `POST /v1/listen` (Deepgram's pre-recorded call: the audio as the body)
     ListenFile,
+    /// `GET /v1/realtime?intent=transcription` upgraded (OpenAI's realtime transcription):
+    /// refused at the upgrade in OpenAI's envelope
+    Realtime,
+    /// `GET /v1/text-to-speech/{voice}/multi-stream-input` upgraded (ElevenLabs' socket):
+    /// refused at the upgrade in ElevenLabs' envelope
+    ElevenSocket,
+    /// `POST /v1/text-to-speech/{voice}` (ElevenLabs' REST speech)
+    ElevenRest,
 }
 
-const SPEECH_DOORS: &[Door] = &[Door::Speech, Door::OpenAiSpeech, Door::McpSpeak];
+const SPEECH_DOORS: &[Door] = &[
+    Door::Speech,
+    Door::OpenAiSpeech,
+    Door::McpSpeak,
+    Door::ElevenRest,
+];
 /// The speech doors and the playground's, for rows whose account has a console session.
 const SPEECH_AND_CONSOLE_DOORS: &[Door] = &[
     Door::Speech,
     Door::OpenAiSpeech,
     Door::McpSpeak,
+    Door::ElevenRest,
+    Door::ConsoleSpeak,
+    Door::ConsoleStream,
+];
+/// Speech doors whose body can carry a `temperature` (ElevenLabs' has none).
+const TEMPERATURE_DOORS: &[Door] = &[
+    Door::Speech,
+    Door::OpenAiSpeech,
+    Door::McpSpeak,
+    Door::ConsoleSpeak,
+    Door::ConsoleStream,
+];
+/// Speech doors that refuse an unknown voice before anything is admitted, the socket included.
+const VOICE_DOORS: &[Door] = &[
+    Door::Speech,
+    Door::OpenAiSpeech,
+    Door::McpSpeak,
+    Door::ElevenRest,
+    Door::ElevenSocket,
     Door::ConsoleSpeak,
     Door::ConsoleStream,
 ];
@@ -66,6 +98,9 @@ const CREDENTIAL_DOORS: &[Door] = &[
     Door::McpTranscribe,
     Door::Listen,
     Door::ListenFile,
+    Door::Realtime,
+    Door::ElevenSocket,
+    Door::ElevenRest,
 ];
 const ALL_DOORS: &[Door] = &[
     Door::Speech,
@@ -143,6 +178,28 @@ async fn every_door_refuses_the_same_input_with_the_same_code() {
                     refusal(door, status, &body)
                 }
                 Door::ListenFile => send_listen_file(&app, &case.credential, &case.input).await,
+                Door::Realtime => {
+                    let (status, body) = crate::realtime::refused(
+                        &app,
+                        "intent=transcription&model=gpt-4o-mini-transcribe",
+                        &[("authorization", &format!("Bearer {}", case.credential))],
+                    )
+                    .await;
+                    refusal(door, status, &body)
+                }
+                Door::ElevenSocket => {
+                    let path = format!(
+                        "/v1/text-to-speech/{}/multi-stream-input?model_id=eleven_turbo_v2_5",
+                        case.input.voice
+                    );
+                    let (status, body) = crate::elevenlabs::refused(
+                        &app,
+                        &path,
+                        &[("xi-api-key", &case.credential)],
+                    )
+                    .await;
+                    refusal(door, status, &body)
+                }
                 _ => send(&app, door, &case.credential, &case.input).await,
             };
             if (refusal.status, refusal.code.as_str()) != (case.status, case.code) {
@@ -358,7 +415,7 @@ async fn cases(app: &TestApp) -> Vec<Case> {
                 "unknown voice",
                 &key,
                 normal("Nobody"),
-                SPEECH_AND_CONSOLE_DOORS,
+                VOICE_DOORS,
                 400,
                 "invalid_request",
             ),
@@ -399,7 +456,7 @@ async fn cases(app: &TestApp) -> Vec<Case> {
                 "engine not installed",
                 &key,
                 normal("Absent"),
-                SPEECH_AND_CONSOLE_DOORS,
+                VOICE_DOORS,
                 400,
                 "invalid_request",
             ),
@@ -413,7 +470,7 @@ async fn cases(app: &TestApp) -> Vec<Case> {
                     temperature: Some(0.7),
                     ..normal("Mine")
                 },
-                SPEECH_AND_CONSOLE_DOORS,
+                TEMPERATURE_DOORS,
                 400,
                 "invalid_request",
             ),
@@ -507,12 +564,22 @@ async fn send(app: &TestApp, door: Door, credential: &str, input: &Input) -> Ref
             "/mcp",
             mcp_tools_call("transcribe", json!({"audio_base64": audio})),
         ),
-        Door::ConsoleSpeak | Door::ConsoleStream | Door::Listen | Door::ListenFile => {
+        Door::ElevenRest => (
+            "/v1/text-to-speech/{voice}",
+            json!({"text": text, "model_id": "eleven_turbo_v2_5"}),
+        ),
+        Door::ConsoleSpeak
+        | Door::ConsoleStream
+        | Door::Listen
+        | Door::ListenFile
+        | Door::Realtime
+        | Door::ElevenSocket => {
             unreachable!("sent by their own functions")
         }
     };
+    let path = path.replace("{voice}", &input.voice);
     let mut request = app
-        .post(path)
+        .post(&path)
         .header("authorization", format!("Bearer {credential}"))
         .timeout(Duration::from_secs(60))
         .json(&body);
@@ -636,7 +703,22 @@ fn refusal(door: Door, http_status: u16, body: &Value) -> Refusal {
         };
     }
     match door {
-        Door::OpenAiSpeech => {
+        Door::ElevenSocket | Door::ElevenRest => {
+            // ElevenLabs' envelope: `detail.status` is ElevenLabs' word, voiced's code beside it.
+            assert!(
+                body["detail"]["message"]
+                    .as_str()
+                    .is_some_and(|m| !m.is_empty()),
+                "{door:?}: {body}"
+            );
+            assert_eq!(body["detail"]["code"], body["code"], "{door:?}: {body}");
+            Refusal {
+                http_status,
+                status: http_status,
+                code: text(&body["code"]),
+            }
+        }
+        Door::OpenAiSpeech | Door::Realtime => {
             // OpenAI's envelope carries no status member: the HTTP status is the error's.
             let error = &body["error"];
             assert!(
@@ -692,12 +774,16 @@ async fn a_hang_up_after_the_first_byte_is_charged_alike_on_every_streaming_door
     let session = session_of(&app, &account).await;
     let long =
         "This sentence is one of eight that a client asked for and stopped hearing. ".repeat(8);
-    for door in [Door::OpenAiSpeech, Door::ConsoleStream] {
+    for door in [Door::OpenAiSpeech, Door::ElevenRest, Door::ConsoleStream] {
         let request = match door {
             Door::OpenAiSpeech => app
                 .post("/v1/audio/speech")
                 .bearer_auth(&secret)
                 .json(&json!({"model": "kokoro", "input": long, "voice": "Narrator", "seed": 7})),
+            Door::ElevenRest => app
+                .post("/v1/text-to-speech/Narrator/stream?output_format=pcm_24000")
+                .header("xi-api-key", &secret)
+                .json(&json!({"text": long, "model_id": "eleven_turbo_v2_5", "seed": 7})),
             _ => app
                 .post("/console/playground/stream")
                 .header("cookie", &session.0)
@@ -750,7 +836,7 @@ async fn a_hang_up_after_the_first_byte_is_charged_alike_on_every_streaming_door
             audio_ms > 0 && audio_ms < estimated_ms,
             "{door:?}: {audio_ms} ms charged of about {estimated_ms}"
         );
-        let expected_key = (door == Door::OpenAiSpeech).then(|| key_id.clone());
+        let expected_key = (door != Door::ConsoleStream).then(|| key_id.clone());
         assert_eq!(charged_key, expected_key, "{door:?}");
         // The generation object says what was charged.
         let (_, generation) = app.generation(&secret, &id).await;

@@ -53,7 +53,7 @@ async fn connect(
         .map(|(socket, _)| socket)
 }
 
-async fn refused(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> (u16, Value) {
+pub(crate) async fn refused(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> (u16, Value) {
     match connect(app, path, headers).await {
         Ok(_) => panic!("the upgrade of {path} was accepted"),
         Err(tungstenite::Error::Http(response)) => {
@@ -361,11 +361,12 @@ async fn refusals_at_the_upgrade_use_elevenlabs_shape_with_the_code() {
         (403, "pro_plan_required"),
     );
     let unknown = format!("/v1/text-to-speech/nobody/multi-stream-input?{LIVEKIT_QUERY}");
+    // The same refusal as every speech door: 400 naming the field.
     let body = check(
         refused(&app, &unknown, &[("xi-api-key", &secret)]).await,
-        (404, "not_found"),
+        (400, "invalid_request"),
     );
-    assert_eq!(body["detail"]["status"], "voice_not_found");
+    assert_eq!(body["detail"]["param"], "voice_id");
     let bad = format!("/v1/text-to-speech/{voice}/multi-stream-input?output_format=opus_48000_64");
     let body = check(
         refused(&app, &bad, &[("xi-api-key", &secret)]).await,

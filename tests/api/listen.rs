@@ -60,7 +60,10 @@ fn pcm16(samples: &[f32]) -> Vec<u8> {
         .collect()
 }
 
-async fn next_json(socket: &mut Socket, within: Duration) -> Option<Value> {
+async fn next_json<S>(socket: &mut S, within: Duration) -> Option<Value>
+where
+    S: futures_util::Stream<Item = Result<Message, tungstenite::Error>> + Unpin,
+{
     loop {
         match tokio::time::timeout(within, socket.next()).await.ok()?? {
             Ok(Message::Text(text)) => return Some(serde_json::from_str(text.as_str()).unwrap()),

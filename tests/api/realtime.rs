@@ -43,7 +43,7 @@ async fn connect(
 }
 
 /// The refusal of an upgrade: status and body.
-async fn refused(app: &TestApp, query: &str, headers: &[(&str, &str)]) -> (u16, Value) {
+pub(crate) async fn refused(app: &TestApp, query: &str, headers: &[(&str, &str)]) -> (u16, Value) {
     match connect(app, query, headers).await {
         Ok(_) => panic!("the upgrade was accepted"),
         Err(tungstenite::Error::Http(response)) => {

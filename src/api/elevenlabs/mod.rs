@@ -60,6 +60,85 @@ pub fn router(core: Core) -> Router<Core> {
         .layer(from_fn(elevenlabs_credentials))
 }
 
+/// ElevenLabs' multi-context speech socket (the OpenAPI declaration; the wire is in
+/// docs/live.md): text in pieces per `context_id`, audio with `alignment` out as it is rendered.
+#[utoipa::path(get, path = "/v1/text-to-speech/{voice_id}/multi-stream-input", tag = "live",
+    security(("api_key" = []), ("bearer" = [])),
+    params(
+        ("voice_id" = String, Path, description = "A voice profile's id or name"),
+        ("model_id" = Option<String>, Query, description = "An engine id, or an ElevenLabs model name (`eleven_*`: the voice's own engine)"),
+        ("output_format" = Option<String>, Query, description = "`pcm_8000` … `pcm_48000`, `mp3_22050_32`, `mp3_44100_32` … `mp3_44100_192`, `ulaw_8000`; default `mp3_22050_32`"),
+        ("inactivity_timeout" = Option<u32>, Query, description = "Seconds without a message before the socket closes (default 20, at most 180)"),
+        ("sync_alignment" = Option<bool>, Query, description = "Accepted; alignment is always sent with the audio"),
+        ("auto_mode" = Option<bool>, Query, description = "Phrases at sentence ends, without the chunk schedule"),
+    ),
+    responses(
+        (status = 101, description = "Switching Protocols: the socket (docs/live.md)"),
+        (status = 400, description = "`invalid_request` naming the parameter (`voice_id`: no such voice in this account)", body = Object, content_type = "application/json"),
+        (status = 401, description = "`invalid_api_key`", body = Object, content_type = "application/json"),
+        (status = 403, description = "`pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled`", body = Object, content_type = "application/json"),
+        (status = 429, description = "`rate_limit_exceeded`: the write rate, or the account's sockets", body = Object, content_type = "application/json"),
+        (status = 503, description = "`service_unavailable`: every socket place is taken", body = Object, content_type = "application/json"),
+    ))]
+pub async fn multi_stream_input_document() {}
+
+/// ElevenLabs' single-context speech socket (the OpenAPI declaration; docs/live.md).
+#[utoipa::path(get, path = "/v1/text-to-speech/{voice_id}/stream-input", tag = "live",
+    security(("api_key" = []), ("bearer" = [])),
+    params(
+        ("voice_id" = String, Path, description = "A voice profile's id or name"),
+        ("model_id" = Option<String>, Query, description = "An engine id, or an ElevenLabs model name"),
+        ("output_format" = Option<String>, Query, description = "As on the multi-context socket"),
+    ),
+    responses(
+        (status = 101, description = "Switching Protocols: the socket (docs/live.md)"),
+        (status = 400, description = "`invalid_request` naming the parameter (`voice_id`: no such voice in this account)", body = Object, content_type = "application/json"),
+        (status = 401, description = "`invalid_api_key`", body = Object, content_type = "application/json"),
+        (status = 403, description = "`pro_plan_required`, `insufficient_scope` or `feature_not_enabled`", body = Object, content_type = "application/json"),
+        (status = 429, description = "`rate_limit_exceeded`", body = Object, content_type = "application/json"),
+        (status = 503, description = "`service_unavailable`", body = Object, content_type = "application/json"),
+    ))]
+pub async fn stream_input_document() {}
+
+/// ElevenLabs' REST speech: `POST /v1/text-to-speech/{voice_id}` (the whole audio) and
+/// `…/stream` (streamed as it is rendered); JSON `{text, model_id, voice_settings, …}`.
+#[utoipa::path(post, path = "/v1/text-to-speech/{voice_id}", tag = "live",
+    security(("api_key" = []), ("bearer" = [])),
+    params(
+        ("voice_id" = String, Path, description = "A voice profile's id or name"),
+        ("output_format" = Option<String>, Query, description = "As on the sockets; default `mp3_44100_128`"),
+    ),
+    request_body(content = Object, content_type = "application/json", description = "`{text, model_id, voice_settings, language_code, …}` (docs/live.md)"),
+    responses(
+        (status = 200, description = "The audio in the asked format", content((Vec<u8> = "audio/mpeg"), (Vec<u8> = "audio/pcm"), (Vec<u8> = "audio/basic"))),
+        (status = 400, description = "`invalid_request` naming the field", body = Object, content_type = "application/json"),
+        (status = 401, description = "`invalid_api_key`", body = Object, content_type = "application/json"),
+        (status = 403, description = "`pro_plan_required`, `insufficient_scope` or `feature_not_enabled`", body = Object, content_type = "application/json"),
+        (status = 413, description = "`payload_too_large`", body = Object, content_type = "application/json"),
+        (status = 415, description = "`unsupported_media_type`", body = Object, content_type = "application/json"),
+        (status = 429, description = "`rate_limit_exceeded`, `quota_exhausted` or `key_ceiling_exceeded`", body = Object, content_type = "application/json"),
+    ))]
+pub async fn convert_document() {}
+
+/// The streamed twin of [`convert_document`].
+#[utoipa::path(post, path = "/v1/text-to-speech/{voice_id}/stream", tag = "live",
+    security(("api_key" = []), ("bearer" = [])),
+    params(
+        ("voice_id" = String, Path, description = "A voice profile's id or name"),
+        ("output_format" = Option<String>, Query, description = "As on the sockets; default `mp3_44100_128`"),
+    ),
+    request_body(content = Object, content_type = "application/json", description = "As `POST /v1/text-to-speech/{voice_id}`"),
+    responses(
+        (status = 200, description = "The audio, streamed as it is rendered", content((Vec<u8> = "audio/mpeg"), (Vec<u8> = "audio/pcm"), (Vec<u8> = "audio/basic"))),
+        (status = 400, description = "`invalid_request` naming the field", body = Object, content_type = "application/json"),
+        (status = 401, description = "`invalid_api_key`", body = Object, content_type = "application/json"),
+        (status = 403, description = "`pro_plan_required`, `insufficient_scope` or `feature_not_enabled`", body = Object, content_type = "application/json"),
+        (status = 413, description = "`payload_too_large`", body = Object, content_type = "application/json"),
+        (status = 415, description = "`unsupported_media_type`", body = Object, content_type = "application/json"),
+        (status = 429, description = "`rate_limit_exceeded`, `quota_exhausted` or `key_ceiling_exceeded`", body = Object, content_type = "application/json"),
+    ))]
+pub async fn convert_stream_document() {}
+
 /// ElevenLabs' `xi-api-key` header as the `Authorization: Bearer` `http::auth` reads, when no
 /// credential of voiced's own (`x-api-key`, `Authorization`) was sent.
 async fn elevenlabs_credentials(mut request: Request, next: Next) -> Response {

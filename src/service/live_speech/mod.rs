@@ -198,8 +198,8 @@ impl SpeechEvents {
     }
 }
 
-/// Opens a speech session for `principal`: the speech requirement, the voice (404
-/// `not_found` naming it), its engine (the one the client named must be the voice's, and
+/// Opens a speech session for `principal`: the speech requirement, the voice (400
+/// `invalid_request` naming it, as on every speech door), its engine (the one the client named must be the voice's, and
 /// installed), the idle timeout, a place among the account's and the process's sockets (429
 /// `rate_limit_exceeded`, 503 `service_unavailable`). Everything a door refuses before it
 /// upgrades; each phrase is admitted on its own later.
@@ -223,21 +223,14 @@ pub async fn open(
             ));
         }
     };
-    let voice = if options.voice.contains('\0') {
-        None
-    } else {
-        crate::store::voices::find(&core.pool, &principal.account_id, &options.voice).await?
-    };
-    let voice = voice.ok_or_else(|| {
-        ServiceError::new(
-            ErrorCode::NotFound,
-            format!(
-                "No voice profile of this account has the id or name {:?} (GET /v1/voices lists them).",
-                options.voice
-            ),
-        )
-        .with_param(params.speech.voice)
-    })?;
+    // The same lookup (and refusal: 400 naming the field) as every speech door.
+    let voice = super::speech::find_voice(
+        core,
+        principal,
+        super::speech::VoiceChoice::IdOrName(&options.voice),
+        params.speech.voice,
+    )
+    .await?;
     super::speech::refuse_unavailable(voice.engine, &voice.name, params.speech.voice)?;
     if let Some((engine, field)) = options.engine
         && engine != voice.engine
