@@ -469,7 +469,15 @@ impl Session {
         let mut shutdown = self.core.shutdown_deadline.clone();
         let reason = loop {
             let reading = self.waiting.len() < MAX_WAITING_FINALS;
+            if !reading {
+                // Idle time counts only while the session reads.
+                idle_deadline = Instant::now() + self.settings.idle_timeout;
+            }
+            // Biased: what the client sent is taken before the idle deadline is looked at, so a
+            // session that was busy (a batch on the detector, a full queue of finals) longer
+            // than the idle time does not take its own delay for the client's silence.
             tokio::select! {
+                biased;
                 result = finished(&mut self.running), if self.running.is_some() => {
                     let running = self.running.take().expect("guarded");
                     if let Err(e) = self.recognised(running, result).await {
@@ -509,7 +517,8 @@ impl Session {
                     }
                     Some(LiveInput::Close) | None => break (CloseReason::Client, None),
                 },
-                () = sleep_until(idle_deadline) => break (CloseReason::Idle, None),
+                // While it does not read, the session cannot tell a silent client.
+                () = sleep_until(idle_deadline), if reading => break (CloseReason::Idle, None),
                 () = sleep_until(deadline) => break (CloseReason::MaxDuration, None),
                 Ok(()) = shutdown.changed() => {
                     if shutdown.borrow().is_some() {
