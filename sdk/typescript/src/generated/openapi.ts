@@ -274,6 +274,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/listen": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Deepgram's live transcription: `GET /v1/listen` upgraded to a WebSocket. Audio frames in;
+         *     `Results` (interim and final, with word timings), `SpeechStarted`, `UtteranceEnd` and
+         *     `Metadata` out; the finals stored as one capture (`source: api`). Credentials: `Authorization:
+         *     Token <key>` or `Bearer`, `x-api-key`, or the WebSocket subprotocol pair `token`, `<key>`.
+         *     Refusals come before the upgrade, as the problem document with Deepgram's `err_code`,
+         *     `err_msg` and `request_id` added.
+         */
+        get: operations["listen_document"];
+        put?: never;
+        /**
+         * Deepgram's pre-recorded call: the body is the audio file, transcribed with word timings,
+         *     stored as a capture (`source: api`) and answered in Deepgram's response shape.
+         */
+        post: operations["prerecorded_document"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/pronunciations": {
         parameters: {
             query?: never;
@@ -312,6 +340,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/realtime": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * OpenAI's realtime transcription: `GET /v1/realtime?intent=transcription` upgraded to a
+         *     WebSocket of OpenAI's realtime events (`session.update`, `input_audio_buffer.append` /
+         *     `commit` / `clear` in; `session.created`, speech started and stopped, `…transcription.delta`
+         *     and `.completed`, `error` out; GA and beta names), the finals stored as one capture
+         *     (`source: api`). Credentials: `Authorization: Bearer <key>`, `x-api-key`, or the subprotocols
+         *     `realtime, openai-insecure-api-key.<key>`. Refusals come before the upgrade, in OpenAI's
+         *     error envelope with voiced's `code`.
+         */
+        get: operations["realtime_document"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/speech": {
         parameters: {
             query?: never;
@@ -323,6 +376,80 @@ export interface paths {
         put?: never;
         /** Starts a speech generation; poll `GET /v1/generations/{id}` for the audio. */
         post: operations["create_speech"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/text-to-speech/{voice_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * ElevenLabs' REST speech: `POST /v1/text-to-speech/{voice_id}` (the whole audio) and
+         *     `…/stream` (streamed as it is rendered); JSON `{text, model_id, voice_settings, …}`.
+         */
+        post: operations["convert_document"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/text-to-speech/{voice_id}/multi-stream-input": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ElevenLabs' multi-context speech socket (the OpenAPI declaration; the wire is in
+         *     docs/live.md): text in pieces per `context_id`, audio with `alignment` out as it is rendered.
+         */
+        get: operations["multi_stream_input_document"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/text-to-speech/{voice_id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The streamed twin of [`convert_document`]. */
+        post: operations["convert_stream_document"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/text-to-speech/{voice_id}/stream-input": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** ElevenLabs' single-context speech socket (the OpenAPI declaration; docs/live.md). */
+        get: operations["stream_input_document"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2246,6 +2373,195 @@ export interface operations {
             };
         };
     };
+    listen_document: {
+        parameters: {
+            query?: {
+                /** @description Any Deepgram model name (`nova-3`, …): the server's recogniser answers. */
+                model?: string;
+                /** @description BCP 47 (`en-US`); `multi` or absent: detected. */
+                language?: string;
+                /** @description Live only: `linear16` or `mulaw` for raw audio; absent: Opus in Ogg or WebM. */
+                encoding?: string;
+                /** @description Live only: Hz of raw audio. */
+                sample_rate?: number;
+                /** @description Live only: send interim results of the open utterance. */
+                interim_results?: boolean;
+                /** @description Live only: milliseconds of silence that end an utterance (at least 300 are used), or `false`. */
+                endpointing?: string;
+                /** @description Live only: send `UtteranceEnd` after this much silence following the last word. */
+                utterance_end_ms?: number;
+                /** @description Live only: send `SpeechStarted`. */
+                vad_events?: boolean;
+                /** @description Words the recogniser is primed with (repeatable). */
+                keywords?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: the session's WebSocket (docs/live-transcription.md) */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request` naming the parameter (`encoding`, `sample_rate`, `diarize`, …), or no upgrade headers (`upgrade`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (the upgrade counts as one write; see `Retry-After`) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: every live or recogniser place is taken, or no model is installed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    prerecorded_document: {
+        parameters: {
+            query?: {
+                /** @description Any Deepgram model name (`nova-3`, …): the server's recogniser answers. */
+                model?: string;
+                /** @description BCP 47 (`en-US`); `multi` or absent: detected. */
+                language?: string;
+                /** @description Live only: `linear16` or `mulaw` for raw audio; absent: Opus in Ogg or WebM. */
+                encoding?: string;
+                /** @description Live only: Hz of raw audio. */
+                sample_rate?: number;
+                /** @description Live only: send interim results of the open utterance. */
+                interim_results?: boolean;
+                /** @description Live only: milliseconds of silence that end an utterance (at least 300 are used), or `false`. */
+                endpointing?: string;
+                /** @description Live only: send `UtteranceEnd` after this much silence following the last word. */
+                utterance_end_ms?: number;
+                /** @description Live only: send `SpeechStarted`. */
+                vad_events?: boolean;
+                /** @description Words the recogniser is primed with (repeatable). */
+                keywords?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The audio file (wav, mp3, flac, ogg, webm; at most 25 MiB and 15 minutes) */
+        requestBody: {
+            content: {
+                "audio/*": number[];
+            };
+        };
+        responses: {
+            /** @description Deepgram's pre-recorded response: `metadata` (`request_id` and `capture_id`: the capture) and `results.channels[0].alternatives[0]` with `transcript` and `words` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `invalid_request` naming the parameter, `url` (a JSON body: voiced does not fetch audio), or the audio */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `payload_too_large`: more than 25 MiB of audio */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `unsupported_media_type`: the body is not `audio/*`, `video/*` or `application/octet-stream` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (see `Retry-After`) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `service_unavailable`: the recogniser's queue is full (see `Retry-After`), or no model is installed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     list_pronunciations: {
         parameters: {
             query?: never;
@@ -2485,6 +2801,74 @@ export interface operations {
             };
         };
     };
+    realtime_document: {
+        parameters: {
+            query: {
+                /** @description `transcription` (a conversation session is not offered) */
+                intent: string;
+                /** @description `whisper-1`, `gpt-4o-transcribe`, `gpt-4o-mini-transcribe`, `gpt-transcribe` or the installed recogniser: the server's recogniser answers */
+                model?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: the session's WebSocket (docs/live.md) */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request` naming `intent`, `model`, or `upgrade` (no upgrade headers) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `rate_limit_exceeded` (the upgrade counts as one write; see `Retry-After`) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+            /** @description `service_unavailable`: every live or recogniser place is taken, or no model is installed */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpenAiError"];
+                };
+            };
+        };
+    };
     create_speech: {
         parameters: {
             query?: never;
@@ -2591,6 +2975,328 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    convert_document: {
+        parameters: {
+            query?: {
+                /** @description As on the sockets; default `mp3_44100_128` */
+                output_format?: string;
+            };
+            header?: never;
+            path: {
+                /** @description A voice profile's id or name */
+                voice_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description `{text, model_id, voice_settings, language_code, …}` (docs/live.md) */
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The audio in the asked format */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/mpeg": number[];
+                    "audio/pcm": number[];
+                    "audio/basic": number[];
+                };
+            };
+            /** @description `invalid_request` naming the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `pro_plan_required`, `insufficient_scope` or `feature_not_enabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `rate_limit_exceeded`, `quota_exhausted` or `key_ceiling_exceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+        };
+    };
+    multi_stream_input_document: {
+        parameters: {
+            query?: {
+                /** @description An engine id, or an ElevenLabs model name (`eleven_*`: the voice's own engine) */
+                model_id?: string;
+                /** @description `pcm_8000` … `pcm_48000`, `mp3_22050_32`, `mp3_44100_32` … `mp3_44100_192`, `ulaw_8000`; default `mp3_22050_32` */
+                output_format?: string;
+                /** @description Seconds without a message before the socket closes (default 20, at most 180) */
+                inactivity_timeout?: number;
+                /** @description Accepted; alignment is always sent with the audio */
+                sync_alignment?: boolean;
+                /** @description Phrases at sentence ends, without the chunk schedule */
+                auto_mode?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description A voice profile's id or name */
+                voice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: the socket (docs/live.md) */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request` naming the parameter (`voice_id`: no such voice in this account) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `rate_limit_exceeded`: the write rate, or the account's sockets */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `service_unavailable`: every socket place is taken */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+        };
+    };
+    convert_stream_document: {
+        parameters: {
+            query?: {
+                /** @description As on the sockets; default `mp3_44100_128` */
+                output_format?: string;
+            };
+            header?: never;
+            path: {
+                /** @description A voice profile's id or name */
+                voice_id: string;
+            };
+            cookie?: never;
+        };
+        /** @description As `POST /v1/text-to-speech/{voice_id}` */
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The audio, streamed as it is rendered */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "audio/mpeg": number[];
+                    "audio/pcm": number[];
+                    "audio/basic": number[];
+                };
+            };
+            /** @description `invalid_request` naming the field */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `pro_plan_required`, `insufficient_scope` or `feature_not_enabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `rate_limit_exceeded`, `quota_exhausted` or `key_ceiling_exceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+        };
+    };
+    stream_input_document: {
+        parameters: {
+            query?: {
+                /** @description An engine id, or an ElevenLabs model name */
+                model_id?: string;
+                /** @description As on the multi-context socket */
+                output_format?: string;
+            };
+            header?: never;
+            path: {
+                /** @description A voice profile's id or name */
+                voice_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Switching Protocols: the socket (docs/live.md) */
+            101: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_request` naming the parameter (`voice_id`: no such voice in this account) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `invalid_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `pro_plan_required`, `insufficient_scope` or `feature_not_enabled` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `rate_limit_exceeded` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
                 };
             };
         };
