@@ -118,6 +118,22 @@ def check_spoken(c: Voiced, h: Heard, pieces: list[str], *, whisper_words: list[
             assert abs(w["start"] - ours[bare(w["word"])]) < 0.75, (w, ours[bare(w["word"])])
 
 
+def check_cut(c: Voiced, h: Heard) -> None:
+    """The cancelled context ended, nothing came after, and it stopped short: the lighthouse
+    was heard, nothing of the later sentences, and its phrase failed as cancelled."""
+    assert h.finals == 1 and not h.audio_after_final
+    said = c.transcriptions.create(audio=h.wav())["text"].lower()
+    assert "lighthouse" in said, said
+    assert not any(w in said for w in ("puffins", "storms", "gulls", "winter", "lantern")), said
+    assert h.seconds < 12, h.seconds  # the whole text is some 30 s of speech
+    generation = c.generations.get(str(h.chunks[0].generation_id))
+    assert generation["status"] == "failed" and "cancelled" in (generation.get("error") or ""), generation
+
+
+def finished(heard: dict[str, Heard], *contexts: str) -> bool:
+    return all(k in heard and heard[k].finals for k in contexts)
+
+
 def test_two_contexts_in_pieces_speak_their_text_with_word_times_and_a_cancel_cuts_one():
     c = client()
     heard: dict[str, Heard] = {}
@@ -125,24 +141,23 @@ def test_two_contexts_in_pieces_speak_their_text_with_word_times_and_a_cancel_cu
         a = socket.context("a")
         b = socket.context("b")
         cut = socket.context("cut")
-        for piece_a, piece_b in zip(FIRST + SECOND, OTHER + OTHER):
-            a.send_text(piece_a)
-            if piece_b in OTHER and not b.closed:
-                b.send_text(piece_b)
-                if piece_b == OTHER[-1]:
-                    b.close()  # flushes: its last words had no sentence end
-        a.flush()
+        for i, piece in enumerate(FIRST + SECOND):
+            a.send_text(piece)
+            if i < len(OTHER):
+                b.send_text(OTHER[i])
+        b.close()  # flushes: its last words have no space after them
         a.close()
         cut.send_text(LONG)
         cut.flush()  # everything flushed: cancel() must still cut it
-        cancelled = False
+        cancelled = ended = False
         for event in socket:
             take(heard, event)
             if not cancelled and isinstance(event, AudioChunk) and event.context_id == "cut":
                 assert cut.cancel()
                 cancelled = True
-            if {"a", "b", "cut"} <= {k for k, h in heard.items() if h.finals}:
+            if not ended and finished(heard, "a", "b", "cut"):
                 socket.close_socket()
+                ended = True
     assert cancelled
     check_spoken(c, heard["a"], FIRST + SECOND,
                  whisper_words=["weather", "lovely", "park", "bread", "milk", "home"])  # fmt: skip
@@ -153,18 +168,7 @@ def test_two_contexts_in_pieces_speak_their_text_with_word_times_and_a_cancel_cu
     for gen in phrases_a:
         assert c.generations.get(str(gen))["status"] == "completed"
 
-    # The cancelled context ended, nothing came after, and it stopped short: the lighthouse
-    # was heard, the gulls (its fifth sentence) never, and its phrase failed as cancelled.
-    h = heard["cut"]
-    assert h.finals == 1 and not h.audio_after_final
-    said = c.transcriptions.create(audio=h.wav())["text"].lower()
-    print(f"cut after {h.seconds:.2f} s: {said}")
-    assert "lighthouse" in said, said
-    assert not any(w in said for w in ("puffins", "storms", "gulls", "winter", "lantern")), said
-    # The whole text is some 30 s of speech.
-    assert h.seconds < 12, h.seconds
-    generation = c.generations.get(str(h.chunks[0].generation_id))
-    assert generation["status"] == "failed" and "cancelled" in (generation.get("error") or "")
+    check_cut(c, heard["cut"])
     assert not cut.cancel() and cut.closed  # a second cancel sends nothing
 
 
@@ -188,17 +192,16 @@ def test_async_speak_two_contexts_and_cancel_mid_turn():
                     if not cancelled and isinstance(event, AudioChunk) and event.context_id == "cut":
                         assert await cut.cancel()
                         cancelled = True
-                    if not ended and all(k in heard and heard[k].finals for k in ("a", "cut")):
+                    if not ended and finished(heard, "a", "cut"):
                         await socket.close_socket()
                         ended = True
                 assert cancelled
-                said = (await c.transcriptions.create(audio=heard["cut"].wav()))["text"].lower()
-                assert "lighthouse" in said and "gulls" not in said, said
 
     asyncio.run(run())
-    check_spoken(client(), heard["a"], FIRST + SECOND,
+    c = client()
+    check_spoken(c, heard["a"], FIRST + SECOND,
                  whisper_words=["weather", "lovely", "park", "bread", "milk", "home"])  # fmt: skip
-    assert heard["cut"].finals == 1 and not heard["cut"].audio_after_final
+    check_cut(c, heard["cut"])
 
 
 def test_refusals_at_the_upgrade_raise_the_codes_exception():

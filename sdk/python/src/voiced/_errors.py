@@ -384,7 +384,8 @@ def error_from_socket_message(message: Mapping[str, Any]) -> VoicedError:
     cls: type[VoicedError] = ERROR_CLASSES.get(code or "", UnknownError)
     detail = _str(message.get("message"))
     context = _str(message.get("contextId"))
-    text = cls.code + (f" (context {context})" if context else "") + (f": {detail}" if detail else "")
+    text = cls.code + (f" (context {context})" if context else "")
+    text += f": {detail}" if detail else ""
     return cls(
         text,
         detail=detail,
