@@ -254,7 +254,9 @@ OpenAiTranscriptionForm = TypedDict(
     "OpenAiTranscriptionForm",
     {
         "file": bytes,
+        "keywords[]": NotRequired[list[str] | None],
         "language": NotRequired[str | None],
+        "languages[]": NotRequired[list[str] | None],
         "model": str,
         "prompt": NotRequired[str | None],
         "response_format": NotRequired[str | None],
