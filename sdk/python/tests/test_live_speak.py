@@ -16,7 +16,6 @@ from voiced import (
     InsufficientScope,
     InvalidRequest,
     KeyCeilingExceeded,
-    NotFound,
     ProPlanRequired,
     Voiced,
 )
@@ -210,11 +209,12 @@ def test_refusals_at_the_upgrade_raise_the_codes_exception():
             pass
     assert scope.value.status == 403 and scope.value.type == "missing_permissions"
     assert "voice:generate" in (scope.value.detail or "")
-    with pytest.raises(NotFound) as voice:
+    # An unknown voice is the 400 every speech door gives, naming the field.
+    with pytest.raises(InvalidRequest) as voice:
         with client().live.speak(voice="No Such Voice"):
             pass
-    assert voice.value.status == 404 and voice.value.type == "voice_not_found"
-    assert voice.value.param == "voice_id"
+    assert voice.value.status == 400 and voice.value.param == "voice_id"
+    assert "No Such Voice" in (voice.value.detail or "")
     with pytest.raises(ProPlanRequired):
         with client("unpaid").live.speak(voice=VOICE):
             pass

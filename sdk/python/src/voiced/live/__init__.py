@@ -110,8 +110,8 @@ class Live:
         and `ContextFinal`. `voice`: a voice profile's id or name; `model`: an engine id or any
         `eleven_…` name (the voice's engine); `auto_mode`: cut phrases at sentence ends only;
         `inactivity_timeout`: 1–180 s (20). A refused upgrade raises the same exception as a
-        REST call (`InsufficientScope`, `NotFound` for an unknown voice, …); a refusal on the
-        socket raises its code's exception from the iteration."""
+        REST call (`InsufficientScope`; `InvalidRequest` naming `voice_id` for an unknown
+        voice, …); a refusal on the socket raises its code's exception from the iteration."""
         options = SpeakOptions(
             voice, model, output_format, sync_alignment, auto_mode, language_code,
             inactivity_timeout, extra_query,
