@@ -70,12 +70,15 @@ captures=$(admin account create --email sdk-py-captures@example.com --plan pro |
 unpaid=$(admin account create --email sdk-py-unpaid@example.com --plan none | field id)
 admin voice create --account "$main" --name "SDK Voice" --engine kokoro --preset jf_alpha --language en >/dev/null
 admin voice create --account "$captures" --name "SDK Voice" --engine kokoro --preset af_heart >/dev/null
+# An English voice for the tests that transcribe long speech back (live speech).
+admin voice create --account "$main" --name "SDK Speaker" --engine kokoro --preset af_heart --language en >/dev/null
 both=voice:read,voice:generate
 espeak-ng -w "$work/hello.wav" "Hello, this is a test of the transcription endpoint."
 cat >"$work/fixtures.json" <<EOF
 {
   "base_url": "http://127.0.0.1:$port",
   "voice": "SDK Voice",
+  "speaker": "SDK Speaker",
   "bin": "$bin",
   "data_dir": "$VOICED_DATA_DIR",
   "main_account": "$main",

@@ -20,6 +20,8 @@ if not _file:
 FIXTURES: dict[str, Any] = json.load(open(_file))
 BASE_URL: str = FIXTURES["base_url"]
 VOICE: str = FIXTURES["voice"]
+SPEAKER: str = FIXTURES["speaker"]
+"""An American English voice (af_heart), for speech long enough that Whisper must hear English."""
 WAV: str = FIXTURES["wav"]
 
 

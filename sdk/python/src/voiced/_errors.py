@@ -87,7 +87,8 @@ class VoicedError(Exception):
         """The human explanation (problem `detail`, or the envelope's `message`)."""
         self.title = title
         self.type = type
-        """Problem `type` URL, or the OpenAI envelope's error family."""
+        """Problem `type` URL, the OpenAI envelope's error family, or ElevenLabs' status word
+        (`detail.status` at a speech socket's upgrade, `error` in its messages)."""
         self.instance = instance
         self.param = param
         """The request field at fault (`invalid_request`), e.g. `seed`, `limit`, `audio`."""
@@ -324,7 +325,17 @@ def error_from_response(status: int, headers: Mapping[str, str], content: bytes)
     raw_code: str | None = None
     if isinstance(body, dict):
         envelope = body.get("error")
-        if isinstance(envelope, dict):
+        eleven = body.get("detail")
+        if isinstance(eleven, dict):
+            # ElevenLabs' `{"detail": {"status", "message", "code", "param"}, "code"}` (the
+            # speech sockets' upgrade and their REST twins).
+            raw_code = _str(body.get("code")) or _str(eleven.get("code"))
+            fields = {
+                "detail": _str(eleven.get("message")),
+                "type": _str(eleven.get("status")),
+                "param": _str(eleven.get("param")),
+            }
+        elif isinstance(envelope, dict):
             # OpenAI's `{"error":{"message","type","param","code"}}` (the OpenAI-dialect routes).
             raw_code = _str(envelope.get("code"))
             fields = {
@@ -362,4 +373,23 @@ def error_from_response(status: int, headers: Mapping[str, str], content: bytes)
         param=fields.get("param"),
         required_scope=fields.get("required_scope"),
         settings_url=fields.get("settings_url"),
+    )
+
+
+def error_from_socket_message(message: Mapping[str, Any]) -> VoicedError:
+    """The exception for a refusal a live socket sent before closing: the speech socket's
+    `{"error", "message", "code", "param", "contextId"}` (`error` is ElevenLabs' status word,
+    `code` voiced's stable code). `status` is `None`: no HTTP answer carried it."""
+    code = _str(message.get("code"))
+    cls: type[VoicedError] = ERROR_CLASSES.get(code or "", UnknownError)
+    detail = _str(message.get("message"))
+    context = _str(message.get("contextId"))
+    text = cls.code + (f" (context {context})" if context else "")
+    text += f": {detail}" if detail else ""
+    return cls(
+        text,
+        detail=detail,
+        type=_str(message.get("error")),
+        param=_str(message.get("param")),
+        body=dict(message),
     )

@@ -25,8 +25,8 @@ from .speak import (
     AsyncSpeakSocket,
     AudioChunk,
     ContextFinal,
+    OutputFormat,
     SpeakContext,
-    SpeakError,
     SpeakEvent,
     SpeakOptions,
     SpeakSocket,
@@ -96,19 +96,25 @@ class Live:
         *,
         voice: str,
         model: str | None = None,
-        output_format: str = "pcm_24000",
+        output_format: OutputFormat = "pcm_24000",
         sync_alignment: bool = True,
+        auto_mode: bool = False,
         language_code: str | None = None,
         inactivity_timeout: int | None = None,
         extra_query: Mapping[str, str] | None = None,
     ) -> SpeakSocket:
         """A multi-context speech socket (`with client.live.speak(voice=…) as socket`): open a
         context per turn with `socket.context()`, `send_text` as the text is written, `flush`,
-        `close` (or `cancel` to cut it off); iterate the socket for `AudioChunk` (audio with
-        word timings) and `ContextFinal` events."""
+        then `close()` (speak everything sent) or `cancel()` (stop at once, the barge-in);
+        iterate the socket for `AudioChunk`s (audio with word timings on the context's clock)
+        and `ContextFinal`. `voice`: a voice profile's id or name; `model`: an engine id or any
+        `eleven_…` name (the voice's engine); `auto_mode`: cut phrases at sentence ends only;
+        `inactivity_timeout`: 1–180 s (20). A refused upgrade raises the same exception as a
+        REST call (`InsufficientScope`; `InvalidRequest` naming `voice_id` for an unknown
+        voice, …); a refusal on the socket raises its code's exception from the iteration."""
         options = SpeakOptions(
-            voice, model, output_format, sync_alignment, language_code, inactivity_timeout,
-            extra_query,
+            voice, model, output_format, sync_alignment, auto_mode, language_code,
+            inactivity_timeout, extra_query,
         )  # fmt: skip
         return SpeakSocket(self._t.config, options)
 
@@ -144,15 +150,16 @@ class AsyncLive:
         *,
         voice: str,
         model: str | None = None,
-        output_format: str = "pcm_24000",
+        output_format: OutputFormat = "pcm_24000",
         sync_alignment: bool = True,
+        auto_mode: bool = False,
         language_code: str | None = None,
         inactivity_timeout: int | None = None,
         extra_query: Mapping[str, str] | None = None,
     ) -> AsyncSpeakSocket:
         options = SpeakOptions(
-            voice, model, output_format, sync_alignment, language_code, inactivity_timeout,
-            extra_query,
+            voice, model, output_format, sync_alignment, auto_mode, language_code,
+            inactivity_timeout, extra_query,
         )  # fmt: skip
         return AsyncSpeakSocket(self._t.config, options)
 
@@ -169,8 +176,8 @@ __all__ = [
     "ListenSession",
     "Live",
     "Metadata",
+    "OutputFormat",
     "SpeakContext",
-    "SpeakError",
     "SpeakEvent",
     "SpeakSocket",
     "SpeechStarted",
