@@ -163,7 +163,7 @@ mod tests {
             .collect();
         let mut decoder = LiveDecoder::new(LiveEncoding::Alaw, 8_000).unwrap();
         let mut out = Vec::new();
-        decoder.push(&tone, &mut out);
+        decoder.push(&tone, &mut out).unwrap();
         decoder.finish(&mut out);
         assert_eq!(out.len(), 16_000);
         let peak = out.iter().fold(0f32, |m, s| m.max(s.abs()));

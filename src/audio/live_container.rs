@@ -77,9 +77,18 @@ struct OggState {
 
 #[derive(Default)]
 struct WebmState {
-    /// The entry being read: its number, codec and private data.
-    entry: Option<(Option<u64>, Option<Vec<u8>>, Option<Vec<u8>>)>,
+    /// The track entry being read.
+    entry: Option<TrackEntry>,
     opus_track: Option<u64>,
+}
+
+/// What a WebM `TrackEntry` said so far.
+#[derive(Default)]
+struct TrackEntry {
+    number: Option<u64>,
+    codec: Option<Vec<u8>>,
+    /// `CodecPrivate`: Opus's identification header.
+    head: Option<Vec<u8>>,
 }
 
 impl OpusContainer {
@@ -256,7 +265,7 @@ fn webm_elements(
             }
             TRACK_ENTRY => {
                 state.commit_entry();
-                state.entry = Some((None, None, None));
+                state.entry = Some(TrackEntry::default());
                 at += header;
                 continue;
             }
@@ -286,24 +295,24 @@ fn webm_elements(
         match id {
             TRACK_NUMBER => {
                 if let Some(entry) = state.entry.as_mut() {
-                    entry.0 = Some(body.iter().fold(0u64, |v, &b| (v << 8) | u64::from(b)));
+                    entry.number = Some(body.iter().fold(0u64, |v, &b| (v << 8) | u64::from(b)));
                 }
             }
             CODEC_ID => {
                 if let Some(entry) = state.entry.as_mut() {
-                    entry.1 = Some(body.to_vec());
+                    entry.codec = Some(body.to_vec());
                 }
             }
             CODEC_PRIVATE => {
                 if let Some(entry) = state.entry.as_mut() {
-                    entry.2 = Some(body.to_vec());
+                    entry.head = Some(body.to_vec());
                 }
             }
             _ => {
-                if state.opus_track.is_none() {
-                    if let Some(head) = state.commit_entry() {
-                        packets.push(Packet::Head(head));
-                    }
+                if state.opus_track.is_none()
+                    && let Some(head) = state.commit_entry()
+                {
+                    packets.push(Packet::Head(head));
                 }
                 let Some(track) = state.opus_track else {
                     return Err(refuse("the WebM stream has no Opus track"));
@@ -330,12 +339,12 @@ impl WebmState {
     /// Records the entry read so far as the Opus track if it is one; returns its `OpusHead` the
     /// first time an Opus track is found.
     fn commit_entry(&mut self) -> Option<Vec<u8>> {
-        let (number, codec, head) = self.entry.take()?;
-        if self.opus_track.is_some() || codec.as_deref() != Some(b"A_OPUS".as_slice()) {
+        let entry = self.entry.take()?;
+        if self.opus_track.is_some() || entry.codec.as_deref() != Some(b"A_OPUS".as_slice()) {
             return None;
         }
-        self.opus_track = number;
-        number.and(head)
+        self.opus_track = entry.number;
+        entry.number.and(entry.head)
     }
 }
 

@@ -13,14 +13,12 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message};
 use voiced::domain::{EngineId, Plan, Scope};
 
 use crate::common::{TestApp, fixtures};
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+use crate::common::ws::{self, Socket};
 
 /// LiveKit Agents 1.8.9's query (../shared/notes/wave4-facts.md).
 const LIVEKIT_QUERY: &str = "model_id=eleven_turbo_v2_5&output_format=mp3_22050_32&enable_ssml_parsing=false&enable_logging=true&inactivity_timeout=180&apply_text_normalization=auto&sync_alignment=true&auto_mode=true";
@@ -40,29 +38,13 @@ async fn connect(
     path: &str,
     headers: &[(&str, &str)],
 ) -> Result<Socket, tungstenite::Error> {
-    let url = format!("{}{path}", app.base.replacen("http", "ws", 1));
-    let mut request = url.into_client_request().unwrap();
-    for (name, value) in headers {
-        request.headers_mut().insert(
-            tungstenite::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
-            value.parse().unwrap(),
-        );
-    }
-    tokio_tungstenite::connect_async(request)
+    ws::connect(app, path, headers)
         .await
         .map(|(socket, _)| socket)
 }
 
 pub(crate) async fn refused(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> (u16, Value) {
-    match connect(app, path, headers).await {
-        Ok(_) => panic!("the upgrade of {path} was accepted"),
-        Err(tungstenite::Error::Http(response)) => {
-            let status = response.status().as_u16();
-            let body = response.body().clone().unwrap_or_default();
-            (status, serde_json::from_slice(&body).unwrap())
-        }
-        Err(other) => panic!("{other}"),
-    }
+    ws::refused(app, path, headers).await
 }
 
 async fn send(socket: &mut Socket, message: Value) {

@@ -6,51 +6,30 @@ use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message};
 use voiced::domain::{Feature, Plan, Scope};
 
 use crate::asr;
 use crate::common::{TestApp, fixtures, json};
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+use crate::common::ws::{self, Socket};
 
 const BECKETT: &str = "Ever tried. Ever failed. No matter. Try again. Fail again. Fail better.";
 const FOX: &str = "The quick brown fox jumps over the lazy dog near the quiet river bank.";
 /// LiveKit Agents 1.8.9's query (docs: ../shared/notes/wave4-facts.md).
 const LIVEKIT_QUERY: &str = "model=nova-3&punctuate=true&smart_format=false&no_delay=true&interim_results=true&encoding=linear16&vad_events=true&sample_rate=16000&channels=1&endpointing=25&filler_words=true&profanity_filter=false&numerals=false&mip_opt_out=false&language=en-US&utterance_end_ms=1000";
 
-fn ws_url(app: &TestApp, query: &str) -> String {
-    format!("{}/v1/listen?{query}", app.base.replacen("http", "ws", 1))
-}
-
 async fn connect(
     app: &TestApp,
     query: &str,
     headers: &[(&str, &str)],
 ) -> Result<(Socket, tungstenite::handshake::client::Response), tungstenite::Error> {
-    let mut request = ws_url(app, query).into_client_request().unwrap();
-    for (name, value) in headers {
-        request.headers_mut().insert(
-            tungstenite::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
-            value.parse().unwrap(),
-        );
-    }
-    tokio_tungstenite::connect_async(request).await
+    ws::connect(app, &format!("/v1/listen?{query}"), headers).await
 }
 
 /// The refusal of an upgrade: status and body.
 pub(crate) async fn refused(app: &TestApp, query: &str, headers: &[(&str, &str)]) -> (u16, Value) {
-    match connect(app, query, headers).await {
-        Ok(_) => panic!("the upgrade was accepted"),
-        Err(tungstenite::Error::Http(response)) => {
-            let status = response.status().as_u16();
-            let body = response.body().clone().unwrap_or_default();
-            (status, serde_json::from_slice(&body).unwrap())
-        }
-        Err(other) => panic!("{other}"),
-    }
+    ws::refused(app, &format!("/v1/listen?{query}"), headers).await
 }
 
 fn pcm16(samples: &[f32]) -> Vec<u8> {
@@ -58,19 +37,6 @@ fn pcm16(samples: &[f32]) -> Vec<u8> {
         .iter()
         .flat_map(|s| ((s.clamp(-1.0, 1.0) * 32767.0) as i16).to_le_bytes())
         .collect()
-}
-
-async fn next_json<S>(socket: &mut S, within: Duration) -> Option<Value>
-where
-    S: futures_util::Stream<Item = Result<Message, tungstenite::Error>> + Unpin,
-{
-    loop {
-        match tokio::time::timeout(within, socket.next()).await.ok()?? {
-            Ok(Message::Text(text)) => return Some(serde_json::from_str(text.as_str()).unwrap()),
-            Ok(Message::Close(_)) | Err(_) => return None,
-            Ok(_) => {}
-        }
-    }
 }
 
 #[tokio::test]
@@ -273,7 +239,7 @@ async fn opus_in_webm_with_no_encoding_is_transcribed_and_garbage_is_refused() {
     });
     let mut finals = Vec::new();
     let mut duration = None;
-    while let Some(message) = next_json(&mut stream, Duration::from_secs(60)).await {
+    while let Some(message) = ws::next_json(&mut stream, Duration::from_secs(60)).await {
         if message["type"] == "Results" && message["is_final"] == true {
             let text = message["channel"]["alternatives"][0]["transcript"]
                 .as_str()
@@ -413,7 +379,7 @@ async fn the_token_subprotocol_authenticates_and_an_idle_session_ends() {
         .send(Message::Text(r#"{"type":"Finalize"}"#.into()))
         .await
         .unwrap();
-    let answer = next_json(&mut socket, Duration::from_secs(5))
+    let answer = ws::next_json(&mut socket, Duration::from_secs(5))
         .await
         .unwrap();
     assert_eq!(answer["type"], "Results", "{answer}");
@@ -429,7 +395,7 @@ async fn the_token_subprotocol_authenticates_and_an_idle_session_ends() {
             .await
             .unwrap();
     }
-    let metadata = next_json(&mut socket, Duration::from_secs(5))
+    let metadata = ws::next_json(&mut socket, Duration::from_secs(5))
         .await
         .unwrap();
     assert_eq!(metadata["type"], "Metadata", "{metadata}");
@@ -443,7 +409,7 @@ async fn the_token_subprotocol_authenticates_and_an_idle_session_ends() {
         "{ended:?}"
     );
     assert!(
-        next_json(&mut socket, Duration::from_secs(2))
+        ws::next_json(&mut socket, Duration::from_secs(2))
             .await
             .is_none()
     );

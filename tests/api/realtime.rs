@@ -9,15 +9,13 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message};
 use voiced::domain::{Plan, Scope};
 
 use crate::asr;
 use crate::common::{TestApp, json};
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+use crate::common::ws::{self, Socket};
 
 const BECKETT: &str = "Ever tried. Ever failed. No matter. Try again. Fail again. Fail better.";
 const FOX: &str = "The quick brown fox jumps over the lazy dog near the quiet river bank.";
@@ -31,45 +29,19 @@ async fn connect(
     query: &str,
     headers: &[(&str, &str)],
 ) -> Result<(Socket, tungstenite::handshake::client::Response), tungstenite::Error> {
-    let url = format!("{}/v1/realtime?{query}", app.base.replacen("http", "ws", 1));
-    let mut request = url.into_client_request().unwrap();
-    for (name, value) in headers {
-        request.headers_mut().insert(
-            tungstenite::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
-            value.parse().unwrap(),
-        );
-    }
-    tokio_tungstenite::connect_async(request).await
+    ws::connect(app, &format!("/v1/realtime?{query}"), headers).await
 }
 
 /// The refusal of an upgrade: status and body.
 pub(crate) async fn refused(app: &TestApp, query: &str, headers: &[(&str, &str)]) -> (u16, Value) {
-    match connect(app, query, headers).await {
-        Ok(_) => panic!("the upgrade was accepted"),
-        Err(tungstenite::Error::Http(response)) => {
-            let status = response.status().as_u16();
-            let body = response.body().clone().unwrap_or_default();
-            (status, serde_json::from_slice(&body).unwrap())
-        }
-        Err(other) => panic!("{other}"),
-    }
-}
-
-async fn next_json(socket: &mut Socket, within: Duration) -> Option<Value> {
-    loop {
-        match tokio::time::timeout(within, socket.next()).await.ok()?? {
-            Ok(Message::Text(text)) => return Some(serde_json::from_str(text.as_str()).unwrap()),
-            Ok(Message::Close(_)) | Err(_) => return None,
-            Ok(_) => {}
-        }
-    }
+    ws::refused(app, &format!("/v1/realtime?{query}"), headers).await
 }
 
 /// The next event of `kind`, skipping others (returned too, in order).
 async fn until(socket: &mut Socket, kind: &str) -> (Value, Vec<Value>) {
     let mut skipped = Vec::new();
     loop {
-        let event = next_json(socket, Duration::from_secs(60))
+        let event = ws::next_json(socket, Duration::from_secs(60))
             .await
             .unwrap_or_else(|| panic!("no {kind}: {skipped:?}"));
         assert!(event["event_id"].is_string(), "{event}");

@@ -10,6 +10,7 @@ pub mod client;
 pub mod db;
 pub mod fixtures;
 pub mod webhooks;
+pub mod ws;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
