@@ -10,9 +10,9 @@ What is measured, per model (whisper-tiny.en, whisper-base) and per number of co
   (`start` + `duration`) holds that speech end; the reference's is the moment its
   `transcribe` of the ended utterance returns.
 - **Real-time streams**: the lag of each final (arrival − end of speech) against the time of the
-  speech end; a point holds real time when that lag does not grow (least-squares slope
-  < 0.01 s per s, i.e. < 0.6 s per minute) and every stream's last final came within 5 s of the
-  end of its audio.
+  speech end; a point holds real time when that lag does not grow (least-squares slope, the
+  rounds pooled, < 0.01 s per s, i.e. < 0.6 s per minute) and every stream's last final came
+  within 5 s of the end of its audio.
 - **CPU per stream-second**: utime + stime of the server process (`/proc/PID/stat`) over a run,
   divided by streams × seconds of audio per stream; the same for the reference's process.
 - **Word error** of the streamed finals (one stream's finals joined) against voiced's own batch
@@ -59,10 +59,10 @@ Setup (once): ~/.cache/voiced/venv-bench/bin/pip install faster-whisper==1.2.1 c
 websockets==17.4 && ~/.cache/voiced/venv-bench/bin/pip install --no-deps silero-vad==6.2.3
 (the Hugging Face hub is not used: the model directories under ~/.cache/voiced/models are loaded
 directly; `voiced models fetch vad` has put silero-vad/silero_vad.onnx there for voiced).
-Run:
-    VOICED_BIN=/tmp/live-bench-bin/voiced ~/.cache/voiced/venv-bench/bin/python \
-        bench/live_transcription.py [--seconds 60] [--rounds 2] \
-        [--points whisper-tiny.en:1,2,4,6;whisper-base:1,2,3,4] [--port 18095]
+Run (the run in docs/benchmarks.md, a debug build; a release build's path works the same):
+    VOICED_BIN=/tmp/pysdk-bin/voiced ~/.cache/voiced/venv-bench/bin/python \
+        bench/live_transcription.py --seconds 45 --rounds 2 \
+        [--points 'whisper-tiny.en:1,2,4,6;whisper-base:1,2,3,4'] [--port 18095]
 """
 
 import argparse
