@@ -370,7 +370,7 @@ pub async fn listen_document() {}
 #[utoipa::path(post, path = "/v1/listen", tag = "live",
     security(("api_key" = []), ("bearer" = [])),
     params(ListenParams),
-    request_body(content = Vec<u8>, content_type = "audio/*", description = "The audio file (wav, mp3, flac, ogg, webm; at most 25 MiB and 15 minutes)"),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "The audio file (wav, mp3, flac, ogg, webm; at most 25 MiB and 15 minutes), sent as `application/octet-stream` or with its own `audio/*` or `video/*` type"),
     responses(
         (status = 200, description = "Deepgram's pre-recorded response: `metadata` (`request_id` and `capture_id`: the capture) and `results.channels[0].alternatives[0]` with `transcript` and `words`", body = Object, content_type = "application/json"),
         (status = 400, description = "`invalid_request` naming the parameter, `url` (a JSON body: voiced does not fetch audio), or the audio", body = Problem, content_type = "application/json"),

@@ -2481,10 +2481,10 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The audio file (wav, mp3, flac, ogg, webm; at most 25 MiB and 15 minutes) */
+        /** @description The audio file (wav, mp3, flac, ogg, webm; at most 25 MiB and 15 minutes), sent as `application/octet-stream` or with its own `audio/*` or `video/*` type */
         requestBody: {
             content: {
-                "audio/*": number[];
+                "application/octet-stream": number[];
             };
         };
         responses: {
