@@ -5,6 +5,7 @@
 
 pub mod audio;
 mod docs;
+pub mod cartesia;
 pub mod elevenlabs;
 pub mod generations;
 pub mod health;
@@ -248,6 +249,8 @@ pub fn router(core: Core) -> (Router, utoipa::openapi::OpenApi) {
     let api = api.merge(realtime::router(core.clone()));
     // ElevenLabs' speech sockets and REST twins: their own credential header, writes.
     let api = api.merge(elevenlabs::router(core.clone()));
+    // Cartesia's speech socket: the same core session, voices named per context.
+    let api = api.merge(cartesia::router(core.clone()));
     let spec_json = Arc::new(document.to_pretty_json().expect("OpenAPI serialises"));
     let router = api
         .route(
