@@ -73,6 +73,7 @@ struct ApiDoc;
     elevenlabs::stream_input_document,
     elevenlabs::convert_document,
     elevenlabs::convert_stream_document,
+    cartesia::websocket_document,
 ))]
 struct LiveDoc;
 

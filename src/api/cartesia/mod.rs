@@ -50,6 +50,25 @@ pub fn router(core: Core) -> Router<Core> {
         .layer(from_fn(cartesia_credentials))
 }
 
+/// Cartesia's speech socket (the OpenAPI declaration; docs/live-speech.md). Voice, model and
+/// output format travel in each message, so an unknown voice or a bad format is an `error`
+/// message on the socket, not an HTTP answer.
+#[utoipa::path(get, path = "/tts/websocket", tag = "live",
+    security(("api_key" = []), ("bearer" = [])),
+    params(
+        ("cartesia_version" = Option<String>, Query, description = "Cartesia's API version (or the `Cartesia-Version` header): any date such as `2025-04-16`; optional"),
+        ("api_key" = Option<String>, Query, description = "The key, for clients that cannot set headers (`X-API-Key` and `Authorization: Bearer` are read first)"),
+    ),
+    responses(
+        (status = 101, description = "Switching Protocols: the socket (docs/live-speech.md)"),
+        (status = 400, description = "`invalid_request` naming the parameter", body = Object, content_type = "application/json"),
+        (status = 401, description = "`invalid_api_key`", body = Object, content_type = "application/json"),
+        (status = 403, description = "`pro_plan_required`, `insufficient_scope` (needs `voice:generate`) or `feature_not_enabled`", body = Object, content_type = "application/json"),
+        (status = 429, description = "`rate_limit_exceeded`: the write rate, or the account's sockets", body = Object, content_type = "application/json"),
+        (status = 503, description = "`service_unavailable`: every socket place is taken", body = Object, content_type = "application/json"),
+    ))]
+pub async fn websocket_document() {}
+
 /// The `api_key` query parameter (Cartesia's browser clients cannot set headers on a
 /// WebSocket) as the `Authorization: Bearer` `http::auth` reads, when no header credential
 /// (`X-API-Key`, `Authorization`) was sent.

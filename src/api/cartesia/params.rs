@@ -286,16 +286,20 @@ fn voice_id(voice: &Value) -> Result<String, ApiError> {
         Value::Object(voice) => voice,
         _ => return Err(ApiError::invalid("voice", "voice must be an object")),
     };
+    // The mode first: an embedding voice names its other members after it.
+    match voice.get("mode") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(mode)) if mode == "id" => {}
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "voice.mode",
+                "voice.mode must be id: voiced speaks its voice profiles (an embedding cannot be read here; POST /v1/voices makes a profile).",
+            ));
+        }
+    }
     for (name, value) in voice {
         match (name.as_str(), value) {
-            ("id", _) => {}
-            ("mode", Value::String(mode)) if mode == "id" => {}
-            ("mode", _) => {
-                return Err(ApiError::invalid(
-                    "voice.mode",
-                    "voice.mode must be id: voiced speaks its voice profiles (an embedding cannot be read here; POST /v1/voices makes a profile).",
-                ));
-            }
+            ("id" | "mode", _) => {}
             ("__experimental_controls", Value::Object(c)) if c.is_empty() => {}
             ("__experimental_controls", Value::Null) => {}
             (other, _) => {
