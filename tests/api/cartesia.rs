@@ -446,6 +446,7 @@ async fn refusals_use_cartesias_shape_with_the_code() {
         "{error}"
     );
     assert_eq!(error["param"], "voice.id", "{error}");
+    assert_eq!(error["context_id"], "c", "{error}");
     let mut bad = livekit("Agent", "c", "Hello. ", false);
     bad["output_format"]["sample_rate"] = json!(11025);
     let error = refusal(bad).await;

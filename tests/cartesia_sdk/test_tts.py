@@ -124,7 +124,11 @@ def main() -> None:
         )
         ctx.push("Hello there.")
         ctx.no_more_inputs()
-        events = list(ctx.receive())
+        # The error event names the context, so the SDK hands it to this context's receive,
+        # which ends with it (the server closes the socket after it).
+        events = []
+        for event in ctx.receive():
+            events.append(event)
         error = events[-1] if events else None
         if error is None or error.type != "error" or error.status_code != 400:
             sys.exit(f"unknown voice: {events!r}")

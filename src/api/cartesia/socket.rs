@@ -58,7 +58,8 @@ pub async fn websocket(
     let options = PerContextOptions {
         // Cartesia closes idle sockets after 5 minutes; the core's longest is this.
         idle_timeout_secs: Some(live_speech::MAX_IDLE_SECS),
-        auto_mode: false,
+        // Phrases at sentence ends (ElevenLabs' chunk schedule is not Cartesia's).
+        auto_mode: true,
         params: PARAMS,
     };
     let session = live_speech::open_per_context(&core, &principal, options).await?;

@@ -144,6 +144,20 @@ pub enum SpeechInput {
     Mark { context: String, mark: u64 },
 }
 
+impl SpeechInput {
+    /// The context the input is for (a refusal of it names that context).
+    pub fn context(&self) -> Option<&str> {
+        match self {
+            Self::Text { context, .. }
+            | Self::CloseContext { context }
+            | Self::Speaker { context, .. }
+            | Self::Cancel { context }
+            | Self::Mark { context, .. } => Some(context),
+            Self::Close | Self::Refuse(_) => None,
+        }
+    }
+}
+
 /// What the session tells its door, in order.
 #[derive(Debug)]
 pub enum SpeechEvent {
@@ -455,9 +469,10 @@ impl Session {
                 input = inputs.recv(), if !self.closing => match input {
                     Some(input) => {
                         last_input = Instant::now();
+                        let context = input.context().map(str::to_owned);
                         match self.handle(input, &mut running).await {
                             Ok(()) => {}
-                            Err(error) => break self.refuse(None, error).await,
+                            Err(error) => break self.refuse(context, error).await,
                         }
                         if self.closing && running == 0 {
                             break EndReason::Client;
