@@ -4,8 +4,8 @@
 //! the core, and render; the rules are the core's (`crate::service`).
 
 pub mod audio;
-mod docs;
 pub mod cartesia;
+mod docs;
 pub mod elevenlabs;
 pub mod generations;
 pub mod health;

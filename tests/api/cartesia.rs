@@ -253,7 +253,11 @@ async fn livekits_sequence_speaks_with_word_times_cancels_and_charges_once() {
     let seconds = a.audio.len() as f64 / 2.0 / 24_000.0;
     for i in 0..a.words.len() {
         assert!(a.starts[i] <= a.ends[i], "{a:?}");
-        assert!(a.ends[i] <= seconds + 0.05, "{} ends past {seconds}", a.words[i]);
+        assert!(
+            a.ends[i] <= seconds + 0.05,
+            "{} ends past {seconds}",
+            a.words[i]
+        );
         if i > 0 {
             assert!(a.starts[i - 1] <= a.starts[i], "{:?}", a.starts);
         }
@@ -341,9 +345,21 @@ async fn a_flush_answers_flush_done_between_its_audio_and_float_pcm_speaks() {
             "flush": flush,
         })
     };
-    send(&mut socket, message("The weather is lovely today", true, false)).await;
-    send(&mut socket, message(", so we are going for a walk.", true, true)).await;
-    send(&mut socket, message("Please buy bread and milk.", false, false)).await;
+    send(
+        &mut socket,
+        message("The weather is lovely today", true, false),
+    )
+    .await;
+    send(
+        &mut socket,
+        message(", so we are going for a walk.", true, true),
+    )
+    .await;
+    send(
+        &mut socket,
+        message("Please buy bread and milk.", false, false),
+    )
+    .await;
     let mut messages = Vec::new();
     while let Some(message) = next(&mut socket).await {
         assert_ne!(message["type"], "error", "{message}");
@@ -360,8 +376,16 @@ async fn a_flush_answers_flush_done_between_its_audio_and_float_pcm_speaks() {
     let (at, id) = f.flush_done[0];
     assert_eq!(id, 1);
     assert!(at > 0 && at < f.flush_ids.len(), "{messages:?}");
-    assert!(f.flush_ids[..at].iter().all(|&i| i == 1), "{:?}", f.flush_ids);
-    assert!(f.flush_ids[at..].iter().all(|&i| i == 2), "{:?}", f.flush_ids);
+    assert!(
+        f.flush_ids[..at].iter().all(|&i| i == 1),
+        "{:?}",
+        f.flush_ids
+    );
+    assert!(
+        f.flush_ids[at..].iter().all(|&i| i == 2),
+        "{:?}",
+        f.flush_ids
+    );
     assert!(f.words.is_empty(), "no timestamps were asked for");
     // Float samples in [-1, 1] at 16 kHz: the same speech.
     assert_eq!(f.audio.len() % 4, 0);
@@ -393,7 +417,10 @@ async fn refusals_use_cartesias_shape_with_the_code() {
             "{body}"
         );
         assert_eq!(body["error_code"], want.1, "{body}");
-        assert!(body["title"].is_string() && body["message"].is_string(), "{body}");
+        assert!(
+            body["title"].is_string() && body["message"].is_string(),
+            "{body}"
+        );
         body
     };
     check(refused(&app, PATH, &[]).await, (401, "invalid_api_key"));
@@ -419,9 +446,13 @@ async fn refusals_use_cartesias_shape_with_the_code() {
     );
     assert_eq!(body["param"], "cartesia_version");
     // Bearer works as well as X-API-Key.
-    connect(&app, PATH, &[("authorization", &format!("Bearer {secret}"))])
-        .await
-        .expect("upgrade");
+    connect(
+        &app,
+        PATH,
+        &[("authorization", &format!("Bearer {secret}"))],
+    )
+    .await
+    .expect("upgrade");
 
     // Refusals of a message: Cartesia's error message naming the field, then the close.
     let refusal = |message: Value| {
@@ -487,7 +518,10 @@ fn cartesia_python() -> Option<std::path::PathBuf> {
         .status()
         .is_ok_and(|s| s.success());
     if !ok && std::env::var("VOICED_REQUIRE_CARTESIA_SDK").as_deref() == Ok("1") {
-        panic!("{} lacks the cartesia[websockets] package", python.display());
+        panic!(
+            "{} lacks the cartesia[websockets] package",
+            python.display()
+        );
     }
     ok.then_some(python)
 }
@@ -502,7 +536,10 @@ async fn cartesia_python_sdk_speaks_over_the_socket() {
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Agent", EngineId::Kokoro, "af_heart")
         .await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cartesia_sdk/test_tts.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/cartesia_sdk/test_tts.py"
+    );
     let output = tokio::process::Command::new(python)
         .arg(script)
         .env("VOICED_BASE_URL", &app.base)

@@ -52,7 +52,9 @@ fn is_date(value: &str) -> bool {
 #[derive(Debug)]
 pub enum Message {
     /// `{"context_id", "cancel": true}`.
-    Cancel { context: String },
+    Cancel {
+        context: String,
+    },
     Generate(Generation),
 }
 
@@ -129,7 +131,9 @@ pub fn read(text: &str) -> Result<Message, ApiError> {
     if let Some(language) = string(&message, "language")?
         && (language.is_empty()
             || language.len() > 16
-            || !language.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+            || !language
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-'))
     {
         return Err(ApiError::invalid(
             "language",
@@ -306,7 +310,9 @@ fn voice_id(voice: &Value) -> Result<String, ApiError> {
                 let field = format!("voice.{other}");
                 return Err(ApiError::invalid(
                     &field,
-                    format!("{field} would change the voice in a way voiced's engines cannot; leave it out."),
+                    format!(
+                        "{field} would change the voice in a way voiced's engines cannot; leave it out."
+                    ),
                 ));
             }
         }
@@ -355,14 +361,17 @@ pub fn output_format(value: &Value) -> Result<OutputFormat, ApiError> {
                 });
             }
             "sample_rate" => {
-                rate = Some(value.as_u64().and_then(|r| u32::try_from(r).ok()).ok_or_else(
-                    || {
-                        ApiError::invalid(
-                            "output_format.sample_rate",
-                            "output_format.sample_rate must be a whole number of hertz",
-                        )
-                    },
-                )?);
+                rate = Some(
+                    value
+                        .as_u64()
+                        .and_then(|r| u32::try_from(r).ok())
+                        .ok_or_else(|| {
+                            ApiError::invalid(
+                                "output_format.sample_rate",
+                                "output_format.sample_rate must be a whole number of hertz",
+                            )
+                        })?,
+                );
             }
             other => {
                 let field = format!("output_format.{other}");
@@ -495,7 +504,12 @@ mod tests {
             let err = read(&message).expect_err(&message);
             assert_eq!(err.param.as_deref(), Some(param), "{message}");
         }
-        assert!(read(&with(r#","speed":"normal","generation_config":{"speed":1.0,"volume":1}"#)).is_ok());
+        assert!(
+            read(&with(
+                r#","speed":"normal","generation_config":{"speed":1.0,"volume":1}"#
+            ))
+            .is_ok()
+        );
     }
 
     #[test]

@@ -86,7 +86,9 @@ struct Context {
 type Contexts = Arc<Mutex<HashMap<String, Context>>>;
 
 fn contexts(shared: &Contexts) -> std::sync::MutexGuard<'_, HashMap<String, Context>> {
-    shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    shared
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Messages in → inputs (the reader waits while the session is behind); events → messages.
@@ -400,10 +402,15 @@ mod tests {
                 SpeechInput::CloseContext { context }
             ] if context == "c"
         ));
-        let flush = params::read(r#"{"context_id":"d","transcript":"","continue":true,"flush":true}"#).unwrap();
+        let flush =
+            params::read(r#"{"context_id":"d","transcript":"","continue":true,"flush":true}"#)
+                .unwrap();
         assert!(matches!(
             inputs_for(flush, &shared).as_slice(),
-            [SpeechInput::Text { flush: true, .. }, SpeechInput::Mark { mark: 1, .. }]
+            [
+                SpeechInput::Text { flush: true, .. },
+                SpeechInput::Mark { mark: 1, .. }
+            ]
         ));
     }
 }

@@ -219,7 +219,10 @@ pub struct PerContextOptions {
 pub enum Delivered {
     Event(SpeechEvent),
     /// Everything `context` was given before [`SpeechInput::Mark`] `mark` has been delivered.
-    Mark { context: String, mark: u64 },
+    Mark {
+        context: String,
+        mark: u64,
+    },
 }
 
 /// A door's handle on an open session.
@@ -287,7 +290,14 @@ pub async fn open(
         voice,
         output: options.output,
     };
-    start(core, principal, Some(speaker), idle, options.auto_mode, params)
+    start(
+        core,
+        principal,
+        Some(speaker),
+        idle,
+        options.auto_mode,
+        params,
+    )
 }
 
 /// Opens a session whose contexts each name their voice, engine and format
