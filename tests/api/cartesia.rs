@@ -15,14 +15,11 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{self, Message};
 use voiced::domain::{EngineId, Plan, Scope};
 
+use crate::common::ws::{self, Socket};
 use crate::common::{TestApp, fixtures};
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// LiveKit Agents 1.8.9's upgrade (../shared/notes/wave4-facts.md).
 const PATH: &str = "/tts/websocket?cartesia_version=2025-04-16";
@@ -57,29 +54,9 @@ async fn connect(
     path: &str,
     headers: &[(&str, &str)],
 ) -> Result<Socket, tungstenite::Error> {
-    let url = format!("{}{path}", app.base.replacen("http", "ws", 1));
-    let mut request = url.into_client_request().unwrap();
-    for (name, value) in headers {
-        request.headers_mut().insert(
-            tungstenite::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
-            value.parse().unwrap(),
-        );
-    }
-    tokio_tungstenite::connect_async(request)
+    ws::connect(app, path, headers)
         .await
         .map(|(socket, _)| socket)
-}
-
-async fn refused(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> (u16, Value) {
-    match connect(app, path, headers).await {
-        Ok(_) => panic!("the upgrade of {path} was accepted"),
-        Err(tungstenite::Error::Http(response)) => {
-            let status = response.status().as_u16();
-            let body = response.body().clone().unwrap_or_default();
-            (status, serde_json::from_slice(&body).unwrap())
-        }
-        Err(other) => panic!("{other}"),
-    }
 }
 
 async fn send(socket: &mut Socket, message: Value) {
@@ -423,20 +400,20 @@ async fn refusals_use_cartesias_shape_with_the_code() {
         );
         body
     };
-    check(refused(&app, PATH, &[]).await, (401, "invalid_api_key"));
+    check(ws::refused(&app, PATH, &[]).await, (401, "invalid_api_key"));
     let (_, reader) = app.key(&account, &[Scope::VoiceRead]).await;
     check(
-        refused(&app, PATH, &[("x-api-key", &reader)]).await,
+        ws::refused(&app, PATH, &[("x-api-key", &reader)]).await,
         (403, "insufficient_scope"),
     );
     let free = app.account(Plan::None).await;
     let (_, free_key) = app.key(&free, &Scope::ALL).await;
     check(
-        refused(&app, PATH, &[("x-api-key", &free_key)]).await,
+        ws::refused(&app, PATH, &[("x-api-key", &free_key)]).await,
         (403, "pro_plan_required"),
     );
     let body = check(
-        refused(
+        ws::refused(
             &app,
             "/tts/websocket?cartesia_version=latest",
             &[("x-api-key", &secret)],
