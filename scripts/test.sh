@@ -64,6 +64,10 @@ export VOICED_DEEPGRAM_PYTHON VOICED_REQUIRE_DEEPGRAM_SDK=1
 # driven by tests/api/elevenlabs.rs.
 VOICED_ELEVENLABS_PYTHON=$(./scripts/elevenlabs-sdk-test.sh --venv)
 export VOICED_ELEVENLABS_PYTHON VOICED_REQUIRE_ELEVENLABS_SDK=1
+# Cartesia's dialect (`/tts/websocket`): the official cartesia SDK with its websockets extra
+# (PyPI), pinned, driven by tests/api/cartesia.rs.
+VOICED_CARTESIA_PYTHON=$(./scripts/cartesia-sdk-test.sh --venv)
+export VOICED_CARTESIA_PYTHON VOICED_REQUIRE_CARTESIA_SDK=1
 cargo test --locked --no-fail-fast -- --test-threads="${VOICED_TEST_THREADS:-2}"
 ./scripts/sdk-test.sh "$bin"
 ./scripts/sdk-ts-test.sh "$bin"

@@ -4,6 +4,7 @@
 //! the core, and render; the rules are the core's (`crate::service`).
 
 pub mod audio;
+pub mod cartesia;
 mod docs;
 pub mod elevenlabs;
 pub mod generations;
@@ -72,6 +73,7 @@ struct ApiDoc;
     elevenlabs::stream_input_document,
     elevenlabs::convert_document,
     elevenlabs::convert_stream_document,
+    cartesia::websocket_document,
 ))]
 struct LiveDoc;
 
@@ -248,6 +250,8 @@ pub fn router(core: Core) -> (Router, utoipa::openapi::OpenApi) {
     let api = api.merge(realtime::router(core.clone()));
     // ElevenLabs' speech sockets and REST twins: their own credential header, writes.
     let api = api.merge(elevenlabs::router(core.clone()));
+    // Cartesia's speech socket: the same core session, voices named per context.
+    let api = api.merge(cartesia::router(core.clone()));
     let spec_json = Arc::new(document.to_pretty_json().expect("OpenAPI serialises"));
     let router = api
         .route(

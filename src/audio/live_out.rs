@@ -1,5 +1,6 @@
 //! Generated speech in the raw formats the speech sockets and their REST twins deliver
-//! (ElevenLabs' `output_format`: `pcm_<rate>`, `ulaw_8000`, `mp3_<rate>_<kbps>`), made from the
+//! (ElevenLabs' `output_format`: `pcm_<rate>`, `ulaw_8000`, `mp3_<rate>_<kbps>`; Cartesia's
+//! raw `pcm_s16le`, `pcm_f32le`, `pcm_mulaw`), made from the
 //! 16-bit wav a generation renders: the header is read for the engine's rate, the samples are
 //! resampled once as they arrive (the converter keeps only its filter's history) and encoded.
 //! Bytes may come split anywhere (a stored file read in blob-sized pieces): a header or a
@@ -15,6 +16,8 @@ use super::resample::Resampler;
 pub enum OutputEncoding {
     /// Raw 16-bit little-endian mono PCM, no header.
     Pcm16,
+    /// Raw 32-bit float little-endian mono PCM in [-1, 1], no header (Cartesia's `pcm_f32le`).
+    PcmF32,
     /// Raw G.711 μ-law, one byte a sample.
     Mulaw,
     /// Constant-bit-rate mono mp3 frames at this many kbit/s.
@@ -37,7 +40,7 @@ impl OutputFormat {
     /// 22.05, 44.1 or 48 kHz and 32, 64, 96, 128 or 192 kbit/s. `None` for anything else.
     pub fn new(encoding: OutputEncoding, sample_rate: u32) -> Option<Self> {
         let offered = match encoding {
-            OutputEncoding::Pcm16 => PCM_RATES.contains(&sample_rate),
+            OutputEncoding::Pcm16 | OutputEncoding::PcmF32 => PCM_RATES.contains(&sample_rate),
             OutputEncoding::Mulaw => sample_rate == 8_000,
             OutputEncoding::Mp3 { kbps } => {
                 MP3_RATES.contains(&sample_rate) && MP3_KBPS.contains(&kbps)
@@ -51,7 +54,7 @@ impl OutputFormat {
 
     pub fn content_type(self) -> &'static str {
         match self.encoding {
-            OutputEncoding::Pcm16 => "audio/pcm",
+            OutputEncoding::Pcm16 | OutputEncoding::PcmF32 => "audio/pcm",
             OutputEncoding::Mulaw => "audio/basic",
             OutputEncoding::Mp3 { .. } => "audio/mpeg",
         }
@@ -183,6 +186,13 @@ impl WavTranscoder {
             (None, OutputEncoding::Mulaw) => {
                 out.extend(self.resampled.iter().map(|&s| mulaw(sanitize(s))));
             }
+            (None, OutputEncoding::PcmF32) => {
+                out.extend(
+                    self.resampled
+                        .iter()
+                        .flat_map(|&s| sanitize(s).to_le_bytes()),
+                );
+            }
             (None, _) => pcm16(&mut out, &self.resampled),
         }
         Ok(out)
@@ -272,5 +282,23 @@ mod tests {
         // A frame sync at the start; 32 kbit/s for half a second is about 2 kB.
         assert_eq!(bytes[0], 0xFF);
         assert!((1_000..4_000).contains(&bytes.len()), "{}", bytes.len());
+    }
+
+    #[test]
+    fn float_pcm_is_the_same_signal_as_16_bit() {
+        let wav = encode(&tone(24_000, 0.5), 24_000, AudioFormat::Wav).unwrap();
+        let run = |encoding| {
+            let mut out = WavTranscoder::new(OutputFormat::new(encoding, 16_000).unwrap());
+            let mut bytes = out.push(&wav).unwrap();
+            bytes.extend(out.finish().unwrap());
+            bytes
+        };
+        let (int, float) = (run(OutputEncoding::Pcm16), run(OutputEncoding::PcmF32));
+        assert_eq!(float.len(), int.len() * 2);
+        for (i, f) in int.chunks_exact(2).zip(float.chunks_exact(4)) {
+            let i = f32::from(i16::from_le_bytes([i[0], i[1]])) / 32768.0;
+            let f = f32::from_le_bytes([f[0], f[1], f[2], f[3]]);
+            assert!((-1.0..=1.0).contains(&f) && (i - f).abs() < 1e-3, "{i} {f}");
+        }
     }
 }

@@ -150,6 +150,11 @@ pub async fn render_errors(
         ("application/json", openai_envelope(&error, &links))
     } else if speaks_elevenlabs(&path) {
         ("application/json", elevenlabs_envelope(&error))
+    } else if speaks_cartesia(&path) {
+        (
+            "application/json",
+            cartesia_envelope(&error, request_id.as_deref()),
+        )
     } else if speaks_deepgram(&path) {
         let mut body = problem_document(&error, &links, &path);
         deepgram_envelope(&mut body, &error, request_id.as_deref());
@@ -269,6 +274,28 @@ pub fn speaks_deepgram(path: &str) -> bool {
 /// The routes of ElevenLabs' dialect, whose errors use ElevenLabs' shape.
 pub fn speaks_elevenlabs(path: &str) -> bool {
     path.starts_with("/v1/text-to-speech/")
+}
+
+/// The routes of Cartesia's dialect, whose errors use Cartesia's shape.
+pub fn speaks_cartesia(path: &str) -> bool {
+    path == "/tts/websocket"
+}
+
+/// Cartesia's error shape, `{"error_code", "title", "message", "request_id"}`, with
+/// `error_code` and voiced's `code` both the stable code (DECISIONS: the live routes' errors).
+fn cartesia_envelope(error: &ApiError, request_id: Option<&str>) -> Value {
+    let mut body = json!({
+        "error_code": error.code.as_str(),
+        "title": error.code.title(),
+        "message": error.detail,
+        "status_code": error.code.status().as_u16(),
+        "request_id": request_id.unwrap_or_default(),
+        "code": error.code.as_str(),
+    });
+    if let Some(param) = &error.param {
+        body["param"] = json!(param);
+    }
+    body
 }
 
 /// ElevenLabs' `detail.status` for a code.

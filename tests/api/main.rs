@@ -8,6 +8,7 @@ mod asr;
 mod common;
 
 mod api_core;
+mod cartesia;
 mod concurrency;
 mod console;
 mod console_live;

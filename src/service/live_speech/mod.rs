@@ -1,8 +1,14 @@
 //! Live speech: a socket the core owns, fed text in pieces for up to [`MAX_CONTEXTS`] contexts
 //! (one agent turn each), answering with each context's audio as it is rendered, with when each
 //! character is said. Every door's speech-socket dialect (ElevenLabs' `stream-input` and
-//! `multi-stream-input` today) translates its messages into [`SpeechInput`]s and
-//! [`SpeechEvent`]s into its own frames. docs/live-speech.md has the choices:
+//! `multi-stream-input`, Cartesia's `/tts/websocket`) translates its messages into
+//! [`SpeechInput`]s and [`SpeechEvent`]s into its own frames. docs/live-speech.md has the
+//! choices:
+//!
+//! - **Voices.** A session opened with [`open`] speaks one voice in one format, named at the
+//!   upgrade (ElevenLabs'); one opened with [`open_per_context`] is told each context's voice,
+//!   engine and format by a [`SpeechInput::Speaker`] before the context's first text
+//!   (Cartesia's messages name them), looked up and checked as `open` does.
 //!
 //! - **Phrases.** A context buffers its text ([`phrases::Buffer`]) until a phrase is complete
 //!   (a sentence end, the client's chunk schedule, a flush, the end). Each phrase is one
@@ -17,8 +23,10 @@
 //!   limit, shutdown) is charged the audio up to the last chunk handed to the socket, once.
 //!   A refusal of a phrase (a ceiling crossed mid-socket) ends the socket with the refusal.
 //! - **Cancelling** a context ([`SpeechInput::CloseContext`] while it still holds text not
-//!   flushed) stops the phrase it renders inside its piece, drops what is queued, and drops
-//!   its audio not yet taken by the door.
+//!   flushed, or [`SpeechInput::Cancel`] whatever it holds) stops the phrase it renders inside
+//!   its piece, drops what is queued, and drops its audio not yet taken by the door.
+//! - **Marks** ([`SpeechInput::Mark`]) travel in a context's order: the door is told
+//!   ([`Delivered::Mark`]) once everything given to the context before it was delivered.
 //! - **Bounds.** [`MAX_CONTEXTS`] per socket; `max_speech_sockets` per process and
 //!   `max_speech_sockets_per_account`; an idle timeout (no text and nothing rendering);
 //!   `speech_socket_max_session_secs`; queues of fixed length between the door, the session,
@@ -122,6 +130,32 @@ pub enum SpeechInput {
     Close,
     /// A message the door could not read: the session sends this refusal and ends.
     Refuse(ServiceError),
+    /// The voice, engine and format `context` speaks with when it opens (sessions of
+    /// [`open_per_context`]); ignored while the context is open. The voice is looked up and
+    /// checked as [`open`] does; a refusal ends the session.
+    Speaker {
+        context: String,
+        speaker: ContextVoice,
+    },
+    /// Cancels a context at once, whatever it holds or still speaks.
+    Cancel { context: String },
+    /// Asks for [`Delivered::Mark`] once everything `context` was given before is delivered
+    /// (at once when the context is not open).
+    Mark { context: String, mark: u64 },
+}
+
+impl SpeechInput {
+    /// The context the input is for (a refusal of it names that context).
+    pub fn context(&self) -> Option<&str> {
+        match self {
+            Self::Text { context, .. }
+            | Self::CloseContext { context }
+            | Self::Speaker { context, .. }
+            | Self::Cancel { context }
+            | Self::Mark { context, .. } => Some(context),
+            Self::Close | Self::Refuse(_) => None,
+        }
+    }
 }
 
 /// What the session tells its door, in order.
@@ -161,6 +195,36 @@ pub enum EndReason {
     Refused,
 }
 
+/// The voice, engine and format one context speaks with (a dialect that names them per
+/// context).
+#[derive(Debug, Clone)]
+pub struct ContextVoice {
+    /// A voice profile's id or name.
+    pub voice: String,
+    /// The engine the client named, and the parameter that named it (`None`: the voice's).
+    pub engine: Option<(EngineId, &'static str)>,
+    pub output: OutputFormat,
+}
+
+/// How a session whose contexts each name their voice is to run.
+#[derive(Debug, Clone)]
+pub struct PerContextOptions {
+    pub idle_timeout_secs: Option<u64>,
+    pub auto_mode: bool,
+    pub params: Params,
+}
+
+/// What a door takes from the session's events: an event, or a mark it asked for.
+#[derive(Debug)]
+pub enum Delivered {
+    Event(SpeechEvent),
+    /// Everything `context` was given before [`SpeechInput::Mark`] `mark` has been delivered.
+    Mark {
+        context: String,
+        mark: u64,
+    },
+}
+
 /// A door's handle on an open session.
 pub struct SpeechSession {
     pub inputs: SpeechInputs,
@@ -178,8 +242,9 @@ impl SpeechInputs {
     }
 }
 
-/// An event, and for audio the flag that drops it when its context was cancelled first.
-type Queued = (SpeechEvent, Option<Arc<AtomicBool>>);
+/// An event, and for audio (and marks) the flag that drops it when its context was cancelled
+/// first.
+type Queued = (Delivered, Option<Arc<AtomicBool>>);
 
 /// The session's events.
 pub struct SpeechEvents(mpsc::Receiver<Queued>);
@@ -189,11 +254,20 @@ impl SpeechEvents {
     /// it was made is dropped here: a cancel stops the audio at once.
     pub async fn next(&mut self) -> Option<SpeechEvent> {
         loop {
-            let (event, cut) = self.0.recv().await?;
+            if let Delivered::Event(event) = self.next_delivered().await? {
+                return Some(event);
+            }
+        }
+    }
+
+    /// The next event or mark (the same dropping as [`Self::next`]).
+    pub async fn next_delivered(&mut self) -> Option<Delivered> {
+        loop {
+            let (delivered, cut) = self.0.recv().await?;
             if cut.is_some_and(|c| c.load(Ordering::Acquire)) {
                 continue;
             }
-            return Some(event);
+            return Some(delivered);
         }
     }
 }
@@ -210,50 +284,99 @@ pub async fn open(
 ) -> Result<SpeechSession, ServiceError> {
     super::operations::Operation::CreateSpeech.check(principal)?;
     let params = options.params;
-    let idle = match options.idle_timeout_secs {
-        None => DEFAULT_IDLE_SECS,
-        Some(secs) if (1..=MAX_IDLE_SECS).contains(&secs) => secs,
-        Some(_) => {
-            return Err(ServiceError::invalid(
-                params.idle_timeout,
-                format!(
-                    "{} must be 1 to {MAX_IDLE_SECS} seconds",
-                    params.idle_timeout
-                ),
-            ));
-        }
+    let idle = idle_timeout(options.idle_timeout_secs, params)?;
+    let voice = find_voice(core, principal, &options.voice, options.engine, params).await?;
+    let speaker = speak::Speaker {
+        voice,
+        output: options.output,
     };
+    start(
+        core,
+        principal,
+        Some(speaker),
+        idle,
+        options.auto_mode,
+        params,
+    )
+}
+
+/// Opens a session whose contexts each name their voice, engine and format
+/// ([`SpeechInput::Speaker`]): what [`open`] checks, less the voice.
+pub async fn open_per_context(
+    core: &Core,
+    principal: &Principal,
+    options: PerContextOptions,
+) -> Result<SpeechSession, ServiceError> {
+    super::operations::Operation::CreateSpeech.check(principal)?;
+    let params = options.params;
+    let idle = idle_timeout(options.idle_timeout_secs, params)?;
+    start(core, principal, None, idle, options.auto_mode, params)
+}
+
+fn idle_timeout(secs: Option<u64>, params: Params) -> Result<u64, ServiceError> {
+    match secs {
+        None => Ok(DEFAULT_IDLE_SECS),
+        Some(secs) if (1..=MAX_IDLE_SECS).contains(&secs) => Ok(secs),
+        Some(_) => Err(ServiceError::invalid(
+            params.idle_timeout,
+            format!(
+                "{} must be 1 to {MAX_IDLE_SECS} seconds",
+                params.idle_timeout
+            ),
+        )),
+    }
+}
+
+/// The voice profile `name` (an id or a name) of the principal's account, able to speak here
+/// with the engine the client named: its id.
+async fn find_voice(
+    core: &Core,
+    principal: &Principal,
+    name: &str,
+    engine: Option<(EngineId, &'static str)>,
+    params: Params,
+) -> Result<String, ServiceError> {
     // The same lookup (and refusal: 400 naming the field) as every speech door.
     let voice = super::speech::find_voice(
         core,
         principal,
-        super::speech::VoiceChoice::IdOrName(&options.voice),
+        super::speech::VoiceChoice::IdOrName(name),
         params.speech.voice,
     )
     .await?;
     super::speech::refuse_unavailable(voice.engine, &voice.name, params.speech.voice)?;
-    if let Some((engine, field)) = options.engine
+    if let Some((engine, field)) = engine
         && engine != voice.engine
     {
         return Err(ServiceError::invalid(
             field,
             format!(
-                "Voice {:?} is a preset of the {} engine; {field} {engine} cannot render it. Use {}, or an ElevenLabs model name (the voice's engine renders).",
+                "Voice {:?} is a preset of the {} engine; {field} {engine} cannot render it. Use {}, or the dialect's own model name (the voice's engine renders).",
                 voice.name, voice.engine, voice.engine
             ),
         ));
     }
     if !core.engines.is_installed(voice.engine) {
         return Err(ServiceError::invalid(
-            options
-                .engine
-                .map_or(params.speech.voice, |(_, field)| field),
+            engine.map_or(params.speech.voice, |(_, field)| field),
             format!(
                 "The voice {:?} uses the {} engine, which is not installed on this deployment.",
                 voice.name, voice.engine
             ),
         ));
     }
+    Ok(voice.id)
+}
+
+/// Takes the socket's places and starts the session.
+fn start(
+    core: &Core,
+    principal: &Principal,
+    speaker: Option<speak::Speaker>,
+    idle: u64,
+    auto_mode: bool,
+    params: Params,
+) -> Result<SpeechSession, ServiceError> {
     let sockets = &core.speech_sockets;
     let account_slot = sockets
         .per_account
@@ -278,9 +401,6 @@ pub async fn open(
     let shared = Arc::new(speak::Shared {
         core: core.clone(),
         principal: principal.clone(),
-        // The voice's id: a rename mid-socket does not change what speaks.
-        voice: voice.id,
-        output: options.output,
         fields: params.speech,
         events: event_tx,
         busy: AtomicUsize::new(0),
@@ -288,8 +408,10 @@ pub async fn open(
     });
     let session = Session {
         shared,
+        speaker,
+        named: None,
         params,
-        auto_mode: options.auto_mode,
+        auto_mode,
         idle: Duration::from_secs(idle),
         max_session: sockets.max_session,
         contexts: HashMap::new(),
@@ -311,7 +433,7 @@ struct Context {
     buffer: Buffer,
     schedule: Option<Vec<usize>>,
     /// `None` once the context's input has ended (its task finishes what it holds).
-    phrases: Option<mpsc::Sender<String>>,
+    phrases: Option<mpsc::Sender<speak::Work>>,
     stop: watch::Sender<Option<CancelReason>>,
     cut: Arc<AtomicBool>,
 }
@@ -325,14 +447,18 @@ impl Context {
 
 struct Session {
     shared: Arc<speak::Shared>,
+    /// The voice and format of the socket (`None`: each context names its own).
+    speaker: Option<speak::Speaker>,
+    /// The last [`SpeechInput::Speaker`] of a context not open yet (one: nothing grows).
+    named: Option<(String, speak::Speaker)>,
     params: Params,
     auto_mode: bool,
     idle: Duration,
     max_session: Duration,
     contexts: HashMap<String, Context>,
     /// Contexts closed after a flush, still speaking what they hold (stopped with the rest
-    /// when the socket ends early).
-    finishing: Vec<Context>,
+    /// when the socket ends early, or cancelled by id).
+    finishing: Vec<(String, Context)>,
     /// Contexts whose task has ended (`Err`: refused).
     done: mpsc::UnboundedReceiver<speak::Finished>,
     closing: bool,
@@ -353,9 +479,10 @@ impl Session {
                 input = inputs.recv(), if !self.closing => match input {
                     Some(input) => {
                         last_input = Instant::now();
+                        let context = input.context().map(str::to_owned);
                         match self.handle(input, &mut running).await {
                             Ok(()) => {}
-                            Err(error) => break self.refuse(None, error).await,
+                            Err(error) => break self.refuse(context, error).await,
                         }
                         if self.closing && running == 0 {
                             break EndReason::Client;
@@ -372,7 +499,7 @@ impl Session {
                     Some(speak::Finished::Spoken) => last_input = Instant::now(),
                     Some(speak::Finished::Done) => {
                         running = running.saturating_sub(1);
-                        self.finishing.retain(|c| !c.stop.is_closed());
+                        self.finishing.retain(|(_, c)| !c.stop.is_closed());
                         if self.closing && running == 0 {
                             break EndReason::Client;
                         }
@@ -398,11 +525,7 @@ impl Session {
     async fn finish(self, reason: Option<EndReason>) {
         metrics::gauge!("voiced_speech_sockets").decrement(1.0);
         if let Some(reason) = reason {
-            let _ = self
-                .shared
-                .events
-                .send((SpeechEvent::Ended(reason), None))
-                .await;
+            self.shared.send(SpeechEvent::Ended(reason)).await;
         }
     }
 
@@ -410,17 +533,15 @@ impl Session {
         for (_, context) in self.contexts.drain() {
             context.cancel(reason);
         }
-        for context in self.finishing.drain(..) {
+        for (_, context) in self.finishing.drain(..) {
             context.cancel(reason);
         }
     }
 
     /// Sends a refusal of the session's own (a bad message), and ends.
     async fn refuse(&mut self, context: Option<String>, error: ServiceError) -> EndReason {
-        let _ = self
-            .shared
-            .events
-            .send((SpeechEvent::Refused { context, error }, None))
+        self.shared
+            .send(SpeechEvent::Refused { context, error })
             .await;
         EndReason::Refused
     }
@@ -472,17 +593,46 @@ impl Session {
                 // Everything was flushed: its task speaks what it holds, then ends.
                 Some(mut ctx) => {
                     ctx.phrases = None;
-                    self.finishing.push(ctx);
+                    self.finishing.push((context, ctx));
                 }
-                None => {
+                None => self.shared.send(SpeechEvent::ContextDone { context }).await,
+            },
+            SpeechInput::Refuse(error) => return Err(error),
+            SpeechInput::Speaker { context, speaker } => {
+                if !self.contexts.contains_key(&context) {
+                    let ContextVoice {
+                        voice,
+                        engine,
+                        output,
+                    } = speaker;
+                    let core = &self.shared.core;
+                    let voice =
+                        find_voice(core, &self.shared.principal, &voice, engine, self.params)
+                            .await?;
+                    self.named = Some((context, speak::Speaker { voice, output }));
+                }
+            }
+            SpeechInput::Cancel { context } => {
+                if let Some(ctx) = self.contexts.remove(&context) {
+                    ctx.cancel(CancelReason::Request);
+                } else if let Some(at) = self.finishing.iter().position(|(id, _)| *id == context) {
+                    self.finishing.remove(at).1.cancel(CancelReason::Request);
+                }
+            }
+            SpeechInput::Mark { context, mark } => {
+                let sender = self.contexts.get(&context).and_then(|c| c.phrases.clone());
+                let queued = match sender {
+                    Some(sender) => sender.send(speak::Work::Mark(mark)).await.is_ok(),
+                    None => false,
+                };
+                if !queued {
                     let _ = self
                         .shared
                         .events
-                        .send((SpeechEvent::ContextDone { context }, None))
+                        .send((Delivered::Mark { context, mark }, None))
                         .await;
                 }
-            },
-            SpeechInput::Refuse(error) => return Err(error),
+            }
             SpeechInput::Close => {
                 self.closing = true;
                 let ids: Vec<String> = self.contexts.keys().cloned().collect();
@@ -491,9 +641,9 @@ impl Session {
                         self.queue(&id, phrase).await;
                     }
                 }
-                for (_, mut ctx) in self.contexts.drain() {
+                for (id, mut ctx) in self.contexts.drain() {
                     ctx.phrases = None;
-                    self.finishing.push(ctx);
+                    self.finishing.push((id, ctx));
                 }
             }
         }
@@ -538,11 +688,25 @@ impl Session {
                 ),
             ));
         }
+        let speaker = match self.named.take() {
+            Some((named, speaker)) if named == id => speaker,
+            other => {
+                self.named = other;
+                self.speaker.clone().ok_or_else(|| {
+                    let field = self.params.speech.voice;
+                    ServiceError::invalid(
+                        field,
+                        format!("A context's first message must name its voice ({field})."),
+                    )
+                })?
+            }
+        };
         let (phrases_tx, phrases_rx) = mpsc::channel(PHRASE_QUEUE);
         let (stop_tx, stop_rx) = watch::channel(None);
         let cut = Arc::new(AtomicBool::new(false));
         tokio::spawn(speak::context(
             self.shared.clone(),
+            speaker,
             id.to_owned(),
             phrases_rx,
             stop_rx,
@@ -568,7 +732,7 @@ impl Session {
             return;
         };
         self.shared.busy.fetch_add(1, Ordering::AcqRel);
-        if sender.send(phrase).await.is_err() {
+        if sender.send(speak::Work::Phrase(phrase)).await.is_err() {
             self.shared.busy.fetch_sub(1, Ordering::AcqRel);
         }
     }

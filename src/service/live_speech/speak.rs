@@ -13,7 +13,7 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, watch};
 
 use super::alignment::Aligner;
-use super::{Queued, SpeechEvent};
+use super::{Delivered, Queued, SpeechEvent};
 use crate::audio::{OutputFormat, WavTranscoder};
 use crate::domain::{CancelReason, GenerationStatus, SpeechText};
 use crate::service::core::Core;
@@ -24,18 +24,37 @@ use crate::service::speech::{self, Fields};
 use crate::store;
 use crate::worker::streams::{StreamEnd, StreamEvent};
 
+/// The voice a context speaks with, and the format its audio is delivered in.
+#[derive(Debug, Clone)]
+pub(super) struct Speaker {
+    /// The voice profile's id: a rename mid-socket does not change what speaks.
+    pub voice: String,
+    pub output: OutputFormat,
+}
+
+/// What a context is given, in order.
+pub(super) enum Work {
+    Phrase(String),
+    /// Reported to the door ([`Delivered::Mark`]) once the phrases before it are delivered.
+    Mark(u64),
+}
+
 /// What a session's contexts share.
 pub(super) struct Shared {
     pub core: Core,
     pub principal: Principal,
-    /// The voice profile's id.
-    pub voice: String,
-    pub output: OutputFormat,
     pub fields: Fields,
     pub events: mpsc::Sender<Queued>,
     /// Phrases queued or being spoken, over every context.
     pub busy: AtomicUsize,
     pub done: mpsc::UnboundedSender<Finished>,
+}
+
+impl Shared {
+    /// Hands the door an event that is never dropped (an end, a refusal).
+    pub async fn send(&self, event: SpeechEvent) {
+        let _ = self.events.send((Delivered::Event(event), None)).await;
+    }
 }
 
 /// What a context's task tells the session.
@@ -57,8 +76,9 @@ enum Spoken {
 
 pub(super) async fn context(
     shared: Arc<Shared>,
+    speaker: Speaker,
     id: String,
-    mut phrases: mpsc::Receiver<String>,
+    mut phrases: mpsc::Receiver<Work>,
     mut stop: watch::Receiver<Option<CancelReason>>,
     cut: Arc<AtomicBool>,
 ) {
@@ -68,36 +88,49 @@ pub(super) async fn context(
             _ = stop.changed() => None,
             phrase = phrases.recv() => phrase,
         };
-        let Some(phrase) = phrase else { break };
-        let spoken = speak(&shared, &id, &phrase, &mut stop, &cut).await;
+        let phrase = match phrase {
+            Some(Work::Phrase(phrase)) => phrase,
+            Some(Work::Mark(mark)) => {
+                let mark = Delivered::Mark {
+                    context: id.clone(),
+                    mark,
+                };
+                let _ = shared.events.send((mark, Some(cut.clone()))).await;
+                continue;
+            }
+            None => break,
+        };
+        let spoken = speak(&shared, &speaker, &id, &phrase, &mut stop, &cut).await;
         shared.busy.fetch_sub(1, Ordering::AcqRel);
         let _ = shared.done.send(Finished::Spoken);
         match spoken {
             Ok(Spoken::Done) => {}
             Ok(Spoken::Stopped) => break,
             Err(error) => {
-                let refused = SpeechEvent::Refused {
-                    context: Some(id),
-                    error,
-                };
-                let _ = shared.events.send((refused, None)).await;
-                // Phrases still queued were counted busy.
-                while phrases.try_recv().is_ok() {
-                    shared.busy.fetch_sub(1, Ordering::AcqRel);
-                }
+                shared
+                    .send(SpeechEvent::Refused {
+                        context: Some(id),
+                        error,
+                    })
+                    .await;
+                drain(&shared, &mut phrases);
                 let _ = shared.done.send(Finished::Refused);
                 return;
             }
         }
     }
-    while phrases.try_recv().is_ok() {
-        shared.busy.fetch_sub(1, Ordering::AcqRel);
-    }
-    let _ = shared
-        .events
-        .send((SpeechEvent::ContextDone { context: id }, None))
-        .await;
+    drain(&shared, &mut phrases);
+    shared.send(SpeechEvent::ContextDone { context: id }).await;
     let _ = shared.done.send(Finished::Done);
+}
+
+/// Drops what is still queued (phrases were counted busy; marks die with the context).
+fn drain(shared: &Shared, phrases: &mut mpsc::Receiver<Work>) {
+    while let Ok(work) = phrases.try_recv() {
+        if let Work::Phrase(_) = work {
+            shared.busy.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 }
 
 /// The reason the context was stopped for.
@@ -108,6 +141,7 @@ fn reason(stop: &watch::Receiver<Option<CancelReason>>) -> CancelReason {
 /// Speaks one phrase (see the module).
 async fn speak(
     shared: &Shared,
+    speaker: &Speaker,
     context: &str,
     phrase: &str,
     stop: &mut watch::Receiver<Option<CancelReason>>,
@@ -119,7 +153,7 @@ async fn speak(
     // Not raced with a stop: a generation admitted is always held (the loop's first turn
     // cancels it when the context stopped meanwhile).
     let admitted =
-        speech::admit_phrase(core, &shared.principal, &shared.voice, text, shared.fields).await?;
+        speech::admit_phrase(core, &shared.principal, &speaker.voice, text, shared.fields).await?;
     let id = admitted.id;
     let mut hold = CancelOnDrop::new(&core.pool, &id);
     let mut stream = core.streams.subscribe(&id);
@@ -128,7 +162,7 @@ async fn speak(
         context,
         generation_id: &id,
         cut,
-        transcoder: Some(WavTranscoder::new(shared.output)),
+        transcoder: Some(WavTranscoder::new(speaker.output)),
     };
     let mut aligner = Aligner::new(phrase);
     // Until the first chunk: a worker of another process may render it (its completion
@@ -257,7 +291,7 @@ impl Out<'_> {
         tokio::select! {
             biased;
             _ = stop.changed() => false,
-            sent = self.shared.events.send((event, Some(self.cut.clone()))) => sent.is_ok(),
+            sent = self.shared.events.send((Delivered::Event(event), Some(self.cut.clone()))) => sent.is_ok(),
         }
     }
 }
