@@ -52,6 +52,9 @@ enum Door {
     ElevenSocket,
     /// `POST /v1/text-to-speech/{voice}` (ElevenLabs' REST speech)
     ElevenRest,
+    /// `GET /tts/websocket` upgraded (Cartesia's socket): refused at the upgrade in Cartesia's
+    /// envelope
+    Cartesia,
 }
 
 const SPEECH_DOORS: &[Door] = &[
@@ -101,6 +104,7 @@ const CREDENTIAL_DOORS: &[Door] = &[
     Door::Realtime,
     Door::ElevenSocket,
     Door::ElevenRest,
+    Door::Cartesia,
 ];
 const ALL_DOORS: &[Door] = &[
     Door::Speech,
@@ -182,6 +186,16 @@ async fn every_door_refuses_the_same_input_with_the_same_code() {
                     let (status, body) = crate::realtime::refused(
                         &app,
                         "intent=transcription&model=gpt-4o-mini-transcribe",
+                        &[("authorization", &format!("Bearer {}", case.credential))],
+                    )
+                    .await;
+                    refusal(door, status, &body)
+                }
+                Door::Cartesia => {
+                    let (status, body) = crate::common::ws::refused(
+                        &app,
+                        "/tts/websocket?cartesia_version=2025-04-16",
+                        // The SDK's header (an OAuth token is no `X-API-Key`).
                         &[("authorization", &format!("Bearer {}", case.credential))],
                     )
                     .await;
@@ -573,7 +587,8 @@ async fn send(app: &TestApp, door: Door, credential: &str, input: &Input) -> Ref
         | Door::Listen
         | Door::ListenFile
         | Door::Realtime
-        | Door::ElevenSocket => {
+        | Door::ElevenSocket
+        | Door::Cartesia => {
             unreachable!("sent by their own functions")
         }
     };
@@ -712,6 +727,19 @@ fn refusal(door: Door, http_status: u16, body: &Value) -> Refusal {
                 "{door:?}: {body}"
             );
             assert_eq!(body["detail"]["code"], body["code"], "{door:?}: {body}");
+            Refusal {
+                http_status,
+                status: http_status,
+                code: text(&body["code"]),
+            }
+        }
+        Door::Cartesia => {
+            // Cartesia's envelope: `status_code` and `message`, voiced's code beside them.
+            assert!(
+                body["message"].as_str().is_some_and(|m| !m.is_empty()),
+                "{door:?}: {body}"
+            );
+            assert_eq!(body["status_code"], http_status, "{door:?}: {body}");
             Refusal {
                 http_status,
                 status: http_status,
