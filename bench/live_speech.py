@@ -42,7 +42,8 @@ Run (the venv has `websockets==17.4`; `pip install websockets==17.4` into it whe
     ~/.cache/voiced/venv-bench/bin/python bench/live_speech.py --bin /tmp/live-bench-bin/voiced \
         [--rounds 8] [--cancels 20] [--agents-secs 60] [--idle-sockets 50] [--parts abdc] [--port 18096]
 
-(`--bin` defaults to VOICED_BIN, else $CARGO_TARGET_DIR/release/voiced.)
+(`--bin` defaults to VOICED_BIN, else $CARGO_TARGET_DIR/release/voiced.) docs/benchmarks.md also
+has `--parts c` alone (4 × 2 on a quieter machine) and `--parts c --contexts 1` (4 × 1).
 """
 
 import argparse
@@ -379,10 +380,16 @@ async def part_c(v: Voiced, secs: float, sockets: int, per_socket: int, words_pe
     client0 = sum(os.times()[:2])
     loads = []
 
+    cores = []  # serve's CPU use over each 5 s
+
     async def sample():
+        last = cpu0
         while True:
             loads.append(os.getloadavg()[0])
             await asyncio.sleep(5)
+            now = cpu_secs(v.proc.pid)
+            cores.append((now - last) / 5)
+            last = now
 
     sampler = asyncio.create_task(sample())
     await asyncio.gather(*[
@@ -417,6 +424,7 @@ async def part_c(v: Voiced, secs: float, sockets: int, per_socket: int, words_pe
                      f"{sum(stalls) / span * 100:.1f} %" if span else "–"])
     print(f"load average during (1-min, every 5 s): {', '.join(f'{x:.1f}' for x in loads)}; "
           f"{load()} at the end")
+    print(f"cores serve used, each 5 s: {', '.join(f'{x:.2f}' for x in cores)}")
     table(["context slot", "turns", "words", "first audio after the first flush median / max ms",
            "audio received s", "underruns", "**underrun total ms**", "longest ms",
            "silence share of the turns' playback"], rows)
