@@ -681,11 +681,13 @@ mod tests {
             ("encoding=linear16&channels=2", "channels"),
             ("encoding=linear16&interim_results=yes", "interim_results"),
             ("encoding=linear16&endpointing=soon", "endpointing"),
-            ("punctuate=true", "encoding"),
         ] {
             let err = parse_query(Some(query)).unwrap_err();
             assert_eq!(err.param.as_deref(), Some(param), "{query}");
         }
+        // No encoding (and no sample rate): containerised audio, as Deepgram reads it.
+        let query = parse_query(Some("punctuate=true")).unwrap();
+        assert_eq!(query.options.encoding, LiveEncoding::Container);
         let query = parse_query(Some("encoding=mulaw&diarize=false&endpointing=false")).unwrap();
         assert_eq!(query.options.sample_rate, 8_000);
         assert_eq!(query.options.endpointing, None);
