@@ -56,7 +56,7 @@ pub fn router(core: Core) -> Router<Core> {
 #[utoipa::path(get, path = "/tts/websocket", tag = "live",
     security(("api_key" = []), ("bearer" = [])),
     params(
-        ("cartesia_version" = Option<String>, Query, description = "Cartesia's API version (or the `Cartesia-Version` header): any date such as `2025-04-16`; optional"),
+        ("cartesia_version" = Option<String>, Query, pattern = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", description = "Cartesia's API version (or the `Cartesia-Version` header): any date such as `2025-04-16`; optional"),
         ("api_key" = Option<String>, Query, description = "The key, for clients that cannot set headers (`X-API-Key` and `Authorization: Bearer` are read first)"),
     ),
     responses(
