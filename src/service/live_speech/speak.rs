@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::StreamExt;
 use tokio::sync::{mpsc, watch};
 
 use super::alignment::Aligner;
@@ -21,7 +20,6 @@ use crate::service::delivery::{CancelOnDrop, generation_failed};
 use crate::service::error::ServiceError;
 use crate::service::principal::Principal;
 use crate::service::speech::{self, Fields};
-use crate::store;
 use crate::worker::streams::{StreamEnd, StreamEvent};
 
 /// The voice a context speaks with, and the format its audio is delivered in.
@@ -222,16 +220,19 @@ async fn speak(
 }
 
 /// The stored file of a completed generation (rendered by another process), whole: one
-/// phrase's audio, bounded by `max_audio_per_request_secs`.
+/// phrase's audio, read by `service::audio::small` within what `max_audio_per_request_secs`
+/// of 16-bit audio at 48 kHz can weigh (a larger file is an internal error, never read).
 async fn stored(core: &Core, id: &str) -> Result<Vec<u8>, ServiceError> {
-    let crate::service::audio::StoredAudio { key, head } =
-        crate::service::audio::completed(core, id).await?;
-    let mut body = std::pin::pin!(store::blobs::stream(core.blobs.clone(), key, 0, head.len));
-    let mut bytes = Vec::with_capacity(head.len as usize);
-    while let Some(chunk) = body.next().await {
-        bytes.extend_from_slice(&chunk.map_err(ServiceError::internal)?);
+    let bound = u64::try_from(core.admission.max_audio_per_request_ms)
+        .unwrap_or(0)
+        .saturating_mul(96)
+        .saturating_add(4096);
+    match crate::service::audio::small(core, id, bound).await? {
+        Ok(blob) => Ok(blob.bytes),
+        Err(len) => Err(ServiceError::internal(format!(
+            "a phrase's stored audio is {len} bytes, past {bound}"
+        ))),
     }
-    Ok(bytes)
 }
 
 /// Where a phrase's audio goes.
