@@ -36,6 +36,8 @@ impl Browser {
         Self {
             client: Client::builder()
                 .redirect(redirect::Policy::none())
+                // No idle connection is kept (see `TestApp::client`: the keep-alive race).
+                .pool_max_idle_per_host(0)
                 .build()
                 .unwrap(),
             base: app.base.clone(),

@@ -141,8 +141,12 @@ impl TestApp {
         TestApp {
             base,
             pool,
+            // No idle connection is kept: the server closes one idle for
+            // `header_read_timeout_secs`, and a request written into a connection as it closes
+            // fails (HTTP/1.1's keep-alive race, met under load when a setup step outlasts it).
             client: Client::builder()
                 .timeout(Duration::from_secs(120))
+                .pool_max_idle_per_host(0)
                 .build()
                 .expect("client"),
             clock,
