@@ -6,11 +6,14 @@
 //! transcription, [`crate::engines::cores`]) runs on the process's wide recogniser, a second
 //! replica with every core as threads, so that a lone request uses the whole machine; runs side
 //! by side keep their one-thread replicas.
+//!
+//! The queue has two lanes ([`Lanes`]): a live session's utterance (its final is awaited by a
+//! talking user) is taken before any file transcription that waits, so that a long upload
+//! queued ahead of it delays the final by at most the job a thread is already running.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
@@ -56,9 +59,97 @@ impl From<AsrError> for Failure {
     }
 }
 
+/// Which lane a job waits in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    /// A live session's utterance: taken first.
+    Live,
+    /// A file transcription.
+    File,
+}
+
+/// The recogniser threads' queue: two FIFO lanes, the live one always taken first. Closed when
+/// the last [`Inlet`] is dropped (the service is gone): the threads then finish what waits and
+/// return.
+struct Lanes<T> {
+    state: Mutex<LaneState<T>>,
+    ready: Condvar,
+}
+
+struct LaneState<T> {
+    live: VecDeque<T>,
+    file: VecDeque<T>,
+    closed: bool,
+}
+
+impl<T> Lanes<T> {
+    fn new() -> Self {
+        Self {
+            state: Mutex::new(LaneState {
+                live: VecDeque::new(),
+                file: VecDeque::new(),
+                closed: false,
+            }),
+            ready: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LaneState<T>> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Queues `job` in `lane`; `Err` gives it back once the lanes are closed.
+    fn push(&self, lane: Lane, job: T) -> Result<(), T> {
+        let mut state = self.lock();
+        if state.closed {
+            return Err(job);
+        }
+        match lane {
+            Lane::Live => state.live.push_back(job),
+            Lane::File => state.file.push_back(job),
+        }
+        drop(state);
+        self.ready.notify_one();
+        Ok(())
+    }
+
+    /// The next job, the live lane's first; waits for one. `None`: closed and empty.
+    fn take(&self) -> Option<T> {
+        let mut state = self.lock();
+        loop {
+            if let Some(job) = state.live.pop_front().or_else(|| state.file.pop_front()) {
+                return Some(job);
+            }
+            if state.closed {
+                return None;
+            }
+            state = self
+                .ready
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.ready.notify_all();
+    }
+}
+
+/// The service's end of the lanes, shared by its clones: dropping the last closes them.
+struct Inlet(Arc<Lanes<Job>>);
+
+impl Drop for Inlet {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 #[derive(Clone)]
 pub struct AsrService {
-    jobs: mpsc::Sender<Job>,
+    jobs: Arc<Inlet>,
     admission: Arc<Semaphore>,
     /// The places the app's free use may hold at once (half of them, at least one), so that
     /// accounts without a plan never take every place from paying ones.
@@ -134,8 +225,7 @@ impl AsrService {
     /// Starts `threads` recogniser threads (each loads its model on first use) and a queue of
     /// `queue` places beyond them.
     pub fn start(config: WhisperConfig, threads: usize, queue: usize) -> std::io::Result<Self> {
-        let (jobs, inbox) = mpsc::channel::<Job>();
-        let inbox = Arc::new(Mutex::new(inbox));
+        let inbox = Arc::new(Lanes::new());
         let skipped = Arc::new(AtomicU64::new(0));
         let stopped = Arc::new(AtomicU64::new(0));
         let wide = Arc::new(Wide::for_config(&config));
@@ -149,7 +239,7 @@ impl AsrService {
         }
         let capacity = threads.max(1) + queue;
         Ok(Self {
-            jobs,
+            jobs: Arc::new(Inlet(inbox)),
             admission: Arc::new(Semaphore::new(capacity)),
             free_admission: Arc::new(Semaphore::new((capacity / 2).max(1))),
             model_dir: config.model_dir.into(),
@@ -290,47 +380,56 @@ impl AsrService {
         ticket: Option<Ticket>,
     ) -> Result<Transcript, Failure> {
         let may_widen = ticket.as_ref().is_none_or(|t| t.may_widen);
-        self.submit(samples_16k, options, segments, ticket, may_widen)
-            .await
+        let job = (samples_16k, options, segments, ticket);
+        self.submit(Lane::File, job, may_widen).await
     }
 
     /// Recognises one utterance of a live session, which holds its [`Ticket`] for its whole
-    /// life rather than handing it to one job (`may_widen`: [`Ticket::may_widen`]).
+    /// life rather than handing it to one job (`may_widen`: [`Ticket::may_widen`]). It waits
+    /// in the live lane, ahead of every file transcription.
     pub async fn recognize_held(
         &self,
         samples_16k: Vec<f32>,
         options: RecognitionOptions,
         may_widen: bool,
     ) -> Result<Transcript, Failure> {
-        self.submit(samples_16k, options, None, None, may_widen)
+        self.submit(Lane::Live, (samples_16k, options, None, None), may_widen)
             .await
     }
 
     async fn submit(
         &self,
-        samples_16k: Vec<f32>,
-        options: RecognitionOptions,
-        segments: Option<tokio::sync::mpsc::UnboundedSender<(Segment, Vec<Word>)>>,
-        ticket: Option<Ticket>,
+        lane: Lane,
+        (samples_16k, options, segments, ticket): JobInput,
         may_widen: bool,
     ) -> Result<Transcript, Failure> {
         let (reply, answer) = oneshot::channel();
-        self.jobs
-            .send(Job {
-                samples_16k,
-                options,
-                ticket,
-                may_widen,
-                segments,
-                reply,
-            })
-            .map_err(|_| Failure::Failed("recogniser threads stopped".to_owned()))?;
+        let job = Job {
+            samples_16k,
+            options,
+            ticket,
+            may_widen,
+            segments,
+            reply,
+        };
+        if self.jobs.0.push(lane, job).is_err() {
+            return Err(Failure::Failed("recogniser threads stopped".to_owned()));
+        }
         self.submitted.fetch_add(1, Ordering::Relaxed);
         answer
             .await
             .unwrap_or_else(|_| Err(Failure::Failed("recogniser thread stopped".into())))
     }
 }
+
+/// What a job is made of, beyond its reply: the samples, the options, where segments go and
+/// the ticket.
+type JobInput = (
+    Vec<f32>,
+    RecognitionOptions,
+    Option<tokio::sync::mpsc::UnboundedSender<(Segment, Vec<Word>)>>,
+    Option<Ticket>,
+);
 
 /// The process's wide recogniser: a replica with every core as threads, loaded on its first
 /// lone job, used by one job at a time.
@@ -360,19 +459,13 @@ impl Wide {
 fn recogniser_thread(
     config: &WhisperConfig,
     wide: &Wide,
-    inbox: &Mutex<mpsc::Receiver<Job>>,
+    inbox: &Lanes<Job>,
     (skipped, stopped): (&AtomicU64, &AtomicU64),
 ) {
     let mut recognizer: Option<Recognizer> = None;
     loop {
-        let job = {
-            let inbox = inbox
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            match inbox.recv() {
-                Ok(job) => job,
-                Err(_) => return,
-            }
+        let Some(job) = inbox.take() else {
+            return;
         };
         if job.reply.is_closed() {
             skipped.fetch_add(1, Ordering::Relaxed);
@@ -438,4 +531,52 @@ fn load<'a>(
         *slot = Some(recognizer);
     }
     Ok(slot.as_ref().expect("loaded above"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_job_is_taken_before_every_waiting_file_job() {
+        let lanes = Lanes::new();
+        for job in ["file 1", "file 2"] {
+            lanes.push(Lane::File, job).unwrap();
+        }
+        lanes.push(Lane::Live, "live 1").unwrap();
+        lanes.push(Lane::File, "file 3").unwrap();
+        lanes.push(Lane::Live, "live 2").unwrap();
+        let order: Vec<_> = std::iter::from_fn(|| {
+            let state = lanes.lock();
+            let empty = state.live.is_empty() && state.file.is_empty();
+            drop(state);
+            (!empty).then(|| lanes.take()).flatten()
+        })
+        .collect();
+        assert_eq!(order, ["live 1", "live 2", "file 1", "file 2", "file 3"]);
+    }
+
+    #[test]
+    fn closed_lanes_refuse_new_jobs_and_hand_out_the_waiting_ones_then_none() {
+        let lanes = Arc::new(Lanes::new());
+        lanes.push(Lane::File, 1).unwrap();
+        let waiting = {
+            let lanes = lanes.clone();
+            std::thread::spawn(move || (lanes.take(), lanes.take()))
+        };
+        lanes.close();
+        assert_eq!(lanes.push(Lane::Live, 2), Err(2));
+        assert_eq!(waiting.join().unwrap(), (Some(1), None));
+    }
+
+    #[test]
+    fn a_waiting_thread_wakes_for_a_job() {
+        let lanes = Arc::new(Lanes::new());
+        let waiting = {
+            let lanes = lanes.clone();
+            std::thread::spawn(move || lanes.take())
+        };
+        lanes.push(Lane::Live, "live").unwrap();
+        assert_eq!(waiting.join().unwrap(), Some("live"));
+    }
 }
