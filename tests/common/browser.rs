@@ -34,10 +34,9 @@ pub struct Page {
 impl Browser {
     pub fn new(app: &TestApp) -> Self {
         Self {
-            client: Client::builder()
+            // No idle connection is kept (see `super::http_client`).
+            client: super::http_client_builder()
                 .redirect(redirect::Policy::none())
-                // No idle connection is kept (see `TestApp::client`: the keep-alive race).
-                .pool_max_idle_per_host(0)
                 .build()
                 .unwrap(),
             base: app.base.clone(),

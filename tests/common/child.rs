@@ -55,7 +55,7 @@ impl ChildServer {
             command.stderr(std::fs::File::create(log).expect("log file"));
         }
         let mut child = command.spawn().expect("voiced serve starts");
-        let client = reqwest::Client::new();
+        let client = super::http_client();
         let healthz = format!("{base}/healthz");
         super::poll_until(Duration::from_secs(120), "voiced serve to answer", || {
             if let Ok(Some(status)) = child.try_wait() {

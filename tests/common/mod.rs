@@ -141,12 +141,9 @@ impl TestApp {
         TestApp {
             base,
             pool,
-            // No idle connection is kept: the server closes one idle for
-            // `header_read_timeout_secs`, and a request written into a connection as it closes
-            // fails (HTTP/1.1's keep-alive race, met under load when a setup step outlasts it).
-            client: Client::builder()
+            // No idle connection is kept (see `http_client`).
+            client: http_client_builder()
                 .timeout(Duration::from_secs(120))
-                .pool_max_idle_per_host(0)
                 .build()
                 .expect("client"),
             clock,
@@ -280,6 +277,18 @@ impl TestApp {
         .expect("voice");
         id
     }
+}
+
+/// An HTTP client that keeps no idle connection: a server closes a connection idle for
+/// `header_read_timeout_secs`, and a request written into one as it closes fails (HTTP/1.1's
+/// keep-alive race, met under load when a step between two requests outlasts it).
+pub fn http_client() -> reqwest::Client {
+    http_client_builder().build().expect("client")
+}
+
+/// [`http_client`]'s builder, for a client that needs more settings.
+pub fn http_client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder().pool_max_idle_per_host(0)
 }
 
 /// Polls `check` until it yields a value, at most `within` (then the test fails naming `what`).

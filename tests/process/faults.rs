@@ -161,7 +161,7 @@ async fn a_postgres_outage_answers_503_and_the_same_server_recovers() {
         ChildServer::start(&url, &[("VOICED_WORKERS", "1"), ("VOICED_LEASE_SECS", "2")]).await;
     let pool = voiced::store::connect_and_migrate(&url, 2).await.unwrap();
     let (account, secret) = pro_user(&pool).await;
-    let client = reqwest::Client::builder()
+    let client = crate::common::http_client_builder()
         .timeout(Duration::from_secs(5))
         .build()
         .unwrap();
@@ -200,7 +200,7 @@ async fn a_postgres_outage_answers_503_and_the_same_server_recovers() {
             let started = Instant::now();
             // A fresh connection each time: the server may close one whose upload it refused
             // unread (the 503 comes from authentication, before the body).
-            let client = reqwest::Client::builder()
+            let client = crate::common::http_client_builder()
                 .timeout(Duration::from_secs(5))
                 .pool_max_idle_per_host(0)
                 .build()

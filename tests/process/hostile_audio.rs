@@ -67,7 +67,7 @@ impl Server {
             base: format!("http://127.0.0.1:{port}"),
         };
         // Poll /readyz (model load and warm-up come first) with a generous deadline.
-        let client = reqwest::Client::new();
+        let client = crate::common::http_client();
         let deadline = Instant::now() + Duration::from_secs(300);
         loop {
             if let Some(status) = server.child.try_wait().unwrap() {
@@ -432,7 +432,7 @@ async fn hostile_audio_is_refused_cheaply_and_the_server_carries_on() {
     let corpus = corpus(&dir);
 
     let mut server = Server::start(&db.url(), &data_dir).await;
-    let client = reqwest::Client::builder()
+    let client = crate::common::http_client_builder()
         .timeout(Duration::from_secs(600))
         .build()
         .unwrap();
@@ -576,7 +576,7 @@ async fn hostile_load_on_every_door_stays_within_a_gibibyte() {
     ))
     .unwrap();
     let mut server = Server::start(&db.url(), &data_dir).await;
-    let client = reqwest::Client::builder()
+    let client = crate::common::http_client_builder()
         .timeout(Duration::from_secs(600))
         .build()
         .unwrap();

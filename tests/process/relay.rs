@@ -92,7 +92,7 @@ async fn speech_rendered_by_a_worker_process_streams_through_redis_to_a_serve_pr
     // worker process renders, and only Redis can carry its audio here before it is stored.
     let serve = ChildServer::start(&url, &env).await;
     let mut worker = Worker::start(&url, &env);
-    let client = reqwest::Client::new();
+    let client = crate::common::http_client();
 
     // Streamed: the first bytes arrive while the generation still runs in the worker; the
     // whole body is the stored file (its wav sizes filled in) and decodes to the whole audio.

@@ -134,7 +134,7 @@ async fn write(client: &reqwest::Client, base: &str, secret: &str) -> (u16, Stri
 /// One console sign-in attempt with a wrong password through `base`, in a session of its own
 /// (the form's cookie and CSRF token): the status.
 async fn sign_in(base: &str, email: &str) -> u16 {
-    let client = reqwest::Client::builder()
+    let client = crate::common::http_client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
@@ -194,7 +194,7 @@ async fn the_read_quota_is_shared_by_serve_processes_and_survives_a_redis_outage
         ChildServer::start(&url, &env_a),
         ChildServer::start(&url, &env)
     );
-    let client = reqwest::Client::new();
+    let client = crate::common::http_client();
 
     // Six writes alternate between the processes; the remaining count is one count, and the
     // seventh is refused by either.
@@ -490,7 +490,7 @@ impl S3Server {
             child,
             endpoint: format!("http://127.0.0.1:{port}"),
         };
-        let client = reqwest::Client::new();
+        let client = crate::common::http_client();
         poll_until(Duration::from_secs(60), "the S3 server to answer", || {
             let request = client.get(format!("{}/", server.endpoint)).send();
             async move { request.await.ok().filter(|r| r.status() == 200).map(drop) }
@@ -500,7 +500,7 @@ impl S3Server {
     }
 
     async fn create_bucket(&self, bucket: &str) {
-        let response = reqwest::Client::new()
+        let response = crate::common::http_client()
             .put(format!("{}/{bucket}", self.endpoint))
             .send()
             .await
@@ -574,7 +574,7 @@ async fn delete_account(base: &str, app: &TestApp, account: &str) {
     let password = "a long enough passphrase";
     fixtures::set_password(app, account, password).await;
     let email = fixtures::stored_account(app, account).await.email;
-    let client = reqwest::Client::builder()
+    let client = crate::common::http_client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
@@ -685,8 +685,8 @@ async fn two_serve_and_two_worker_processes_share_the_work_and_survive_losing_on
         env.push(("VOICED_METRICS_BIND", bind.as_str()));
         Worker::start(&url, &env)
     });
-    let client = reqwest::Client::new();
-    let no_redirects = reqwest::Client::builder()
+    let client = crate::common::http_client();
+    let no_redirects = crate::common::http_client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
