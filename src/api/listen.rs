@@ -20,7 +20,7 @@ use axum::extract::ws::{
 };
 use axum::extract::{DefaultBodyLimit, RawQuery, Request, State};
 use axum::http::{HeaderMap, HeaderValue, header};
-use axum::middleware::{Next, from_fn, from_fn_with_state};
+use axum::middleware::{Next, from_fn};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures_util::{SinkExt, StreamExt};
@@ -48,21 +48,10 @@ const BODY_LIMIT: usize = crate::audio::MAX_AUDIO_BYTES;
 /// (always looked up; the upgrade counts as one write) → rate limit → the operation's
 /// requirement (`Operation::Transcribe`) → the handler.
 pub fn router(core: Core) -> Router<Core> {
-    Router::new()
+    let routes = Router::new()
         .route("/v1/listen", get(listen).post(prerecorded))
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        .layer(from_fn_with_state(
-            Operation::Transcribe.requirement(),
-            http::auth::authorize,
-        ))
-        .layer(from_fn_with_state(
-            core.limits().clone(),
-            http::rate_limit::rate_limit,
-        ))
-        .layer(from_fn_with_state(
-            core.clone(),
-            http::auth::authenticate_write,
-        ))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT));
+    http::auth::writing_routes(routes, &core, Operation::Transcribe.requirement())
         .layer(from_fn(deepgram_credentials))
 }
 

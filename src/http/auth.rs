@@ -99,6 +99,25 @@ fn presented_credential(headers: &HeaderMap) -> Result<&str, ApiError> {
     Ok(token)
 }
 
+/// The stack of a dialect door's own routes, outermost first: authenticate (the credential
+/// always looked up; every request counts as a write, a live socket's `GET` upgrade included)
+/// → rate limit → `requirement` (plan, scope, feature) → the routes. The door adds its own
+/// credential forms outside it (rewritten into the headers [`authenticate`] reads).
+pub fn writing_routes(
+    routes: axum::Router<Core>,
+    core: &Core,
+    requirement: Requirement,
+) -> axum::Router<Core> {
+    use axum::middleware::from_fn_with_state;
+    routes
+        .layer(from_fn_with_state(requirement, authorize))
+        .layer(from_fn_with_state(
+            core.limits().clone(),
+            super::rate_limit::rate_limit,
+        ))
+        .layer(from_fn_with_state(core.clone(), authenticate_write))
+}
+
 /// Step 1: resolve the credential to a [`Principal`] in the request's extensions. Refusals
 /// carry the `WWW-Authenticate` challenge; a token's 403 `insufficient_scope` carries one too.
 pub async fn authenticate(State(state): State<Core>, request: Request, next: Next) -> Response {

@@ -13,7 +13,7 @@ mod socket;
 use axum::Router;
 use axum::extract::Request;
 use axum::http::{HeaderValue, header};
-use axum::middleware::{Next, from_fn, from_fn_with_state};
+use axum::middleware::{Next, from_fn};
 use axum::response::Response;
 use axum::routing::get;
 
@@ -33,20 +33,8 @@ const FIELDS: Fields = Fields {
 /// The route with its own stack, outermost first: Cartesia's credential forms → authenticate
 /// (the upgrade counts as one write) → rate limit → the speech requirement → the handler.
 pub fn router(core: Core) -> Router<Core> {
-    Router::new()
-        .route("/tts/websocket", get(socket::websocket))
-        .layer(from_fn_with_state(
-            Operation::CreateSpeech.requirement(),
-            http::auth::authorize,
-        ))
-        .layer(from_fn_with_state(
-            core.limits().clone(),
-            http::rate_limit::rate_limit,
-        ))
-        .layer(from_fn_with_state(
-            core.clone(),
-            http::auth::authenticate_write,
-        ))
+    let routes = Router::new().route("/tts/websocket", get(socket::websocket));
+    http::auth::writing_routes(routes, &core, Operation::CreateSpeech.requirement())
         .layer(from_fn(cartesia_credentials))
 }
 

@@ -13,7 +13,7 @@ mod socket;
 use axum::Router;
 use axum::extract::Request;
 use axum::http::{HeaderValue, header};
-use axum::middleware::{Next, from_fn, from_fn_with_state};
+use axum::middleware::{Next, from_fn};
 use axum::response::Response;
 use axum::routing::{get, post};
 
@@ -34,7 +34,7 @@ const FIELDS: Fields = Fields {
 /// authenticate (the upgrade counts as one write) → rate limit → the speech requirement →
 /// the handler.
 pub fn router(core: Core) -> Router<Core> {
-    Router::new()
+    let routes = Router::new()
         .route(
             "/v1/text-to-speech/{voice_id}/multi-stream-input",
             get(socket::multi_stream_input),
@@ -44,19 +44,8 @@ pub fn router(core: Core) -> Router<Core> {
             get(socket::stream_input),
         )
         .route("/v1/text-to-speech/{voice_id}", post(rest::convert))
-        .route("/v1/text-to-speech/{voice_id}/stream", post(rest::convert))
-        .layer(from_fn_with_state(
-            Operation::CreateSpeech.requirement(),
-            http::auth::authorize,
-        ))
-        .layer(from_fn_with_state(
-            core.limits().clone(),
-            http::rate_limit::rate_limit,
-        ))
-        .layer(from_fn_with_state(
-            core.clone(),
-            http::auth::authenticate_write,
-        ))
+        .route("/v1/text-to-speech/{voice_id}/stream", post(rest::convert));
+    http::auth::writing_routes(routes, &core, Operation::CreateSpeech.requirement())
         .layer(from_fn(elevenlabs_credentials))
 }
 

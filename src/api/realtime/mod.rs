@@ -24,7 +24,7 @@ use axum::Router;
 use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
 use axum::extract::{RawQuery, Request, State};
 use axum::http::{HeaderValue, header};
-use axum::middleware::{Next, from_fn, from_fn_with_state};
+use axum::middleware::{Next, from_fn};
 use axum::response::Response;
 use axum::routing::get;
 
@@ -47,20 +47,8 @@ const KEY_PROTOCOL: &str = "openai-insecure-api-key.";
 /// authenticate (always looked up; the upgrade counts as one write) → rate limit → the
 /// operation's requirement (`Operation::Transcribe`) → the handler.
 pub fn router(core: Core) -> Router<Core> {
-    Router::new()
-        .route("/v1/realtime", get(realtime))
-        .layer(from_fn_with_state(
-            Operation::Transcribe.requirement(),
-            http::auth::authorize,
-        ))
-        .layer(from_fn_with_state(
-            core.limits().clone(),
-            http::rate_limit::rate_limit,
-        ))
-        .layer(from_fn_with_state(
-            core.clone(),
-            http::auth::authenticate_write,
-        ))
+    let routes = Router::new().route("/v1/realtime", get(realtime));
+    http::auth::writing_routes(routes, &core, Operation::Transcribe.requirement())
         .layer(from_fn(protocol_credential))
 }
 
