@@ -59,8 +59,8 @@ Setup (once): ~/.cache/voiced/venv-bench/bin/pip install faster-whisper==1.2.1 c
 websockets==17.4 && ~/.cache/voiced/venv-bench/bin/pip install --no-deps silero-vad==6.2.3
 (the Hugging Face hub is not used: the model directories under ~/.cache/voiced/models are loaded
 directly; `voiced models fetch vad` has put silero-vad/silero_vad.onnx there for voiced).
-Run (the run in docs/benchmarks.md, a debug build; a release build's path works the same):
-    VOICED_BIN=/tmp/pysdk-bin/voiced ~/.cache/voiced/venv-bench/bin/python \
+Run (after `source scripts/env.sh`; docs/benchmarks.md has a debug and a release run):
+    VOICED_BIN=$CARGO_TARGET_DIR/release/voiced ~/.cache/voiced/venv-bench/bin/python \
         bench/live_transcription.py --seconds 45 --rounds 2 \
         [--points 'whisper-tiny.en:1,2,4,6;whisper-base:1,2,3,4'] [--port 18095]
 """
@@ -570,8 +570,9 @@ def main() -> None:
                 assert status == 200, (status, body[:300])
                 batch.append(json.loads(body)["text"])
             reference = Reference(model)
-            # Warm both (their VAD sessions, every recogniser replica) with one and two streams.
-            for n in (1, 2):
+            # Warm both (their VAD sessions, every recogniser replica) with one and two streams
+            # (one, when the points ask for one stream only).
+            for n in sorted({1, min(2, len(audios))}):
                 warm = [a[0][: 8 * RATE] for a in audios[:n]]
                 run_voiced(v.base, v.key, warm, time.monotonic() + 0.2)
                 for i, w in enumerate(warm):
