@@ -1,299 +1,19 @@
-//! The audio of running generations across processes, through Redis (`redis_url`): a
-//! generation rendered by a `voiced worker` reaches the synchronous request that waits for it in
-//! a `voiced serve` process as it is rendered, the way [`super::streams`] carries it inside one
-//! process. [`super::streams::Streams`] uses this when Redis is configured; its interface (and
-//! so every door's) is the same either way.
-//!
-//! One Redis stream per generation, `voiced:audio:{id}`, written by the worker that runs it
-//! (`XADD`, in order, on one connection), read from its first entry by every subscriber
-//! (`XREAD BLOCK`, each on a connection of its own). Entries:
-//! - `k=s`: an attempt starts: `a` (the attempt's random token), `t` (the content type);
-//! - `k=c`: a chunk of that attempt: `a`, `n` (its number from 0), `b` (the bytes), `m` (the
-//!   audio rendered up to its end, ms: what a delivery cut short after it charges), `w` (the
-//!   words its piece says, JSON `[[text, start, end], …]`, for the live speech socket's
-//!   alignment);
-//! - `k=e`: the attempt ends: `a`, `x` (`completed` or `broken`).
-//!
-//! Bounds: the stream keeps at most [`MAX_ENTRIES`] entries (`MAXLEN ~`) and expires
-//! [`KEEP`] after its last write or read (a subscriber that reads refreshes it, as an
-//! in-process entry lives while a request listens). A subscriber holds at most
-//! [`READ_COUNT`] entries at a time, read as its caller asks for them: a slow reader holds
-//! nothing more. While an attempt runs, its worker keeps `voiced:audio:{id}:alive:{token}` alive
-//! (refreshed every third of its time to live, which is 1.5 leases: it outlives the
-//! generation's lease). A subscriber that hears nothing for [`BLOCK`] checks it: gone (the
-//! worker died) ends the stream broken, as the lease's expiry ends the attempt. A new attempt's
-//! start after chunks of an earlier one, or a gap in the chunk numbers (entries trimmed under a
-//! subscriber that lagged by more than [`MAX_ENTRIES`]), end it broken too; a subscriber that
-//! has seen no chunk yet follows the newest attempt instead.
-//!
-//! Redis failing never fails a generation: the worker stops relaying it (logged) and renders on;
-//! a subscriber whose Redis fails falls back to this process's stream, and the caller to the
-//! stored file ([`super::streams`]).
+//! The subscribing side of the relay: one generation's stream read from its first entry, its
+//! attempts followed, and the wire's entries parsed.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
 use redis::Value;
-use redis::aio::{ConnectionManager, MultiplexedConnection};
-use tokio::sync::mpsc;
+use redis::aio::MultiplexedConnection;
 
-use super::streams::{AudioChunk, StreamEnd, StreamEvent};
+use super::{BLOCK, IDLE_READERS, KEEP, READ_COUNT, Relay, alive_key, lock, millis, stream_key};
 use crate::engines::text::timing::WordTiming;
-
-/// Entries a generation's stream keeps at most (approximate trimming): start, end and the
-/// chunks, one per rendered segment.
-pub const MAX_ENTRIES: usize = 4096;
-/// How long a stream is kept after its last write or read.
-pub const KEEP: Duration = Duration::from_secs(60);
-/// How long a subscriber's `XREAD` waits before it checks that the worker is alive.
-pub const BLOCK: Duration = Duration::from_secs(1);
-/// Entries one `XREAD` returns at most.
-pub const READ_COUNT: usize = 16;
-/// Idle subscriber connections kept for the next subscriber.
-const IDLE_READERS: usize = 32;
-
-/// Redis for this process's streams (cheap to clone).
-#[derive(Clone)]
-pub struct Relay(Arc<Inner>);
-
-struct Inner {
-    client: redis::Client,
-    /// The connection every publisher of the process writes on (made on first need).
-    writer: tokio::sync::OnceCell<ConnectionManager>,
-    /// Subscribers' connections whose last command has answered.
-    idle: Mutex<Vec<MultiplexedConnection>>,
-    /// Time to live of an attempt's alive key.
-    alive: Duration,
-}
-
-impl Relay {
-    /// Redis at `url` (`redis://…`, `rediss://…`, `unix:///path`); only the URL is checked
-    /// here. `lease` is the generations' lease (`lease_secs`): the alive key outlives it.
-    pub fn open(url: &str, lease: Duration) -> Result<Self, redis::RedisError> {
-        Ok(Self(Arc::new(Inner {
-            client: redis::Client::open(url)?,
-            writer: tokio::sync::OnceCell::new(),
-            idle: Mutex::new(Vec::new()),
-            alive: (lease + lease / 2).max(Duration::from_millis(300)),
-        })))
-    }
-
-    /// Starts relaying an attempt at generation `id`: what the returned outbox is given goes to
-    /// Redis in order, on a task of its own (the worker never waits for Redis).
-    pub(super) fn publish(&self, id: &str, content_type: &str) -> Outbox {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        let attempt = format!("{:016x}", rand::random::<u64>());
-        let task = Writer {
-            inner: self.0.clone(),
-            key: stream_key(id),
-            alive_key: alive_key(id, &attempt),
-            attempt,
-        };
-        let content_type = content_type.to_owned();
-        let id = id.to_owned();
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(async move {
-                    if let Err(err) = task.run(&content_type, receiver).await {
-                        // The error names the failure, never the URL (it may carry a password).
-                        tracing::warn!(generation_id = %id, error = %err, "Redis unreachable: this generation's audio reaches only this process's requests");
-                    }
-                });
-            }
-            Err(_) => tracing::warn!(generation_id = %id, "no runtime: the audio is not relayed"),
-        }
-        Outbox(sender)
-    }
-
-    /// Reads generation `id`'s stream from its first entry.
-    pub(super) fn subscribe(&self, id: &str) -> Inbox {
-        Inbox {
-            relay: self.clone(),
-            key: stream_key(id),
-            id: id.to_owned(),
-            connection: None,
-            cursor: "0".to_owned(),
-            buffer: VecDeque::new(),
-            attempt: None,
-            next_chunk: 0,
-            content_type: None,
-            yielded: false,
-            ended: None,
-        }
-    }
-}
-
-fn stream_key(id: &str) -> String {
-    format!("voiced:audio:{id}")
-}
-
-fn alive_key(id: &str, attempt: &str) -> String {
-    format!("voiced:audio:{id}:alive:{attempt}")
-}
-
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// A publisher's side: dropped, the writer ends the attempt broken.
-pub(super) struct Outbox(mpsc::UnboundedSender<Out>);
-
-enum Out {
-    Chunk(AudioChunk),
-    End(StreamEnd),
-}
-
-impl Outbox {
-    pub(super) fn chunk(&self, chunk: AudioChunk) {
-        // A writer that stopped (Redis failed) has logged why.
-        let _ = self.0.send(Out::Chunk(chunk));
-    }
-
-    pub(super) fn end(&self, end: StreamEnd) {
-        let _ = self.0.send(Out::End(end));
-    }
-}
-
-struct Writer {
-    inner: Arc<Inner>,
-    key: String,
-    alive_key: String,
-    attempt: String,
-}
-
-impl Writer {
-    async fn run(
-        self,
-        content_type: &str,
-        mut outbox: mpsc::UnboundedReceiver<Out>,
-    ) -> redis::RedisResult<()> {
-        let mut connection = self
-            .inner
-            .writer
-            .get_or_try_init(|| async {
-                let config = redis::aio::ConnectionManagerConfig::new()
-                    .set_connection_timeout(Duration::from_secs(2))
-                    .set_response_timeout(Duration::from_secs(5))
-                    .set_number_of_retries(1);
-                ConnectionManager::new_with_config(self.inner.client.clone(), config).await
-            })
-            .await?
-            .clone();
-        self.write(
-            &mut connection,
-            &[("k", b"s"), ("t", content_type.as_bytes())],
-        )
-        .await?;
-        let mut beat = tokio::time::interval(self.inner.alive / 3);
-        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        beat.tick().await;
-        let mut number = 0u64;
-        loop {
-            tokio::select! {
-                out = outbox.recv() => match out {
-                    Some(Out::Chunk(chunk)) => {
-                        let (n, m) = (number.to_string(), chunk.end_ms.to_string());
-                        let w = words_json(&chunk.words);
-                        let fields: [(&str, &[u8]); 5] = [
-                            ("k", b"c"),
-                            ("n", n.as_bytes()),
-                            ("m", m.as_bytes()),
-                            ("b", &chunk.bytes),
-                            ("w", w.as_bytes()),
-                        ];
-                        self.write(&mut connection, &fields).await?;
-                        number += 1;
-                    }
-                    end => {
-                        // Dropped without an end: broken (`streams::Publisher` always sends
-                        // one; this is the same rule).
-                        let end = match end {
-                            Some(Out::End(StreamEnd::Completed)) => "completed",
-                            _ => "broken",
-                        };
-                        return self.end(&mut connection, end).await;
-                    }
-                },
-                _ = beat.tick() => {
-                    redis::pipe()
-                        .cmd("SET").arg(&self.alive_key).arg(1).arg("PX").arg(millis(self.inner.alive)).ignore()
-                        .cmd("PEXPIRE").arg(&self.key).arg(millis(KEEP)).ignore()
-                        .query_async::<()>(&mut connection)
-                        .await?;
-                }
-            }
-        }
-    }
-
-    /// Appends an entry of this attempt, keeps the stream and the alive key.
-    async fn write(
-        &self,
-        connection: &mut ConnectionManager,
-        fields: &[(&str, &[u8])],
-    ) -> redis::RedisResult<()> {
-        let mut xadd = redis::cmd("XADD");
-        xadd.arg(&self.key)
-            .arg("MAXLEN")
-            .arg("~")
-            .arg(MAX_ENTRIES)
-            .arg("*")
-            .arg("a")
-            .arg(&self.attempt);
-        for (name, value) in fields {
-            xadd.arg(*name).arg(*value);
-        }
-        redis::pipe()
-            .atomic()
-            .add_command(xadd)
-            .ignore()
-            .cmd("PEXPIRE")
-            .arg(&self.key)
-            .arg(millis(KEEP))
-            .ignore()
-            .cmd("SET")
-            .arg(&self.alive_key)
-            .arg(1)
-            .arg("PX")
-            .arg(millis(self.inner.alive))
-            .ignore()
-            .query_async::<()>(connection)
-            .await
-    }
-
-    /// The end entry, then the alive key goes (in one transaction: a subscriber that finds the
-    /// key gone and reads again finds the end).
-    async fn end(&self, connection: &mut ConnectionManager, end: &str) -> redis::RedisResult<()> {
-        redis::pipe()
-            .atomic()
-            .cmd("XADD")
-            .arg(&self.key)
-            .arg("MAXLEN")
-            .arg("~")
-            .arg(MAX_ENTRIES)
-            .arg("*")
-            .arg("a")
-            .arg(&self.attempt)
-            .arg("k")
-            .arg("e")
-            .arg("x")
-            .arg(end)
-            .ignore()
-            .cmd("PEXPIRE")
-            .arg(&self.key)
-            .arg(millis(KEEP))
-            .ignore()
-            .cmd("DEL")
-            .arg(&self.alive_key)
-            .ignore()
-            .query_async::<()>(connection)
-            .await
-    }
-}
+use crate::worker::streams::{AudioChunk, StreamEnd, StreamEvent};
 
 /// A subscriber's side: the generation's entries from the first, as it asks for them.
-pub(super) struct Inbox {
+pub(in crate::worker) struct Inbox {
     relay: Relay,
     key: String,
     id: String,
@@ -330,13 +50,13 @@ enum Entry {
 
 impl Inbox {
     /// The content type of the attempt followed (once its start is read).
-    pub(super) fn content_type(&self) -> Option<String> {
+    pub(in crate::worker) fn content_type(&self) -> Option<String> {
         self.content_type.clone()
     }
 
     /// The next chunk or the end; `Err` when Redis does not answer (the caller stops asking).
     /// Cancel-safe: nothing is consumed until an answer has arrived.
-    pub(super) async fn next(&mut self) -> redis::RedisResult<StreamEvent> {
+    pub(in crate::worker) async fn next(&mut self) -> redis::RedisResult<StreamEvent> {
         loop {
             if let Some(end) = self.ended {
                 return Ok(StreamEvent::End(end));
@@ -599,15 +319,23 @@ fn entry_of(fields: Vec<Value>) -> Option<Entry> {
     }
 }
 
-/// A chunk's words as its `w` field.
-fn words_json(words: &[WordTiming]) -> String {
-    serde_json::Value::Array(
-        words
-            .iter()
-            .map(|w| serde_json::json!([w.text, w.start, w.end]))
-            .collect(),
-    )
-    .to_string()
+impl Inbox {
+    /// A subscriber of generation `id`, from its first entry.
+    pub(super) fn new(relay: Relay, id: &str) -> Self {
+        Inbox {
+            relay,
+            key: stream_key(id),
+            id: id.to_owned(),
+            connection: None,
+            cursor: "0".to_owned(),
+            buffer: VecDeque::new(),
+            attempt: None,
+            next_chunk: 0,
+            content_type: None,
+            yielded: false,
+            ended: None,
+        }
+    }
 }
 
 /// A `w` field's words; `None` when it is not what [`words_json`] writes.
@@ -638,13 +366,10 @@ fn text(value: Value) -> Option<String> {
     String::from_utf8(blob(value)?.to_vec()).ok()
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::worker::relay::outbox::words_json;
 
     #[test]
     fn a_chunks_words_cross_as_its_w_field() {
