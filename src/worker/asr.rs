@@ -7,9 +7,10 @@
 //! replica with every core as threads, so that a lone request uses the whole machine; runs side
 //! by side keep their one-thread replicas.
 //!
-//! The queue has two lanes ([`Lanes`]): a live session's utterance (its final is awaited by a
-//! talking user) is taken before any file transcription that waits, so that a long upload
-//! queued ahead of it delays the final by at most the job a thread is already running.
+//! The queue has two lanes ([`Lanes`]): a live session's final (awaited by a talking user) is
+//! taken before any file transcription that waits, so that a long upload queued ahead of it
+//! delays the final by at most the job a thread is already running. Interims wait with the
+//! files: they are many and optional, and must not starve them.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -385,15 +386,19 @@ impl AsrService {
     }
 
     /// Recognises one utterance of a live session, which holds its [`Ticket`] for its whole
-    /// life rather than handing it to one job (`may_widen`: [`Ticket::may_widen`]). It waits
-    /// in the live lane, ahead of every file transcription.
+    /// life rather than handing it to one job (`may_widen`: [`Ticket::may_widen`]). A final
+    /// (`urgent`) waits in the live lane, ahead of every file transcription; an interim waits
+    /// with the files, so that sessions' interims (one a second each) can never keep the
+    /// files from the recogniser.
     pub async fn recognize_held(
         &self,
         samples_16k: Vec<f32>,
         options: RecognitionOptions,
         may_widen: bool,
+        urgent: bool,
     ) -> Result<Transcript, Failure> {
-        self.submit(Lane::Live, (samples_16k, options, None, None), may_widen)
+        let lane = if urgent { Lane::Live } else { Lane::File };
+        self.submit(lane, (samples_16k, options, None, None), may_widen)
             .await
     }
 

@@ -106,7 +106,12 @@ impl Session {
         }
         let asr = self.core.asr.clone();
         let may_widen = self.place.ticket.may_widen();
-        Box::pin(async move { asr.recognize_held(samples, options, may_widen).await })
+        // A final (the one with word timings) is urgent: the recogniser's live lane.
+        let urgent = timestamps == Timestamps::Word;
+        Box::pin(async move {
+            asr.recognize_held(samples, options, may_widen, urgent)
+                .await
+        })
     }
 
     /// A recognition came back: an interim of the still open utterance goes out, a stale one
