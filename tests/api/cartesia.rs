@@ -19,7 +19,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use voiced::domain::{EngineId, Plan, Scope};
 
 use crate::common::ws::{self, Socket};
-use crate::common::{TestApp, fixtures};
+use crate::common::{TestApp, fixtures, vendor_sdk};
 
 /// LiveKit Agents 1.8.9's upgrade (../shared/notes/wave4-facts.md).
 const PATH: &str = "/tts/websocket?cartesia_version=2025-04-16";
@@ -479,33 +479,14 @@ async fn refusals_use_cartesias_shape_with_the_code() {
     app.stop().await;
 }
 
-/// The python of a venv with the pinned Cartesia SDK (`VOICED_CARTESIA_PYTHON`, else the one
-/// `scripts/cartesia-sdk-test.sh` makes), or `None` (the test says SKIPPED) unless
-/// `VOICED_REQUIRE_CARTESIA_SDK=1`.
-fn cartesia_python() -> Option<std::path::PathBuf> {
-    let python = std::env::var_os("VOICED_CARTESIA_PYTHON")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            let home = std::env::var_os("HOME")?;
-            Some(std::path::PathBuf::from(home).join(".cache/voiced/venv-cartesia/bin/python"))
-        })?;
-    let ok = std::process::Command::new(&python)
-        .args(["-c", "import cartesia, websockets"])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok && std::env::var("VOICED_REQUIRE_CARTESIA_SDK").as_deref() == Ok("1") {
-        panic!(
-            "{} lacks the cartesia[websockets] package",
-            python.display()
-        );
-    }
-    ok.then_some(python)
-}
-
 #[tokio::test]
 async fn cartesia_python_sdk_speaks_over_the_socket() {
-    let Some(python) = cartesia_python() else {
+    let Some(python) = vendor_sdk::python(
+        "VOICED_CARTESIA_PYTHON",
+        "venv-cartesia",
+        "cartesia, websockets",
+        "VOICED_REQUIRE_CARTESIA_SDK",
+    ) else {
         eprintln!("SKIPPED: no cartesia venv (scripts/cartesia-sdk-test.sh makes it)");
         return;
     };
@@ -513,29 +494,20 @@ async fn cartesia_python_sdk_speaks_over_the_socket() {
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Agent", EngineId::Kokoro, "af_heart")
         .await;
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/cartesia_sdk/test_tts.py"
-    );
-    let output = tokio::process::Command::new(python)
-        .arg(script)
-        .env("VOICED_BASE_URL", &app.base)
-        .env("VOICED_KEY", &secret)
-        .env("VOICED_VOICE", "Agent")
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(300), output)
-        .await
-        .expect("the SDK test finishes")
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr),
-    );
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let stdout = vendor_sdk::run(
+        python,
+        "tests/cartesia_sdk/test_tts.py",
+        &[
+            ("VOICED_BASE_URL", &app.base),
+            ("VOICED_KEY", &secret),
+            ("VOICED_VOICE", "Agent"),
+        ],
+        Duration::from_secs(300),
+    )
+    .await;
     assert!(
         stdout.contains("websocket: ") && stdout.contains("refused: "),
         "{stdout}"
     );
-    eprintln!("{stdout}");
     app.stop().await;
 }

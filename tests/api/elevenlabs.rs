@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::{self, Message};
 use voiced::domain::{EngineId, Plan, Scope};
 
-use crate::common::{TestApp, fixtures};
+use crate::common::{TestApp, fixtures, vendor_sdk};
 
 use crate::common::ws::{self, Socket};
 
@@ -454,30 +454,14 @@ async fn the_single_context_form_and_the_rest_twin_speak() {
     app.stop().await;
 }
 
-/// The python of a venv with the pinned ElevenLabs SDK (`VOICED_ELEVENLABS_PYTHON`, else the
-/// one `scripts/elevenlabs-sdk-test.sh` makes), or `None` (the test says SKIPPED) unless
-/// `VOICED_REQUIRE_ELEVENLABS_SDK=1`.
-fn elevenlabs_python() -> Option<std::path::PathBuf> {
-    let python = std::env::var_os("VOICED_ELEVENLABS_PYTHON")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            let home = std::env::var_os("HOME")?;
-            Some(std::path::PathBuf::from(home).join(".cache/voiced/venv-elevenlabs/bin/python"))
-        })?;
-    let ok = std::process::Command::new(&python)
-        .args(["-c", "import elevenlabs"])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok && std::env::var("VOICED_REQUIRE_ELEVENLABS_SDK").as_deref() == Ok("1") {
-        panic!("{} lacks the elevenlabs package", python.display());
-    }
-    ok.then_some(python)
-}
-
 #[tokio::test]
 async fn elevenlabs_python_sdk_converts_and_streams() {
-    let Some(python) = elevenlabs_python() else {
+    let Some(python) = vendor_sdk::python(
+        "VOICED_ELEVENLABS_PYTHON",
+        "venv-elevenlabs",
+        "elevenlabs",
+        "VOICED_REQUIRE_ELEVENLABS_SDK",
+    ) else {
         eprintln!("SKIPPED: no elevenlabs venv (scripts/elevenlabs-sdk-test.sh makes it)");
         return;
     };
@@ -485,29 +469,20 @@ async fn elevenlabs_python_sdk_converts_and_streams() {
     let (account, secret) = app.pro_user().await;
     app.voice(&account, "Agent", EngineId::Kokoro, "af_heart")
         .await;
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/elevenlabs_sdk/test_tts.py"
-    );
-    let output = tokio::process::Command::new(python)
-        .arg(script)
-        .env("VOICED_BASE_URL", &app.base)
-        .env("VOICED_KEY", &secret)
-        .env("VOICED_VOICE", "Agent")
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(300), output)
-        .await
-        .expect("the SDK test finishes")
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr),
-    );
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let stdout = vendor_sdk::run(
+        python,
+        "tests/elevenlabs_sdk/test_tts.py",
+        &[
+            ("VOICED_BASE_URL", &app.base),
+            ("VOICED_KEY", &secret),
+            ("VOICED_VOICE", "Agent"),
+        ],
+        Duration::from_secs(300),
+    )
+    .await;
     assert!(
         stdout.contains("convert: ") && stdout.contains("stream: ") && stdout.contains("refused: "),
         "{stdout}"
     );
-    eprintln!("{stdout}");
     app.stop().await;
 }

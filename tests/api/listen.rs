@@ -10,7 +10,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use voiced::domain::{Feature, Plan, Scope};
 
 use crate::asr;
-use crate::common::{TestApp, fixtures, json};
+use crate::common::{TestApp, fixtures, json, vendor_sdk};
 
 use crate::common::ws::{self, Socket};
 
@@ -527,59 +527,34 @@ async fn prerecorded_speech_answers_in_deepgrams_shape_and_becomes_a_capture() {
     assert_eq!(status, 401);
 }
 
-/// The Deepgram Python SDK's interpreter (`VOICED_DEEPGRAM_PYTHON`, default the venv
-/// `scripts/deepgram-sdk-test.sh` makes), or `None` (the test says SKIPPED) unless
-/// `VOICED_REQUIRE_DEEPGRAM_SDK=1`.
-fn deepgram_python() -> Option<std::path::PathBuf> {
-    let python = std::env::var_os("VOICED_DEEPGRAM_PYTHON")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            let home = std::env::var_os("HOME")?;
-            Some(std::path::PathBuf::from(home).join(".cache/voiced/venv-deepgram/bin/python"))
-        })?;
-    let ok = std::process::Command::new(&python)
-        .args(["-c", "import deepgram"])
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok && std::env::var("VOICED_REQUIRE_DEEPGRAM_SDK").as_deref() == Ok("1") {
-        panic!("{} lacks the deepgram-sdk package", python.display());
-    }
-    ok.then_some(python)
-}
-
 #[tokio::test]
 async fn deepgram_python_sdk_streams_and_transcribes_a_real_clip() {
-    let Some(python) = deepgram_python() else {
+    let Some(python) = vendor_sdk::python(
+        "VOICED_DEEPGRAM_PYTHON",
+        "venv-deepgram",
+        "deepgram",
+        "VOICED_REQUIRE_DEEPGRAM_SDK",
+    ) else {
         eprintln!("SKIPPED: no deepgram-sdk venv (scripts/deepgram-sdk-test.sh makes it)");
         return;
     };
     let app = TestApp::start().await;
     let (_, secret) = app.pro_user().await;
     let clip = asr::espeak_wav("en-us", FOX);
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/deepgram_sdk/test_listen.py"
-    );
-    let output = tokio::process::Command::new(python)
-        .arg(script)
-        .env("VOICED_BASE_URL", &app.base)
-        .env("VOICED_KEY", &secret)
-        .env("VOICED_CLIP", &clip)
-        .env("VOICED_EXPECTED", "quick brown fox lazy dog quiet")
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(180), output)
-        .await
-        .expect("the SDK test finishes")
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr),
-    );
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let stdout = vendor_sdk::run(
+        python,
+        "tests/deepgram_sdk/test_listen.py",
+        &[
+            ("VOICED_BASE_URL", &app.base),
+            ("VOICED_KEY", &secret),
+            ("VOICED_CLIP", &clip.to_string_lossy()),
+            ("VOICED_EXPECTED", "quick brown fox lazy dog quiet"),
+        ],
+        Duration::from_secs(180),
+    )
+    .await;
     assert!(
         stdout.contains("live: ") && stdout.contains("pre-recorded: "),
         "{stdout}"
     );
-    eprintln!("{stdout}");
 }

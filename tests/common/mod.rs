@@ -9,6 +9,7 @@ pub mod child;
 pub mod client;
 pub mod db;
 pub mod fixtures;
+pub mod vendor_sdk;
 pub mod webhooks;
 pub mod ws;
 
