@@ -31,7 +31,7 @@ pub fn read_audio(
                 continue;
             }
             let input = match message {
-                Message::Binary(bytes) => LiveInput::Audio(bytes.to_vec()),
+                Message::Binary(bytes) => LiveInput::Audio(bytes),
                 Message::Text(text) => match control(text.as_str()) {
                     Some(input) => input,
                     None => continue,

@@ -269,13 +269,19 @@ impl Conversation {
                     );
                 };
                 match base64::engine::general_purpose::STANDARD.decode(audio) {
-                    Ok(bytes) => (
-                        bytes
-                            .chunks(MAX_AUDIO_MESSAGE)
-                            .map(|c| LiveInput::Audio(c.to_vec()))
-                            .collect(),
-                        Vec::new(),
-                    ),
+                    Ok(bytes) => {
+                        // Cut into the session's message size without copying the audio.
+                        let bytes = bytes::Bytes::from(bytes);
+                        let inputs = (0..bytes.len())
+                            .step_by(MAX_AUDIO_MESSAGE)
+                            .map(|at| {
+                                LiveInput::Audio(
+                                    bytes.slice(at..(at + MAX_AUDIO_MESSAGE).min(bytes.len())),
+                                )
+                            })
+                            .collect();
+                        (inputs, Vec::new())
+                    }
                     Err(_) => refuse(
                         Refusal::invalid("audio", "audio is not valid base64"),
                         event_id,

@@ -92,8 +92,9 @@ pub struct LiveOptions {
 /// What a door hands the session.
 #[derive(Debug)]
 pub enum LiveInput {
-    /// Audio bytes in the session's encoding (at most [`MAX_AUDIO_MESSAGE`]).
-    Audio(Vec<u8>),
+    /// Audio bytes in the session's encoding (at most [`MAX_AUDIO_MESSAGE`]): the socket's own
+    /// frame, never copied.
+    Audio(bytes::Bytes),
     KeepAlive,
     /// End the open utterance now.
     Finalize,

@@ -154,37 +154,32 @@ impl Session {
                     }
                     self.next_job();
                 }
-                input = inputs.recv(), if reading => match input {
-                    Some(LiveInput::Audio(bytes)) => {
-                        idle_deadline = Instant::now() + self.settings.idle_timeout;
-                        if let Err(e) = self.audio(&bytes).await {
-                            break (CloseReason::Failed, Some(e));
+                input = inputs.recv(), if reading => {
+                    // Any message from the client (audio, a keep-alive, a control) resets the idle
+                    // time.
+                    idle_deadline = Instant::now() + self.settings.idle_timeout;
+                    match input {
+                        Some(LiveInput::Audio(bytes)) => {
+                            if let Err(e) = self.audio(&bytes).await {
+                                break (CloseReason::Failed, Some(e));
+                            }
+                            if seconds(self.utterances.clock()) >= self.settings.max_session.as_secs_f64() {
+                                break (CloseReason::MaxDuration, None);
+                            }
+                            if self.free_minutes_spent() {
+                                break (CloseReason::FreeMinutesUsed, None);
+                            }
                         }
-                        if seconds(self.utterances.clock()) >= self.settings.max_session.as_secs_f64() {
-                            break (CloseReason::MaxDuration, None);
+                        Some(LiveInput::KeepAlive) => {}
+                        Some(LiveInput::Finalize) => {
+                            self.finalize(EndReason::Finalize);
+                            self.next_job();
                         }
-                        if self.free_minutes_spent() {
-                            break (CloseReason::FreeMinutesUsed, None);
-                        }
+                        Some(LiveInput::Clear) => self.clear(),
+                        Some(LiveInput::Tune(tuned)) => self.tune(tuned),
+                        Some(LiveInput::Close) | None => break (CloseReason::Client, None),
                     }
-                    Some(LiveInput::KeepAlive) => {
-                        idle_deadline = Instant::now() + self.settings.idle_timeout;
-                    }
-                    Some(LiveInput::Finalize) => {
-                        idle_deadline = Instant::now() + self.settings.idle_timeout;
-                        self.finalize(EndReason::Finalize);
-                        self.next_job();
-                    }
-                    Some(LiveInput::Clear) => {
-                        idle_deadline = Instant::now() + self.settings.idle_timeout;
-                        self.clear();
-                    }
-                    Some(LiveInput::Tune(tuned)) => {
-                        idle_deadline = Instant::now() + self.settings.idle_timeout;
-                        self.tune(tuned);
-                    }
-                    Some(LiveInput::Close) | None => break (CloseReason::Client, None),
-                },
+                }
                 // While it does not read, the session cannot tell a silent client.
                 () = sleep_until(idle_deadline), if reading => break (CloseReason::Idle, None),
                 () = sleep_until(deadline) => break (CloseReason::MaxDuration, None),
