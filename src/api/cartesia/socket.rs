@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::Extension;
 use axum::extract::ws::{
-    CloseFrame, Message, WebSocket, WebSocketUpgrade, rejection::WebSocketUpgradeRejection,
+    Message, WebSocket, WebSocketUpgrade, rejection::WebSocketUpgradeRejection,
 };
 use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
@@ -136,18 +136,11 @@ async fn serve(socket: WebSocket, session: live_speech::SpeechSession) {
             break;
         }
         if let Some(reason) = end {
-            let (code, text) = match reason {
-                EndReason::Client => (1000, ""),
-                EndReason::Idle => (1000, "idle: no text received"),
-                EndReason::MaxDuration => (1008, "the socket reached its longest length"),
-                EndReason::Shutdown => (1001, "the server is shutting down"),
-                EndReason::Refused => (1008, "refused; see the error message"),
-            };
             let _ = sink
-                .send(Message::Close(Some(CloseFrame {
-                    code,
-                    reason: text.into(),
-                })))
+                .send(crate::http::live_socket::speech_close(
+                    reason,
+                    "idle: no text received",
+                ))
                 .await;
             break;
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::Extension;
 use axum::extract::ws::{
-    CloseFrame, Message, WebSocket, WebSocketUpgrade, rejection::WebSocketUpgradeRejection,
+    Message, WebSocket, WebSocketUpgrade, rejection::WebSocketUpgradeRejection,
 };
 use axum::extract::{Path, RawQuery, State};
 use axum::response::Response;
@@ -126,18 +126,11 @@ async fn serve(socket: WebSocket, session: live_speech::SpeechSession, multi: bo
             break;
         }
         if let Some(reason) = end {
-            let (code, text) = match reason {
-                EndReason::Client => (1000, ""),
-                EndReason::Idle => (1000, "inactivity_timeout: no text received"),
-                EndReason::MaxDuration => (1008, "the socket reached its longest length"),
-                EndReason::Shutdown => (1001, "the server is shutting down"),
-                EndReason::Refused => (1008, "refused; see the error message"),
-            };
             let _ = sink
-                .send(Message::Close(Some(CloseFrame {
-                    code,
-                    reason: text.into(),
-                })))
+                .send(crate::http::live_socket::speech_close(
+                    reason,
+                    "inactivity_timeout: no text received",
+                ))
                 .await;
             break;
         }
