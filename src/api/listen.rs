@@ -187,13 +187,11 @@ fn parse_prerecorded_query(raw: Option<&str>) -> Result<Query, ApiError> {
 
 /// Every parameter both routes share, with the encoding and sample rate as sent.
 fn parse_params(raw: Option<&str>) -> Result<(Query, Option<LiveEncoding>, Option<u32>), ApiError> {
-    let unreadable = || ApiError::invalid("query", "the query string could not be read");
-    let uri: axum::http::Uri = format!("/?{}", raw.unwrap_or_default())
-        .parse()
-        .map_err(|_| unreadable())?;
-    let axum::extract::Query(pairs) =
-        axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&uri)
-            .map_err(|_| unreadable())?;
+    // Percent-decoded as every dialect door reads its query (never a refusal in itself).
+    let pairs: Vec<(String, String)> =
+        url::form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
+            .into_owned()
+            .collect();
     let mut encoding = None;
     let mut sample_rate = None;
     let mut query = Query {

@@ -78,13 +78,11 @@ async fn protocol_credential(mut request: Request, next: Next) -> Response {
 /// `intent` must be `transcription` (a conversation session is not something voiced holds);
 /// `model`, when sent, an OpenAI transcription model or the installed recogniser.
 fn parse_query(raw: Option<&str>, installed: &str) -> Result<Option<String>, ApiError> {
-    let unreadable = || ApiError::invalid("query", "the query string could not be read");
-    let uri: axum::http::Uri = format!("/?{}", raw.unwrap_or_default())
-        .parse()
-        .map_err(|_| unreadable())?;
-    let axum::extract::Query(pairs) =
-        axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&uri)
-            .map_err(|_| unreadable())?;
+    // Percent-decoded as every dialect door reads its query (never a refusal in itself).
+    let pairs: Vec<(String, String)> =
+        url::form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
+            .into_owned()
+            .collect();
     let value = |name: &str| {
         pairs
             .iter()
